@@ -1,0 +1,215 @@
+package v1alpha1
+
+import (
+	"bytes"
+	"errors"
+)
+
+// Condition types. The operator follows kstatus: Ready is always present;
+// Reconciling and Stalled are present only while they are true.
+const (
+	// ReadyCondition is True when the object's desired state is in Vault.
+	ReadyCondition = "Ready"
+
+	// ReconcilingCondition is True while the operator is working towards the
+	// desired state (first reconcile, new generation, retrying).
+	ReconcilingCondition = "Reconciling"
+
+	// StalledCondition is True when the operator cannot make progress without
+	// a change to the object or to something it refers to (invalid
+	// configuration, policy refused by a guard rail, ...). Stalled objects are
+	// not retried until they change.
+	StalledCondition = "Stalled"
+)
+
+// Condition reasons, in CamelCase as metav1.Condition requires.
+const (
+	// SucceededReason: the desired state was applied (Ready=True).
+	SucceededReason = "Succeeded"
+
+	// ProgressingReason: reconciliation is under way (Reconciling=True).
+	ProgressingReason = "Progressing"
+
+	// RenderFailedReason: a template pattern could not be rendered for the
+	// minion's data (malformed pattern, conversion on a list, ...).
+	RenderFailedReason = "RenderFailed"
+
+	// ValidationFailedReason: the spec, or what it renders to, is refused
+	// before anything is written to Vault (for example metadata over Vault's
+	// limits, a policy name with spaces, a parameter file that is not valid).
+	ValidationFailedReason = "ValidationFailed"
+
+	// NamespaceNotAllowedReason: the binding's namespace does not match the
+	// template's namespaceSelector.
+	NamespaceNotAllowedReason = "NamespaceNotAllowed"
+
+	// PolicyNotAllowedReason: a rendered policy name matches none of the
+	// template's allowedPolicies globs.
+	PolicyNotAllowedReason = "PolicyNotAllowed"
+
+	// DuplicateMinionIDReason: another MinionBinding already claims the same
+	// minion ID (compared as Vault does, case-insensitively) for the same
+	// connection and AppRole mount.
+	DuplicateMinionIDReason = "DuplicateMinionID"
+
+	// TemplateNotFoundReason: the referenced MinionTemplate does not exist.
+	TemplateNotFoundReason = "TemplateNotFound"
+
+	// ConnectionNotReadyReason: the referenced VaultConnection does not exist
+	// or is not Ready.
+	ConnectionNotReadyReason = "ConnectionNotReady"
+
+	// VaultUnavailableReason: Vault could not be reached, or answered with a
+	// transient error; the operator retries with backoff.
+	VaultUnavailableReason = "VaultUnavailable"
+
+	// PolicyNotOwnedReason: an ACL policy to be written from policyDocuments
+	// already exists in Vault and was not written by the operator, and the
+	// template does not set adoptPolicies.
+	PolicyNotOwnedReason = "PolicyNotOwned"
+
+	// SuspendedReason: the binding is suspended (spec.suspend is true).
+	SuspendedReason = "Suspended"
+
+	// DeletionBlockedReason: the object is being deleted but its Vault
+	// objects cannot be removed yet (for example the connection is gone).
+	DeletionBlockedReason = "DeletionBlocked"
+)
+
+const (
+	// Finalizer is set by the operator on objects whose Vault state it
+	// manages, so that the Vault state can be removed or retained (see
+	// MinionTemplateSpec.DeletionPolicy) before the object disappears.
+	Finalizer = "minionvault.dev/finalizer"
+
+	// ReconcileRequestAnnotation, when set or changed to any value (a
+	// timestamp by convention), asks the operator to reconcile the object
+	// now. The handled value is echoed in status.lastHandledReconcileAt.
+	ReconcileRequestAnnotation = "reconcile.minionvault.dev/requestedAt"
+)
+
+// Document is an arbitrary JSON object kept as its raw JSON text, the way
+// apiextensions/v1.JSON keeps schemaless values: decoding and encoding copy
+// the bytes, so key order and number formatting survive a JSON round trip
+// in Go.
+//
+// The Kubernetes API server does not keep key order (it re-encodes objects),
+// so code that needs the document order of a manifest (the CLI) must read
+// the manifest text itself; the operator sees keys as the API server returns
+// them.
+//
+// +kubebuilder:validation:Type=object
+// +kubebuilder:pruning:PreserveUnknownFields
+type Document struct {
+	// Raw is the JSON text of the document.
+	Raw []byte `json:"-"`
+}
+
+var nullLiteral = []byte("null")
+
+// NewDocument returns a Document holding a copy of raw JSON text.
+func NewDocument(raw []byte) Document {
+	return Document{Raw: bytes.Clone(raw)}
+}
+
+// IsZero reports whether the document holds no value (absent or null).
+func (d Document) IsZero() bool {
+	return len(d.Raw) == 0 || bytes.Equal(d.Raw, nullLiteral)
+}
+
+// MarshalJSON returns the raw JSON text, or null for an empty document.
+func (d Document) MarshalJSON() ([]byte, error) {
+	if len(d.Raw) == 0 {
+		return nullLiteral, nil
+	}
+	return d.Raw, nil
+}
+
+// UnmarshalJSON stores a copy of the JSON text; null leaves the document
+// empty.
+func (d *Document) UnmarshalJSON(data []byte) error {
+	if d == nil {
+		return errors.New("v1alpha1.Document: UnmarshalJSON on nil pointer")
+	}
+	if len(data) == 0 || bytes.Equal(data, nullLiteral) {
+		d.Raw = nil
+		return nil
+	}
+	d.Raw = append(d.Raw[:0], data...)
+	return nil
+}
+
+// SecretReference names a Secret in a named namespace. VaultConnection is
+// cluster-scoped, so the namespace is always explicit.
+type SecretReference struct {
+	// name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	Name string `json:"name"`
+
+	// namespace of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Namespace string `json:"namespace"`
+}
+
+// SecretKeyReference is a fully resolved reference to one key of a Secret.
+// It is not part of the API schema: the *SecretReference types of the API
+// convert to it with their Resolve method, which applies their default key.
+//
+// +kubebuilder:object:generate=false
+type SecretKeyReference struct {
+	Name      string
+	Namespace string
+	Key       string
+}
+
+func keyOr(key, def string) string {
+	if key == "" {
+		return def
+	}
+	return key
+}
+
+// ConfigMapReference names a ConfigMap in a named namespace.
+type ConfigMapReference struct {
+	// name of the ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	Name string `json:"name"`
+
+	// namespace of the ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Namespace string `json:"namespace"`
+}
+
+// ParameterFile is one parameter file of a template: its YAML document
+// written as an object, or a string holding the file's YAML text (for
+// content pasted as is, with `|`).
+//
+// +kubebuilder:validation:Schemaless
+// +kubebuilder:pruning:PreserveUnknownFields
+type ParameterFile struct {
+	// Raw is the JSON text of the file: an object or a string.
+	Raw []byte `json:"-"`
+}
+
+// MarshalJSON returns the raw JSON text, or null when empty.
+func (f ParameterFile) MarshalJSON() ([]byte, error) { return Document(f).MarshalJSON() }
+
+// UnmarshalJSON stores a copy of the JSON text.
+func (f *ParameterFile) UnmarshalJSON(data []byte) error {
+	if f == nil {
+		return errors.New("v1alpha1.ParameterFile: UnmarshalJSON on nil pointer")
+	}
+	return (*Document)(f).UnmarshalJSON(data)
+}

@@ -1,0 +1,117 @@
+// Package manifest reads MinionTemplate and MinionBinding manifests from
+// YAML files, keeping what Kubernetes' own decoding loses: mapping key order
+// and the int/float distinction of grains, pillar and parameter files.
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/minionvault/minion-vault-operator/pkg/value"
+)
+
+// Document is one decoded manifest: the ordered data, and its kind.
+type Document struct {
+	APIVersion string
+	Kind       string
+	Value      value.Value
+}
+
+// ReadFile returns the documents of a YAML file (several may be separated
+// by ---; empty documents are skipped).
+func ReadFile(path string) ([]Document, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return docs, nil
+}
+
+// Parse decodes every YAML document in data.
+func Parse(data []byte) ([]Document, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []Document
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, err := value.FromYAMLNode(&n)
+		if err != nil {
+			return nil, err
+		}
+		if v.IsNull() {
+			continue
+		}
+		if !v.IsMap() {
+			return nil, fmt.Errorf("document %d is a %s, not a mapping", len(docs)+1, v.Kind().PyType())
+		}
+		d := Document{Value: v}
+		if s, ok := v.GetString("apiVersion"); ok {
+			d.APIVersion = s.Str()
+		}
+		if s, ok := v.GetString("kind"); ok {
+			d.Kind = s.Str()
+		}
+		docs = append(docs, d)
+	}
+}
+
+// Find returns the one document of the given kind in path.
+func Find(path, kind string) (Document, error) {
+	docs, err := ReadFile(path)
+	if err != nil {
+		return Document{}, err
+	}
+	var found []Document
+	for _, d := range docs {
+		if d.Kind == kind {
+			found = append(found, d)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Document{}, fmt.Errorf("%s: no %s in the file", path, kind)
+	case 1:
+		return found[0], nil
+	}
+	return Document{}, fmt.Errorf("%s: %d %s documents, want one", path, len(found), kind)
+}
+
+// Decode fills obj (an API type) from the document through JSON that keeps
+// key order, so raw JSON fields (grains, pillar, files) stay ordered.
+// Unknown fields are an error: a typo should not silently drop a setting.
+func (d Document) Decode(obj any) error {
+	dec := json.NewDecoder(bytes.NewReader(d.Value.AppendJSON(nil)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(obj); err != nil {
+		return fmt.Errorf("decoding %s: %w", d.Kind, err)
+	}
+	return nil
+}
+
+// Lookup walks string keys through nested mappings.
+func (d Document) Lookup(keys ...string) (value.Value, bool) {
+	v := d.Value
+	for _, k := range keys {
+		var ok bool
+		if v, ok = v.GetString(k); !ok {
+			return value.Value{}, false
+		}
+	}
+	return v, true
+}

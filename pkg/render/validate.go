@@ -1,0 +1,226 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/minionvault/minion-vault-operator/pkg/template"
+)
+
+// Reason classifies a violation; the controller uses it as condition reason.
+type Reason string
+
+// Violation reasons.
+const (
+	ReasonInvalidTemplate   Reason = "InvalidTemplate"
+	ReasonInvalidPolicyName Reason = "InvalidPolicyName"
+	ReasonPolicyNotAllowed  Reason = "PolicyNotAllowed"
+	ReasonACLPathWidened    Reason = "ACLPathWidened"
+	ReasonUntrustedGrain    Reason = "UntrustedGrain"
+	ReasonMetadataLimit     Reason = "MetadataLimit"
+	ReasonConflictingPolicy Reason = "ConflictingPolicyBody"
+	ReasonInvalidEntityName Reason = "InvalidEntityName"
+)
+
+// Violation is one guard-rail problem: rendering worked, but writing the
+// result to Vault would be wrong or unsafe.
+type Violation struct {
+	Reason  Reason
+	Field   string // where in the template, e.g. policies[2]
+	Message string
+}
+
+func (v Violation) String() string {
+	if v.Field == "" {
+		return fmt.Sprintf("%s: %s", v.Reason, v.Message)
+	}
+	return fmt.Sprintf("%s: %s: %s", v.Reason, v.Field, v.Message)
+}
+
+// Vault's limits on entity and secret-ID metadata. Vault answers a write
+// beyond them with HTTP 500, which would look like a transient error
+// forever, so they are checked before writing.
+const (
+	MaxMetadataPairs    = 64
+	MaxMetadataKeyLen   = 128
+	MaxMetadataValueLen = 512
+	maxPolicyNameLen    = 256
+)
+
+// Validate returns the guard-rail violations of a rendered binding, the
+// template's own problems first. Nil means it is safe to write.
+func (c *Compiled) Validate(r *Result) []Violation {
+	vs := append([]Violation(nil), c.problems...)
+	t := &c.t
+
+	if !t.TrustMinionGrains {
+		for i, p := range c.places.Policies {
+			vs = append(vs, untrustedGrains(fmt.Sprintf("policies.assign[%d]", i), p)...)
+		}
+		vs = append(vs, untrustedGrains("entityName", c.entityName)...)
+		for i, d := range c.docs {
+			vs = append(vs, untrustedGrains(fmt.Sprintf("policyDocuments[%d]", i), d.joint)...)
+		}
+	}
+
+	for _, p := range r.Policies {
+		if msg := policyNameProblem(p); msg != "" {
+			vs = append(vs, Violation{ReasonInvalidPolicyName, "policies", fmt.Sprintf("%q %s", p, msg)})
+			continue
+		}
+		if t.AllowedPolicies != nil && !matchAny(t.AllowedPolicies, p) {
+			vs = append(vs, Violation{ReasonPolicyNotAllowed, "policies", fmt.Sprintf("%q is not in allowedPolicies %q", p, t.AllowedPolicies)})
+		}
+	}
+	for _, d := range r.PolicyDocuments {
+		if msg := policyNameProblem(d.Name); msg != "" {
+			vs = append(vs, Violation{ReasonInvalidPolicyName, "policyDocuments", fmt.Sprintf("%q %s", d.Name, msg)})
+		}
+	}
+	for _, f := range r.docFields {
+		field := fmt.Sprintf("policyDocuments[%d]", f.doc)
+		if f.conflict {
+			vs = append(vs, Violation{ReasonConflictingPolicy, field, fmt.Sprintf("policy %q renders two different bodies", f.name)})
+			continue
+		}
+		if msg := widens(f.value); msg != "" {
+			vs = append(vs, Violation{ReasonACLPathWidened, field, fmt.Sprintf("substituted value %q %s (policy %q)", f.value, msg, f.name)})
+		}
+	}
+	if msg := entityNameProblem(r.EntityName); msg != "" {
+		vs = append(vs, Violation{ReasonInvalidEntityName, "entityName", fmt.Sprintf("%q %s", r.EntityName, msg)})
+	}
+	vs = append(vs, metadataLimits("metadata.entity", r.EntityMetadata)...)
+	vs = append(vs, metadataLimits("metadata.secret", r.SecretMetadata)...)
+	return vs
+}
+
+// untrustedGrains flags every grain but grains[id]: the rest is reported
+// by the minion itself, so a compromised minion could pick its policies.
+func untrustedGrains(field string, p *template.Pattern) []Violation {
+	var vs []Violation
+	for _, f := range p.Fields() {
+		if f != "grains[id]" && (f == "grains" || strings.HasPrefix(f, "grains[") || strings.HasPrefix(f, "grains.")) {
+			vs = append(vs, Violation{ReasonUntrustedGrain, field, fmt.Sprintf("{%s} is minion-controlled; only {grains[id]} is trusted unless trustMinionGrains is set", f)})
+		}
+	}
+	return vs
+}
+
+// policyNameProblem says why Vault should not get this policy name. Vault
+// itself accepts spaces and '*', lowercases, and redirects "..": we refuse
+// all of that rather than write something other than what was rendered.
+func policyNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "is empty"
+	case name == "root":
+		return "is Vault's root policy"
+	case len(name) > maxPolicyNameLen:
+		return fmt.Sprintf("is longer than %d bytes", maxPolicyNameLen)
+	case strings.Contains(name, ".."):
+		return `contains ".."`
+	case strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.Contains(name, "//"):
+		return "has an empty path segment"
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./@:=,", r)) {
+			return fmt.Sprintf("contains %q (allowed: a-z 0-9 _ - . / @ : = ,)", r)
+		}
+	}
+	return ""
+}
+
+// widens says how a value substituted into an ACL policy would grant more
+// than its placeholder: globs, traversal, another path segment, or Vault
+// template or HCL syntax.
+func widens(v string) string {
+	switch {
+	case v == "":
+		return "is empty"
+	case strings.ContainsAny(v, "*+"):
+		return "contains a glob ('*' or '+')"
+	case strings.Contains(v, ".."):
+		return `contains ".."`
+	case strings.Contains(v, "/"):
+		return "contains '/' and would change the path outside its placeholder"
+	case strings.ContainsAny(v, `{}"\`):
+		return "contains template or quoting characters"
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return "contains a control character"
+		}
+	}
+	return ""
+}
+
+func entityNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "is empty"
+	case strings.Contains(name, "/"):
+		return "contains '/'"
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return "contains a control character"
+		}
+	}
+	return ""
+}
+
+func metadataLimits(field string, kvs []template.KV) []Violation {
+	var vs []Violation
+	if len(kvs) > MaxMetadataPairs {
+		vs = append(vs, Violation{ReasonMetadataLimit, field, fmt.Sprintf("%d pairs, Vault allows %d", len(kvs), MaxMetadataPairs)})
+	}
+	for _, kv := range kvs {
+		if len(kv.Key) > MaxMetadataKeyLen {
+			vs = append(vs, Violation{ReasonMetadataLimit, field, fmt.Sprintf("key %.40q... is %d bytes, Vault allows %d", kv.Key, len(kv.Key), MaxMetadataKeyLen)})
+		}
+		if len(kv.Value) > MaxMetadataValueLen {
+			vs = append(vs, Violation{ReasonMetadataLimit, field, fmt.Sprintf("value of %q is %d bytes, Vault allows %d", kv.Key, len(kv.Value), MaxMetadataValueLen)})
+		}
+	}
+	return vs
+}
+
+// matchAny reports whether name matches one of the globs, where '*'
+// matches any run of characters (slashes included) and '?' one character.
+func matchAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if globMatch(g, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func globMatch(pattern, name string) bool {
+	// Iterative matching with single-star backtracking: linear-ish, and
+	// no regexp built from user input.
+	p, n := 0, 0
+	star, mark := -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
+			p++
+			n++
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case star >= 0:
+			p = star + 1
+			mark++
+			n = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}

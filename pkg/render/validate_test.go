@@ -1,0 +1,94 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/minionvault/minion-vault-operator/pkg/template"
+)
+
+func TestValidate(t *testing.T) {
+	roles := `{"roles":["web","db"],"evil":["*"],"dots":[".."],"slash":["a/b"],"vault":["{{identity.entity.id}}"],"big":"` + strings.Repeat("x", 600) + `"}`
+	doc := func(name, path string) []PolicyDocument {
+		return []PolicyDocument{{Name: name, Rules: []Rule{{Path: path, Capabilities: []string{"read"}}}}}
+	}
+	many := []template.KV{}
+	for i := 0; i < 70; i++ {
+		many = append(many, template.KV{Key: "k" + strings.Repeat("i", i), Value: "v"})
+	}
+	cases := []struct {
+		name   string
+		tpl    Template
+		grains string
+		want   []Reason
+	}{
+		{name: "clean", tpl: Template{Policies: []string{"salt_role_{pillar[roles]}"}, AllowedPolicies: []string{"salt_role_*"}}},
+		{name: "root policy", tpl: Template{Policies: []string{"root"}}, want: []Reason{ReasonInvalidPolicyName}},
+		{name: "space in policy", tpl: Template{Policies: []string{"a b"}}, want: []Reason{ReasonInvalidPolicyName}},
+		{name: "glob in policy name", tpl: Template{Policies: []string{"salt_{pillar[evil]}"}}, want: []Reason{ReasonInvalidPolicyName}},
+		{name: "empty policy name", tpl: Template{Policies: []string{"{pillar[missing_is_swallowed]}", ""}}, want: []Reason{ReasonInvalidPolicyName}},
+		{name: "not allowed", tpl: Template{Policies: []string{"admin", "salt_role_{pillar[roles]}"}, AllowedPolicies: []string{"salt_role_*"}}, want: []Reason{ReasonPolicyNotAllowed}},
+		{name: "allow nothing", tpl: Template{Policies: []string{"a"}, AllowedPolicies: []string{}}, want: []Reason{ReasonPolicyNotAllowed}},
+		{name: "untrusted grain in policy", tpl: Template{Policies: []string{"salt_{grains[os]}"}}, grains: `{"id":"m","os":"debian"}`, want: []Reason{ReasonUntrustedGrain}},
+		{name: "grains id is trusted", tpl: Template{Policies: []string{"salt_{grains[id]}"}}, grains: `{"id":"m"}`},
+		{name: "trusted grains", tpl: Template{Policies: []string{"salt_{grains[os]}"}, TrustMinionGrains: true}, grains: `{"id":"m","os":"debian"}`},
+		{name: "untrusted grain in entity name", tpl: Template{EntityName: "e_{grains[os]}"}, grains: `{"id":"m","os":"debian"}`, want: []Reason{ReasonUntrustedGrain}},
+		{name: "untrusted grain in spec", tpl: Template{Policies: []string{"a{minion:{grains[w]}}"}}, grains: `{"id":"m","w":3}`, want: []Reason{ReasonUntrustedGrain, ReasonInvalidPolicyName}},
+		{name: "glob injection", tpl: Template{PolicyDocuments: doc("p_{pillar[evil]}", "s/{pillar[evil]}")}, want: []Reason{ReasonInvalidPolicyName, ReasonACLPathWidened, ReasonACLPathWidened}},
+		{name: "traversal", tpl: Template{PolicyDocuments: doc("p_{pillar[dots]}", "s/{pillar[dots]}")}, want: []Reason{ReasonInvalidPolicyName, ReasonACLPathWidened, ReasonACLPathWidened}},
+		{name: "slash", tpl: Template{PolicyDocuments: doc("p/{pillar[slash]}", "s/{pillar[slash]}")}, want: []Reason{ReasonACLPathWidened, ReasonACLPathWidened}},
+		{name: "vault template injection", tpl: Template{PolicyDocuments: doc("p{minion}", "s/{minion}/{pillar[vault]}")}, want: []Reason{ReasonInvalidTemplate, ReasonACLPathWidened}},
+		{name: "rule field not in name", tpl: Template{PolicyDocuments: doc("p", "s/{minion}")}, want: []Reason{ReasonInvalidTemplate}},
+		{name: "two bodies", tpl: Template{PolicyDocuments: append(doc("p", "s/a"), doc("p", "s/b")...)}, want: []Reason{ReasonConflictingPolicy}},
+		{name: "same body twice is fine", tpl: Template{PolicyDocuments: append(doc("p", "s/a"), doc("p", "s/a")...)}},
+		{name: "metadata value too long", tpl: Template{EntityMetadata: []template.KV{kv("big", "{pillar[big]}")}}, want: []Reason{ReasonMetadataLimit}},
+		{name: "metadata too many pairs", tpl: Template{EntityMetadata: many}, want: []Reason{ReasonMetadataLimit}},
+		{name: "metadata key too long", tpl: Template{SecretMetadata: []template.KV{kv(strings.Repeat("k", 129), "v")}}, want: []Reason{ReasonMetadataLimit}},
+		{name: "bad ttl", tpl: Template{AppRole: AppRole{SecretIDTTL: "1w"}}, want: []Reason{ReasonInvalidTemplate}},
+		{name: "entity name with slash", tpl: Template{EntityName: "a/{minion}"}, want: []Reason{ReasonInvalidEntityName}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.tpl.Policies == nil {
+				c.tpl.Policies = []string{}
+			}
+			grains := c.grains
+			if grains == "" {
+				grains = `{"id":"m"}`
+			}
+			comp := Compile(c.tpl)
+			res, err := comp.Render(Binding{MinionID: "m", Grains: mustJSON(t, grains), Pillar: mustJSON(t, roles)}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs := comp.Validate(res)
+			var got []Reason
+			for _, v := range vs {
+				got = append(got, v.Reason)
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("violations %v, want reasons %v", vs, c.want)
+			}
+			for i := range got {
+				if got[i] != c.want[i] {
+					t.Fatalf("violations %v, want reasons %v", vs, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	cases := []struct {
+		glob, name string
+		want       bool
+	}{
+		{"salt_role_*", "salt_role_web", true}, {"saltstack/*", "saltstack/minions/x", true}, {"a?c", "abc", true},
+		{"a*b*c", "axxbyyc", true}, {"a*b*c", "axxbyy", false}, {"*", "", true}, {"", "a", false}, {"web", "web", true}, {"web", "web2", false},
+	}
+	for _, c := range cases {
+		if got := globMatch(c.glob, c.name); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v", c.glob, c.name, got)
+		}
+	}
+}
