@@ -90,3 +90,8 @@ help: ## Show this help.
 .PHONY: oracle
 oracle: ## Compare the format-spec implementation with CPython 3.11 (python3) on random inputs.
 	go test -tags oracle -run TestFormatAgainstPython -count=1 ./pkg/template
+
+.PHONY: bench-compare
+bench-compare: ## The typical binding in Go and in the Python algorithm, side by side in one run.
+	go test -run='^$$' -bench='^BenchmarkTypicalBinding$$' -benchmem -count=5 ./pkg/template | grep Benchmark
+	python3 hack/bench/saltext_reference.py

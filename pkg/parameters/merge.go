@@ -93,14 +93,17 @@ func mergeMaps(a, b value.Value, st strategy, mergeLists bool) value.Value {
 // anything else is replaced by b's value. Keys keep a's order, new ones are
 // appended, as with a Python dict.
 func update(a, b value.Value, mergeLists bool) value.Value {
-	bp := b.Pairs()
-	if len(bp) == 0 {
+	bp, ap := b.Pairs(), a.Pairs()
+	switch {
+	case len(bp) == 0:
 		return a
+	case len(ap) == 0:
+		// Nothing to merge with: the result is b, in b's order.
+		return b
 	}
-	ap := a.Pairs()
 	out := make([]value.Pair, len(ap), len(ap)+len(bp))
 	copy(out, ap)
-	idx := newKeyIndex(out)
+	idx := newKeyIndex(out, len(bp))
 	for _, p := range bp {
 		i := idx.find(out, p.Key)
 		if i < 0 {
@@ -142,14 +145,16 @@ next:
 // overwrite is dictupdate.merge_overwrite: each top-level key of b replaces
 // a's value wholesale (merge_lists cannot matter: the lists are then equal).
 func overwrite(a, b value.Value) value.Value {
-	bp := b.Pairs()
-	if len(bp) == 0 {
+	bp, ap := b.Pairs(), a.Pairs()
+	switch {
+	case len(bp) == 0:
 		return a
+	case len(ap) == 0:
+		return b
 	}
-	ap := a.Pairs()
 	out := make([]value.Pair, len(ap), len(ap)+len(bp))
 	copy(out, ap)
-	idx := newKeyIndex(out)
+	idx := newKeyIndex(out, len(bp))
 	for _, p := range bp {
 		if i := idx.find(out, p.Key); i >= 0 {
 			out[i].Val = p.Val
@@ -175,14 +180,16 @@ func mergeList(a, b value.Value) value.Value {
 	return value.NewMap(out)
 }
 
-// keyIndex speeds up key lookups in large mappings; small ones are scanned,
-// which is cheaper than building a Go map.
+// keyIndex speeds up key lookups when a merge would otherwise compare many
+// keys; a few scans of a short slice are cheaper than building a Go map.
 type keyIndex map[string]int
 
-const indexThreshold = 12
+// indexThreshold is the number of key comparisons (keys times lookups) from
+// which a Go map pays for itself.
+const indexThreshold = 1024
 
-func newKeyIndex(pairs []value.Pair) keyIndex {
-	if len(pairs) < indexThreshold {
+func newKeyIndex(pairs []value.Pair, lookups int) keyIndex {
+	if len(pairs)*lookups < indexThreshold {
 		return nil
 	}
 	idx := make(keyIndex, len(pairs)+4)

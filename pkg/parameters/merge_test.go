@@ -2,6 +2,7 @@ package parameters
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/pkg/value"
@@ -124,10 +125,11 @@ func TestMergeDetails(t *testing.T) {
 }
 
 func TestMergeLargeMappings(t *testing.T) {
-	// Past indexThreshold keys are found through a Go map: same result.
+	// Past indexThreshold comparisons keys are found through a Go map:
+	// same result.
 	a, b := emptyMap, emptyMap
-	for i := range 40 {
-		k := value.NewString(string(rune('A' + i)))
+	for i := range 100 {
+		k := value.NewString(fmt.Sprint("k", i))
 		a = a.Set(k, value.NewInt(int64(i)))
 		if i%3 == 0 {
 			b = b.Set(k, value.NewString("b"))
@@ -139,10 +141,10 @@ func TestMergeLargeMappings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Len() != 41 {
-			t.Fatalf("%s: %d keys, want 41", st, got.Len())
+		if got.Len() != 101 {
+			t.Fatalf("%s: %d keys, want 101", st, got.Len())
 		}
-		for i, p := range got.Pairs()[:40] {
+		for i, p := range got.Pairs()[:100] {
 			want := value.NewInt(int64(i))
 			if i%3 == 0 {
 				want = value.NewString("b")

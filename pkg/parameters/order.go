@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
@@ -50,11 +51,11 @@ func sortKeys(v value.Value) value.Value {
 		if out != nil {
 			src = out
 		}
-		if sortable(src) && !slices.IsSortedFunc(src, cmpPairs) {
+		if cmpFn := keyOrder(src); cmpFn != nil && !slices.IsSortedFunc(src, cmpFn) {
 			if out == nil {
 				out = slices.Clone(pairs)
 			}
-			slices.SortStableFunc(out, cmpPairs)
+			slices.SortStableFunc(out, cmpFn)
 		}
 		if out == nil {
 			return v
@@ -78,43 +79,38 @@ func same(a, b value.Value) bool {
 	return true
 }
 
-// sortable reports whether Python can order all these keys: all strings or
-// all numbers (bool, int, float). None compares with nothing.
-func sortable(pairs []value.Pair) bool {
+// keyOrder returns how Python orders these keys, or nil when it cannot: all
+// strings or all numbers (bool, int, float) sort, None compares with
+// nothing, and a str next to a number is a TypeError.
+func keyOrder(pairs []value.Pair) func(a, b value.Pair) int {
 	if len(pairs) < 2 {
-		return true
+		return nil // nothing to sort
 	}
 	str := pairs[0].Key.IsString()
 	for _, p := range pairs {
 		switch p.Key.Kind() {
 		case value.String:
 			if !str {
-				return false
+				return nil
 			}
 		case value.Bool, value.Int, value.Float:
 			if str {
-				return false
+				return nil
 			}
 		default:
-			return false
+			return nil
 		}
 	}
-	return true
+	if str {
+		return cmpStringKeys
+	}
+	return cmpNumberKeys
 }
 
-func cmpPairs(a, b value.Pair) int {
-	if a.Key.IsString() {
-		// UTF-8 byte order is code point order, Python's str order.
-		switch x, y := a.Key.Str(), b.Key.Str(); {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
-	}
-	return cmpNumbers(a.Key, b.Key)
-}
+// cmpStringKeys orders by UTF-8 bytes, which is code point order: Python's.
+func cmpStringKeys(a, b value.Pair) int { return strings.Compare(a.Key.Str(), b.Key.Str()) }
+
+func cmpNumberKeys(a, b value.Pair) int { return cmpNumbers(a.Key, b.Key) }
 
 // cmpNumbers compares bool, int and float exactly, as Python does. NaN
 // compares as neither smaller nor larger, which leaves its place to the sort.

@@ -41,6 +41,8 @@ type expander struct {
 	spec []byte // scratch for nested format specs
 }
 
+// reset sizes the per-chunk scratch. Only skip needs clearing: vals is
+// written before it is read, and walk leaves has and ov as it found them.
 func (e *expander) reset(n int) {
 	e.composite = false
 	if cap(e.vals) < n {
@@ -50,12 +52,7 @@ func (e *expander) reset(n int) {
 		e.skip = make([]bool, n)
 	}
 	e.vals, e.ov, e.has, e.skip = e.vals[:n], e.ov[:n], e.has[:n], e.skip[:n]
-	for i := range n {
-		e.vals[i] = value.Value{}
-		e.ov[i] = ""
-		e.has[i] = false
-		e.skip[i] = false
-	}
+	clear(e.skip)
 }
 
 // run expands and formats p, calling onLeaf after formatting each result
@@ -65,6 +62,12 @@ func (e *expander) reset(n int) {
 func (e *expander) run(p *Pattern) *Error {
 	if !p.regular {
 		return e.runGeneral(p.src)
+	}
+	if p.static {
+		start := len(e.arena)
+		e.composite = false
+		e.arena = append(e.arena, p.parsed.chunks[0].lit...)
+		return e.onLeaf(start, nil)
 	}
 	chunks := p.parsed.chunks
 	e.reset(len(chunks))
@@ -136,16 +139,12 @@ func (e *expander) walk(chunks []chunk, i int) *Error {
 		v := e.vals[i]
 		for k, n := 0, v.Len(); k < n; k++ {
 			text := elemText(v, k)
-			for j := i; j < len(chunks); j++ {
-				if g := chunks[j].f; g != nil && g.tokenable && g.name == f.name {
-					e.has[j], e.ov[j] = true, text
-				}
+			for _, j := range f.same {
+				e.has[j], e.ov[j] = true, text
 			}
 			err := e.walk(chunks, i+1)
-			for j := i; j < len(chunks); j++ {
-				if g := chunks[j].f; g != nil && g.tokenable && g.name == f.name {
-					e.has[j], e.ov[j] = false, ""
-				}
+			for _, j := range f.same {
+				e.has[j], e.ov[j] = false, ""
 			}
 			if err != nil {
 				return err

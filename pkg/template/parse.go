@@ -49,6 +49,9 @@ type field struct {
 	// tokenable: the markup is exactly "{" + name + "}", so upstream's textual
 	// token replacement hits it.
 	tokenable bool
+	// same lists this chunk and the later tokenable chunks with the same
+	// name: the chunks a substitution at this field replaces.
+	same []int
 }
 
 func isLit(lit []bool, i int) bool { return lit != nil && lit[i] }

@@ -20,12 +20,27 @@ type Pattern struct {
 	// fields themselves, so expansion can substitute per field instead of
 	// re-parsing rewritten text.
 	regular bool
+	// static: one literal chunk, no fields, no error.
+	static bool
 }
 
 // Compile parses src once for repeated rendering.
 func Compile(src string) *Pattern {
 	p := &Pattern{src: src, parsed: parse(src, nil)}
 	p.regular = p.isRegular()
+	chunks := p.parsed.chunks
+	p.static = p.parsed.err == nil && len(chunks) == 1 && chunks[0].f == nil
+	for i := range chunks {
+		f := chunks[i].f
+		if f == nil || !f.tokenable {
+			continue
+		}
+		for j := i; j < len(chunks); j++ {
+			if g := chunks[j].f; g != nil && g.tokenable && g.name == f.name {
+				f.same = append(f.same, j)
+			}
+		}
+	}
 	return p
 }
 
