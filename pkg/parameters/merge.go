@@ -53,8 +53,9 @@ func Merge(a, b value.Value, strategyName string, mergeLists bool) (value.Value,
 
 func merge(a, b value.Value, st strategy, mergeLists bool) (value.Value, error) {
 	if !a.IsMap() || !b.IsMap() {
-		// Salt raises TypeError here (or, for list/aggregate, returns
-		// nonsense that fails one step later).
+		// Salt raises TypeError here, except that its list strategy lets a
+		// list or string with none of a's keys through unmerged; the spec
+		// makes that an error too.
 		return value.Value{}, fmt.Errorf("%w %s into %s", ErrMerge, kindName(b), kindName(a))
 	}
 	return mergeMaps(a, b, st, mergeLists), nil

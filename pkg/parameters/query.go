@@ -11,7 +11,7 @@ const configMiss = "_|-"
 // Query looks key up the way a source with that query method does:
 // 'G' grains.get, 'I' pillar.get, 'C' config.get (the first hit among opts,
 // grains, pillar and pillar["master"], or a lookup in their merge when
-// `<Root>:strategy` is set, see configMerge). An empty delim means ":".
+// `<Root>:strategy` is set, see configMerged). An empty delim means ":".
 // ok is false on a miss, where Salt returns the caller's default.
 func Query(method byte, in Input, key, delim string) (value.Value, bool) {
 	return newQuerier(&in).get(method, key, delim)

@@ -1,10 +1,3 @@
-// Package parameters computes a formula's "mapdata" the way Salt's
-// template-formula map.jinja does (libmatchers.jinja + libmapstack.jinja):
-// defaults.yaml, then one layer per source of the `[TYPE[:OPTION[:DELIM]]@]KEY`
-// notation, each merged with Salt's dictupdate.merge.
-//
-// Everything is pure: files arrive already decoded in Input.Files, and no
-// Jinja is rendered.
 package parameters
 
 import (

@@ -2,6 +2,7 @@ package parameters
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/minionvault/minion-vault-operator/pkg/value"
@@ -63,8 +64,9 @@ func DefaultSources(root string) []string {
 // <Root>/parameters. On error the Result still holds the files tried so far
 // (and Sources once known).
 func Stack(in Input) (Result, error) {
-	var res Result
-	mapdata, err := stack(in, &res)
+	s := stacker{q: newQuerier(&in), files: in.Files}
+	mapdata, err := s.stack(in.Root)
+	res := Result{Sources: s.sources, FilesTried: s.tried}
 	if err != nil {
 		return res, err
 	}
@@ -72,16 +74,23 @@ func Stack(in Input) (Result, error) {
 	return res, nil
 }
 
-func stack(in Input, res *Result) (value.Value, error) {
-	s := stacker{q: newQuerier(&in), files: in.Files, tried: &res.FilesTried}
+// stacker runs map.jinja and, for each of its two stacks, libmapstack.jinja's
+// mapstack macro.
+type stacker struct {
+	q       *querier
+	files   map[string]value.Value
+	sources []string
+	tried   []string
+}
 
-	builtin := DefaultSources(in.Root)
+func (s *stacker) stack(root string) (value.Value, error) {
+	builtin := DefaultSources(root)
 	items := make([]value.Value, len(builtin))
 	for i, src := range builtin {
 		items[i] = value.NewString(src)
 	}
 	settings := value.NewMap([]value.Pair{{Key: value.NewString("sources"), Val: value.NewList(items)}})
-	settings, err := s.run([]Source{mapJinjaSource}, []string{"parameters/", in.Root + "/parameters"}, settings, value.NewBool(false))
+	settings, err := s.run([]Source{mapJinjaSource}, []string{"parameters/", root + "/parameters"}, settings, value.NewBool(false))
 	if err != nil {
 		return value.Value{}, err
 	}
@@ -89,7 +98,7 @@ func stack(in Input, res *Result) (value.Value, error) {
 	if err != nil {
 		return value.Value{}, err
 	}
-	res.Sources = sources
+	s.sources = sources
 
 	// Every source is parsed before anything is merged, as upstream does.
 	srcs := make([]Source, 0, len(sources)+1)
@@ -101,11 +110,11 @@ func stack(in Input, res *Result) (value.Value, error) {
 		}
 		srcs = append(srcs, src)
 	}
-	mergeLists, ok := s.q.configFirst(in.Root+":merge_lists", ":")
+	mergeLists, ok := s.q.configFirst(root+":merge_lists", ":")
 	if !ok {
 		mergeLists = value.NewBool(false)
 	}
-	values, err := s.run(srcs, []string{in.Root + "/parameters"}, emptyMap, mergeLists)
+	values, err := s.run(srcs, []string{root + "/parameters"}, emptyMap, mergeLists)
 	if err != nil {
 		return value.Value{}, err
 	}
@@ -123,26 +132,19 @@ func sourceList(settings value.Value) ([]string, error) {
 		return nil, fmt.Errorf("parameters: map_jinja settings have no sources")
 	}
 	if !v.IsList() {
-		return nil, fmt.Errorf("parameters: map_jinja sources is a %s, not a list", v.Kind().PyType())
+		return nil, fmt.Errorf("parameters: map_jinja sources is %s, not a list", kindName(v))
 	}
 	out := make([]string, len(v.Items()))
 	for i, it := range v.Items() {
 		if !it.IsString() {
-			return nil, fmt.Errorf("parameters: map_jinja source %d is a %s (%s), not a string", i, it.Kind().PyType(), it.PyRepr())
+			return nil, fmt.Errorf("parameters: map_jinja source %d is %s (%s), not a string", i, kindName(it), it.PyRepr())
 		}
 		out[i] = it.Str()
 	}
 	return out, nil
 }
 
-// stacker runs libmapstack.jinja's mapstack macro.
-type stacker struct {
-	q     *querier
-	files map[string]value.Value
-	tried *[]string
-}
-
-// run merges the layers of srcs, for each directory in turn, onto values.
+// run is one mapstack: it merges the layers of srcs, for each directory in turn, onto values.
 // defaultLists is the merge_lists of layers that do not set their own.
 func (s *stacker) run(srcs []Source, dirs []string, values, defaultLists value.Value) (value.Value, error) {
 	// Upstream looks every source up once, before merging anything.
@@ -212,7 +214,7 @@ func (s *stacker) yamlLayer(src Source, found value.Value, dir string, values, d
 			continue
 		}
 		path := joinNonEmpty(base, file)
-		*s.tried = append(*s.tried, path)
+		s.tried = append(s.tried, path)
 		doc, ok := s.files[path]
 		if !ok || !doc.Truthy() {
 			continue
@@ -272,7 +274,10 @@ func fileNames(v value.Value) []string {
 		}
 		return names
 	case value.Map:
-		pairs := sortKeys(v).Pairs()
+		pairs := v.Pairs()
+		if cmpFn := keyOrder(pairs); cmpFn != nil {
+			pairs = slices.SortedStableFunc(slices.Values(pairs), cmpFn)
+		}
 		names := make([]string, len(pairs))
 		for i, p := range pairs {
 			names[i] = p.Key.PyStr()

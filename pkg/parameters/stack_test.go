@@ -195,18 +195,18 @@ func TestStack(t *testing.T) {
 		{
 			name:      "sources must be a list",
 			files:     map[string]string{"map_jinja.yaml": "{values: {sources: C@tpl}}"},
-			wantErr:   `map_jinja sources is a str, not a list`,
+			wantErr:   `map_jinja sources is a string, not a list`,
 			wantTried: []string{"/parameters/map_jinja.yaml", "map_jinja.yaml"},
 		},
 		{
 			name:    "sources must be strings",
 			files:   map[string]string{"map_jinja.yaml": "{values: {sources: [C@tpl, 4]}}"},
-			wantErr: `map_jinja source 1 is a int (4), not a string`,
+			wantErr: `map_jinja source 1 is a number (4), not a string`,
 		},
 		{
 			name:    "a null sources fails",
 			files:   map[string]string{"map_jinja.yaml": "{values: {sources: null}}"},
-			wantErr: `map_jinja sources is a NoneType, not a list`,
+			wantErr: `map_jinja sources is null, not a list`,
 		},
 		{
 			name:      "bad source",
