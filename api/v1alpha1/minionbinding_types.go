@@ -107,6 +107,12 @@ type MinionBindingStatus struct {
 	// +optional
 	PolicyDocuments []string `json:"policyDocuments,omitempty"`
 
+	// connection is the VaultConnection the Vault objects were written
+	// through. Deletion uses it, so a binding can be cleaned up even after
+	// its template is gone.
+	// +optional
+	Connection string `json:"connection,omitempty"`
+
 	// lastSyncTime is when Vault was last found or made equal to the
 	// rendered state.
 	// +optional

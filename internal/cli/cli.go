@@ -30,7 +30,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
-	root.AddCommand(newRenderCmd(stdout))
+	root.AddCommand(newRenderCmd(stdout), newOperatorCmd())
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0

@@ -1,0 +1,77 @@
+# minion-vault-operator: the Vault ACL policy of the operator's own token.
+#
+# Least privilege for exactly the calls pkg/vault makes. It assumes the
+# AppRole auth method of the minions is mounted at "salt-minions": if you
+# use another mount path, change "auth/salt-minions/" below (the operator
+# reads the mount's accessor from sys/auth, which needs no change).
+#
+#   vault policy write minionvault-operator config/vault/operator-policy.hcl
+#
+# Give the operator's login (Kubernetes or AppRole role, or token) this
+# policy; it does not rely on Vault's "default" policy, so
+# token_no_default_policy=true works.
+#
+# IMPORTANT: sys/policies/acl/* lets the operator write ANY ACL policy,
+# including one that grants everything, and to change or delete policies it
+# did not create. Vault cannot restrict that by policy content, only by name.
+# What keeps the operator to its own policies are the MinionTemplate guard
+# rails (spec.allowedPolicies globs, the policy name and substituted value
+# checks, no "root") and the ownership header the controller writes into
+# every policy it manages. Review who may create or edit MinionTemplates
+# accordingly. To narrow it further,
+# replace "sys/policies/acl/*" with the name prefixes your templates allow,
+# e.g. "sys/policies/acl/salt_role_*" and "sys/policies/acl/saltstack/*".
+
+# AppRole roles of the minions: one role per MinionBinding. "+" is one path
+# segment, so this does not grant role/<name>/secret-id (issuing secret IDs)
+# or role/<name>/role-id updates.
+path "auth/salt-minions/role/+" {
+  capabilities = ["create", "read", "update", "delete"]
+}
+
+# The role ID, to find the minion's entity alias (read only).
+path "auth/salt-minions/role/+/role-id" {
+  capabilities = ["read"]
+}
+
+# The accessor of the AppRole mount, for entity aliases.
+path "sys/auth" {
+  capabilities = ["read"]
+}
+
+# Entities by name: read, create, replace metadata, delete.
+path "identity/entity/name/+" {
+  capabilities = ["create", "read", "update", "delete"]
+}
+
+# Entity aliases: create, point at another entity, delete.
+path "identity/entity-alias" {
+  capabilities = ["create", "update"]
+}
+path "identity/entity-alias/id/+" {
+  capabilities = ["update", "delete"]
+}
+
+# Find an alias by name and mount accessor (a POST, hence "update").
+path "identity/lookup/entity" {
+  capabilities = ["update"]
+}
+
+# The ACL policies rendered from MinionTemplates (see IMPORTANT above).
+path "sys/policies/acl/*" {
+  capabilities = ["create", "read", "update", "delete"]
+}
+
+# The operator's own token: learn its TTL, renew it.
+path "auth/token/lookup-self" {
+  capabilities = ["read"]
+}
+path "auth/token/renew-self" {
+  capabilities = ["update"]
+}
+
+# The server version (sys/seal-status is unauthenticated in Vault; listed
+# so that the policy documents every call).
+path "sys/seal-status" {
+  capabilities = ["read"]
+}

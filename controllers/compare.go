@@ -1,0 +1,212 @@
+package controllers
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/template"
+)
+
+// The comparisons of desired and actual Vault state are small pure
+// functions, each saying whether the two differ and why (the why goes into
+// events and logs), in the manner of cert-manager's policy checks.
+
+// roleDiffers compares the rendered AppRole parameters with what Vault
+// returns for the role. Vault answers TTLs in seconds and keeps policy lists
+// as written, so numbers compare by value and lists exactly.
+func roleDiffers(desired []render.Param, actual map[string]any) (bool, string) {
+	if actual == nil {
+		return true, "role does not exist"
+	}
+	for _, p := range desired {
+		got, ok := actual[p.Name]
+		if !ok {
+			return true, fmt.Sprintf("%s is missing", p.Name)
+		}
+		if !sameParam(p.Value, got) {
+			return true, fmt.Sprintf("%s is %v, want %v", p.Name, compact(got), compact(p.Value))
+		}
+	}
+	return false, ""
+}
+
+func sameParam(want, got any) bool {
+	switch w := want.(type) {
+	case bool:
+		g, ok := got.(bool)
+		return ok && g == w
+	case int64:
+		g, ok := number(got)
+		return ok && g == float64(w)
+	case string:
+		switch g := got.(type) {
+		case string:
+			return g == w
+		case nil:
+			return w == ""
+		}
+		return false
+	case []string:
+		g, ok := stringList(got)
+		if !ok {
+			return false
+		}
+		// Vault returns an absent list as null or [].
+		if len(w) == 0 {
+			return len(g) == 0
+		}
+		return slices.Equal(g, w)
+	}
+	return false
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case float64:
+		return n, true
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+func stringList(v any) ([]string, bool) {
+	switch l := v.(type) {
+	case nil:
+		return nil, true
+	case []string:
+		return l, true
+	case []any:
+		out := make([]string, 0, len(l))
+		for _, it := range l {
+			s, ok := it.(string)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, s)
+		}
+		return out, true
+	case string:
+		// CIDR lists may come back comma-separated.
+		if l == "" {
+			return nil, true
+		}
+		return strings.Split(l, ","), true
+	}
+	return nil, false
+}
+
+func compact(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := string(b)
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+// roleParams turns the rendered parameters into the write payload.
+func roleParams(ps []render.Param) map[string]any {
+	out := make(map[string]any, len(ps))
+	for _, p := range ps {
+		out[p.Name] = p.Value
+	}
+	return out
+}
+
+var indexSuffix = regexp.MustCompile(`__[0-9]+$`)
+
+// desiredMetadata is the entity metadata to write: the operator owns the
+// keys the template renders and their key__N companions, and the keys it
+// wrote before (previous); every other key in Vault is someone else's and
+// is kept.
+func desiredMetadata(actual map[string]string, rendered []template.KV, previous []string) map[string]string {
+	configured := map[string]bool{}
+	for _, kv := range rendered {
+		if !indexSuffix.MatchString(kv.Key) {
+			configured[kv.Key] = true
+		}
+	}
+	owned := func(k string) bool {
+		if configured[k] || slices.Contains(previous, k) {
+			return true
+		}
+		if loc := indexSuffix.FindStringIndex(k); loc != nil {
+			return configured[k[:loc[0]]]
+		}
+		return false
+	}
+	out := make(map[string]string, len(actual)+len(rendered))
+	for k, v := range actual {
+		if !owned(k) {
+			out[k] = v
+		}
+	}
+	for _, kv := range rendered {
+		out[kv.Key] = kv.Value
+	}
+	return out
+}
+
+// metadataDiffers compares two metadata maps.
+func metadataDiffers(desired, actual map[string]string) (bool, string) {
+	for k, v := range desired {
+		got, ok := actual[k]
+		if !ok {
+			return true, fmt.Sprintf("metadata %q is missing", k)
+		}
+		if got != v {
+			return true, fmt.Sprintf("metadata %q is %q, want %q", k, got, v)
+		}
+	}
+	for k := range actual {
+		if _, ok := desired[k]; !ok {
+			return true, fmt.Sprintf("metadata %q is not rendered any more", k)
+		}
+	}
+	return false, ""
+}
+
+// ownershipHeader marks the ACL policies the operator writes, so it never
+// takes over or deletes a policy someone else wrote.
+func ownershipHeader(templateName string) string {
+	return "# Managed by minion-vault-operator for MinionTemplate " + strconv.Quote(templateName) + ". Do not edit: changes are overwritten.\n"
+}
+
+// policyOwner returns the template named in a policy's ownership header.
+func policyOwner(hcl string) (string, bool) {
+	const prefix = "# Managed by minion-vault-operator for MinionTemplate "
+	line, _, _ := strings.Cut(hcl, "\n")
+	if !strings.HasPrefix(line, prefix) {
+		return "", false
+	}
+	rest := strings.TrimPrefix(line, prefix)
+	end := strings.Index(rest, ". Do not edit")
+	if end < 0 {
+		return "", false
+	}
+	name, err := strconv.Unquote(rest[:end])
+	if err != nil {
+		return "", false
+	}
+	return name, true
+}
+
+// policyDiffers compares a desired policy text with Vault's, ignoring
+// trailing whitespace differences Vault may introduce.
+func policyDiffers(desired, actual string) bool {
+	return strings.TrimSpace(desired) != strings.TrimSpace(actual)
+}

@@ -1,0 +1,126 @@
+package controllers
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/template"
+)
+
+func TestRoleDiffers(t *testing.T) {
+	desired := []render.Param{
+		{Name: "bind_secret_id", Value: true}, {Name: "secret_id_ttl", Value: int64(60)},
+		{Name: "token_policies", Value: []string{"b", "a", "a"}}, {Name: "token_type", Value: "default"},
+		{Name: "token_bound_cidrs", Value: []string{}},
+	}
+	// What Vault answers for the role, decoded as the API client does.
+	var vaultAnswer map[string]any
+	dec := json.NewDecoder(strings.NewReader(`{"bind_secret_id":true,"secret_id_ttl":60,"token_policies":["b","a","a"],
+		"token_type":"default","token_bound_cidrs":[],"token_ttl":0,"local_secret_ids":false}`))
+	dec.UseNumber()
+	if err := dec.Decode(&vaultAnswer); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		mutate func(m map[string]any)
+		want   bool
+	}{
+		{"in sync", func(map[string]any) {}, false},
+		{"absent", nil, true},
+		{"ttl changed", func(m map[string]any) { m["secret_id_ttl"] = json.Number("3600") }, true},
+		{"policies reordered", func(m map[string]any) { m["token_policies"] = []any{"a", "b", "a"} }, true},
+		{"policy added", func(m map[string]any) { m["token_policies"] = []any{"b", "a", "a", "c"} }, true},
+		{"bool flipped", func(m map[string]any) { m["bind_secret_id"] = false }, true},
+		{"param missing", func(m map[string]any) { delete(m, "token_type") }, true},
+		{"null cidrs equal empty", func(m map[string]any) { m["token_bound_cidrs"] = nil }, false},
+		{"unrelated param ignored", func(m map[string]any) { m["token_ttl"] = json.Number("99") }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var actual map[string]any
+			if c.mutate != nil {
+				actual = map[string]any{}
+				for k, v := range vaultAnswer {
+					actual[k] = v
+				}
+				c.mutate(actual)
+			}
+			got, why := roleDiffers(desired, actual)
+			if got != c.want {
+				t.Fatalf("roleDiffers = %v (%s), want %v", got, why, c.want)
+			}
+			if got && why == "" {
+				t.Fatal("a difference without a reason")
+			}
+		})
+	}
+}
+
+func TestDesiredMetadata(t *testing.T) {
+	rendered := []template.KV{{Key: "minion-id", Value: "web01"}, {Key: "roles", Value: "db,web"}, {Key: "roles__0", Value: "db"}, {Key: "roles__1", Value: "web"}}
+	cases := []struct {
+		name     string
+		actual   map[string]string
+		previous []string
+		want     map[string]string
+	}{
+		{"new entity", nil, nil, map[string]string{"minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}},
+		{"foreign keys kept", map[string]string{"owner": "team-a", "roles": "old"}, nil,
+			map[string]string{"owner": "team-a", "minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}},
+		{"stale index keys removed", map[string]string{"roles__2": "cache", "roles__3": "x", "roles": "cache,db,web"}, nil,
+			map[string]string{"minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}},
+		{"keys no longer configured removed", map[string]string{"env": "prod", "team": "t"}, []string{"env"},
+			map[string]string{"team": "t", "minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}},
+		{"lookalike foreign key kept", map[string]string{"rolesX__0": "keep"}, nil,
+			map[string]string{"rolesX__0": "keep", "minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := desiredMetadata(c.actual, rendered, c.previous)
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("got %v\nwant %v", got, c.want)
+			}
+			if differs, _ := metadataDiffers(got, got); differs {
+				t.Fatal("a map differs from itself")
+			}
+		})
+	}
+}
+
+func TestMetadataDiffers(t *testing.T) {
+	a := map[string]string{"k": "v", "x": "y"}
+	for name, c := range map[string]struct {
+		b    map[string]string
+		want bool
+	}{
+		"same":    {map[string]string{"x": "y", "k": "v"}, false},
+		"value":   {map[string]string{"k": "w", "x": "y"}, true},
+		"missing": {map[string]string{"k": "v"}, true},
+		"extra":   {map[string]string{"k": "v", "x": "y", "z": ""}, true},
+		"nil":     {nil, true},
+	} {
+		if got, _ := metadataDiffers(a, c.b); got != c.want {
+			t.Errorf("%s: %v", name, got)
+		}
+	}
+}
+
+func TestPolicyOwnership(t *testing.T) {
+	hcl := ownershipHeader(`salt "minions"`) + "path \"a\" {\n  capabilities = [\"read\"]\n}\n"
+	owner, ok := policyOwner(hcl)
+	if !ok || owner != `salt "minions"` {
+		t.Fatalf("owner %q %v", owner, ok)
+	}
+	for _, foreign := range []string{"", "path \"a\" {}", "# Managed by someone else\n", "# Managed by minion-vault-operator for MinionTemplate x. Do not edit"} {
+		if _, ok := policyOwner(foreign); ok {
+			t.Errorf("%q claimed as ours", foreign)
+		}
+	}
+	if policyDiffers(hcl, hcl+"\n") || !policyDiffers(hcl, hcl+"x") {
+		t.Error("policyDiffers")
+	}
+}

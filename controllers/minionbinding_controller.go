@@ -1,0 +1,300 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/convert"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// MinionBindingReconciler brings Vault to what a MinionBinding renders to:
+// the minion's AppRole role, identity entity (metadata) and entity alias.
+type MinionBindingReconciler struct {
+	client.Client
+	Recorder    events.EventRecorder
+	Connections *Connections
+	Templates   *Templates
+	Metrics     *Metrics
+	// DefaultInterval applies when a template sets no interval.
+	DefaultInterval time.Duration
+}
+
+// bindingScope records what one reconcile saw and did; status and events
+// are derived from it after the work.
+type bindingScope struct {
+	outcome outcome
+	result  *render.Result
+	tpl     *v1alpha1.MinionTemplate
+	conn    string
+	hash    string
+	written []string // what was written, for events
+	created bool     // first successful write of this binding
+	drift   []string // differences found although nothing changed on our side
+	// corrected: drift was written back (false in detect-only mode).
+	corrected bool
+	entityID  string
+	roleID    string
+	metadata  map[string]string // the entity metadata keys the operator owns, as written
+	requeue   time.Duration
+}
+
+// +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings/finalizers,verbs=update
+// +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile is one pass: get, finalizer, suspend, work; status is patched
+// once at the end whatever happened.
+func (r *MinionBindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := &v1alpha1.MinionBinding{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("minionID", obj.Spec.MinionID))
+	base := obj.DeepCopy()
+	sc := &bindingScope{}
+	before := readyCondition(obj)
+
+	defer func() {
+		r.finishStatus(obj, sc, retErr)
+		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching status: %w", err)})
+		}
+		r.events(obj, sc, before)
+		r.Metrics.observeBinding(obj, sc)
+		if sc.outcome.kind == outcomeStalled {
+			// Invalid configuration: a retry cannot help; a change of the
+			// binding, its template or namespace triggers a new reconcile.
+			result, retErr = ctrl.Result{}, nil
+		} else if retErr == nil && sc.requeue > 0 {
+			result.RequeueAfter = sc.requeue
+		}
+	}()
+
+	if !obj.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, obj, sc)
+	}
+	if controllerutil.AddFinalizer(obj, v1alpha1.Finalizer) {
+		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+		base = obj.DeepCopy()
+	}
+	if obj.Spec.Suspend {
+		sc.outcome = outcome{kind: outcomeSuspended}
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.reconcile(ctx, obj, sc)
+}
+
+func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding, sc *bindingScope) error {
+	tpl := &v1alpha1.MinionTemplate{}
+	if err := r.Get(ctx, types.NamespacedName{Name: obj.Spec.TemplateRef.Name}, tpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			sc.wait(v1alpha1.TemplateNotFoundReason, fmt.Sprintf("MinionTemplate %q does not exist", obj.Spec.TemplateRef.Name))
+			return nil
+		}
+		return err
+	}
+	sc.tpl = tpl
+	if ok, msg, err := r.namespaceSelected(ctx, tpl, obj.Namespace); err != nil {
+		return err
+	} else if !ok {
+		sc.stall(v1alpha1.NamespaceNotAllowedReason, msg)
+		return nil
+	}
+	if owner, err := r.minionIDOwner(ctx, obj); err != nil {
+		return err
+	} else if owner != nil {
+		sc.stall(v1alpha1.DuplicateMinionIDReason, fmt.Sprintf("minion ID %q is already bound by MinionBinding %s/%s", obj.Spec.MinionID, owner.Namespace, owner.Name))
+		return nil
+	}
+
+	compiled, err := r.Templates.Compile(ctx, tpl)
+	if err != nil {
+		if isWaiting(err) {
+			sc.wait(v1alpha1.RenderFailedReason, err.Error())
+			return nil
+		}
+		if apierrors.IsNotFound(err) || isAPIError(err) {
+			return err
+		}
+		sc.stall(v1alpha1.RenderFailedReason, fmt.Sprintf("template %q: %v", tpl.Name, err))
+		return nil
+	}
+	b, err := convert.Binding(&obj.Spec)
+	if err != nil {
+		sc.stall(v1alpha1.RenderFailedReason, err.Error())
+		return nil
+	}
+	res, err := compiled.Render(b, render.Options{})
+	if err != nil {
+		sc.stall(v1alpha1.RenderFailedReason, err.Error())
+		return nil
+	}
+	sc.result = res
+	if vs := compiled.Validate(res); len(vs) > 0 {
+		sc.stall(violationReason(vs), violationMessage(vs))
+		return nil
+	}
+
+	vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
+	if err != nil {
+		if isWaiting(err) {
+			sc.wait(v1alpha1.ConnectionNotReadyReason, err.Error())
+			return nil
+		}
+		sc.fail(v1alpha1.VaultUnavailableReason, err.Error())
+		return err
+	}
+	sc.conn = tpl.Spec.ConnectionRef.Name
+	if err := r.apply(ctx, vc, obj, tpl, res, sc); err != nil {
+		if !vault.Transient(err) && !errors.Is(err, context.Canceled) {
+			// Vault refused what we sent: retrying the same write cannot
+			// help until the binding or template changes.
+			sc.stall(v1alpha1.ValidationFailedReason, "Vault refused the write: "+err.Error())
+			return nil
+		}
+		sc.fail(v1alpha1.VaultUnavailableReason, err.Error())
+		return err
+	}
+	sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: readyMessage(res)}
+	sc.requeue = jitter(templateInterval(tpl, r.DefaultInterval))
+	return nil
+}
+
+func readyMessage(res *render.Result) string {
+	return fmt.Sprintf("AppRole %s/%s with %d policies, entity %s with %d metadata keys",
+		res.AppRole.Mount, res.AppRole.RoleName, len(res.Policies), res.EntityName, len(res.EntityMetadata))
+}
+
+func (sc *bindingScope) stall(reason, msg string) {
+	sc.outcome = outcome{kind: outcomeStalled, reason: reason, message: msg}
+}
+
+func (sc *bindingScope) wait(reason, msg string) {
+	sc.outcome = outcome{kind: outcomeWaiting, reason: reason, message: msg}
+	sc.requeue = 2 * time.Minute
+}
+
+func (sc *bindingScope) fail(reason, msg string) {
+	sc.outcome = outcome{kind: outcomeFailed, reason: reason, message: msg}
+}
+
+func isAPIError(err error) bool {
+	var st apierrors.APIStatus
+	return errors.As(err, &st)
+}
+
+// violationReason picks the condition reason for guard-rail violations:
+// the first violation's, mapped onto the API's reasons.
+func violationReason(vs []render.Violation) string {
+	switch vs[0].Reason {
+	case render.ReasonPolicyNotAllowed:
+		return v1alpha1.PolicyNotAllowedReason
+	case render.ReasonInvalidTemplate:
+		return v1alpha1.RenderFailedReason
+	}
+	return v1alpha1.ValidationFailedReason
+}
+
+func violationMessage(vs []render.Violation) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// namespaceSelected applies the template's namespaceSelector.
+func (r *MinionBindingReconciler) namespaceSelected(ctx context.Context, tpl *v1alpha1.MinionTemplate, ns string) (bool, string, error) {
+	if tpl.Spec.NamespaceSelector == nil {
+		return true, "", nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(tpl.Spec.NamespaceSelector)
+	if err != nil {
+		return false, fmt.Sprintf("template %q has an invalid namespaceSelector: %v", tpl.Name, err), nil
+	}
+	n := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+		return false, "", err
+	}
+	if !sel.Matches(labels.Set(n.Labels)) {
+		return false, fmt.Sprintf("namespace %q is not selected by MinionTemplate %q (namespaceSelector %s)", ns, tpl.Name, sel), nil
+	}
+	return true, "", nil
+}
+
+// minionIDOwner returns the binding that owns the minion ID when it is not
+// obj: the oldest claim wins (creation time, then namespace/name), so the
+// answer is the same whichever binding is reconciled.
+func (r *MinionBindingReconciler) minionIDOwner(ctx context.Context, obj *v1alpha1.MinionBinding) (*v1alpha1.MinionBinding, error) {
+	list := &v1alpha1.MinionBindingList{}
+	if err := r.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(obj.Spec.MinionID)}); err != nil {
+		return nil, err
+	}
+	claims := make([]*v1alpha1.MinionBinding, 0, len(list.Items))
+	for i := range list.Items {
+		if b := &list.Items[i]; b.DeletionTimestamp.IsZero() || b.UID == obj.UID {
+			claims = append(claims, b)
+		}
+	}
+	if len(claims) <= 1 {
+		return nil, nil
+	}
+	sort.Slice(claims, func(i, j int) bool {
+		a, b := claims[i], claims[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	if claims[0].UID == obj.UID {
+		return nil, nil
+	}
+	return claims[0], nil
+}
+
+func minionIDKey(id string) string { return strings.ToLower(id) }
+
+func templateInterval(tpl *v1alpha1.MinionTemplate, def time.Duration) time.Duration {
+	if tpl != nil && tpl.Spec.Interval != nil && tpl.Spec.Interval.Duration > 0 {
+		return tpl.Spec.Interval.Duration
+	}
+	if def > 0 {
+		return def
+	}
+	return time.Hour
+}
+
+// jitter spreads resyncs of many bindings over ±10% of the interval.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d))
+}
+
+var _ reconcile.Reconciler = &MinionBindingReconciler{}

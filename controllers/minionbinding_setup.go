@@ -1,0 +1,99 @@
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+)
+
+// Field indexes.
+const (
+	minionIDIndex    = "spec.minionID.lower"
+	templateRefIndex = "spec.templateRef.name"
+)
+
+// SetupIndexes registers the field indexes the reconcilers query.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &v1alpha1.MinionBinding{}, minionIDIndex, func(o client.Object) []string {
+		return []string{minionIDKey(o.(*v1alpha1.MinionBinding).Spec.MinionID)}
+	}); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &v1alpha1.MinionBinding{}, templateRefIndex, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.MinionBinding).Spec.TemplateRef.Name}
+	})
+}
+
+// SetupWithManager watches bindings, and re-queues them when their
+// template, their namespace, or a binding claiming the same minion ID
+// changes.
+func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&v1alpha1.MinionTemplate{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTemplate),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc: func(event.CreateEvent) bool { return false },
+				UpdateFunc: func(ev event.UpdateEvent) bool { return !ev.ObjectNew.GetDeletionTimestamp().IsZero() },
+			})).
+		WithOptions(opts).
+		Named("minionbinding").
+		Complete(r)
+}
+
+func (r *MinionBindingReconciler) bindingsOfTemplate(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &v1alpha1.MinionBindingList{}
+	if err := r.List(ctx, list, client.MatchingFields{templateRefIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	return requests(list)
+}
+
+func (r *MinionBindingReconciler) bindingsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &v1alpha1.MinionBindingList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
+		return nil
+	}
+	return requests(list)
+}
+
+// sameMinionID wakes the other claimants of a minion ID when one goes away,
+// so the next in line takes it over.
+func (r *MinionBindingReconciler) sameMinionID(ctx context.Context, o client.Object) []reconcile.Request {
+	b := o.(*v1alpha1.MinionBinding)
+	list := &v1alpha1.MinionBindingList{}
+	if err := r.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(b.Spec.MinionID)}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, req := range requests(list) {
+		if req.NamespacedName != (types.NamespacedName{Namespace: b.Namespace, Name: b.Name}) {
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+func requests(list *v1alpha1.MinionBindingList) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, b := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+	}
+	return out
+}

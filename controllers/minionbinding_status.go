@@ -1,0 +1,79 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+)
+
+func typesName(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
+
+// finishStatus derives the status from what the reconcile saw.
+func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope, err error) {
+	if !obj.DeletionTimestamp.IsZero() && sc.outcome.kind == outcomeReady {
+		return // the object is going away; its status no longer matters
+	}
+	if err != nil && sc.outcome.kind == outcomeReady {
+		sc.fail(v1alpha1.VaultUnavailableReason, err.Error())
+	}
+	st := &obj.Status
+	if res := sc.result; res != nil {
+		st.Policies = res.Policies
+		st.PillarPaths = res.PillarPaths
+		st.PolicyDocuments = nil
+		for _, d := range res.PolicyDocuments {
+			st.PolicyDocuments = append(st.PolicyDocuments, d.Name)
+		}
+	}
+	if sc.outcome.kind == outcomeReady && sc.result != nil {
+		res := sc.result
+		st.Connection = sc.conn
+		st.Entity = &v1alpha1.EntityStatus{Name: res.EntityName, ID: sc.entityID, Metadata: sc.metadata}
+		st.AppRole = &v1alpha1.AppRoleStatus{Mount: res.AppRole.Mount, Name: res.AppRole.RoleName, RoleID: sc.roleID}
+		now := metav1.Now()
+		st.LastSyncTime = &now
+		// In detect-only mode the drift stays, so the hash stays too.
+		if len(sc.drift) == 0 || sc.corrected {
+			st.LastAppliedHash = sc.hash
+		}
+		if len(sc.drift) > 0 && !sc.corrected {
+			sc.outcome = outcome{kind: outcomeReady, reason: "DriftDetected", message: "Vault differs from the binding (detect-only): " + strings.Join(sc.drift, "; ")}
+		}
+	}
+	if v := obj.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]; v != "" {
+		st.LastHandledReconcileAt = v
+	}
+	st.ObservedGeneration = obj.Generation
+	setConditions(obj, sc.outcome)
+}
+
+// events reports transitions, not every resync: the first write, updates,
+// drift, and a failure whose reason or message is new.
+func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindingScope, before *metav1.Condition) {
+	after := readyCondition(obj)
+	switch {
+	case len(sc.drift) > 0 && sc.corrected:
+		r.Recorder.Eventf(obj, nil, "Warning", "DriftCorrected", "Reconcile", "Vault had drifted and was corrected: %s", strings.Join(sc.drift, "; "))
+	case len(sc.drift) > 0:
+		if before == nil || before.Message != after.Message {
+			r.Recorder.Eventf(obj, nil, "Warning", "DriftDetected", "Reconcile", "Vault differs from the binding (detect-only): %s", strings.Join(sc.drift, "; "))
+		}
+	case len(sc.written) > 0 && sc.created:
+		r.Recorder.Eventf(obj, nil, "Normal", "Created", "Reconcile", "Written to Vault: %s", strings.Join(sc.written, ", "))
+	case len(sc.written) > 0:
+		r.Recorder.Eventf(obj, nil, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(sc.written, ", "))
+	}
+	if after != nil && after.Status != metav1.ConditionTrue && sc.outcome.kind != outcomeSuspended {
+		if before == nil || before.Reason != after.Reason || before.Message != after.Message {
+			r.Recorder.Eventf(obj, nil, "Warning", after.Reason, "Reconcile", "%s", after.Message)
+		}
+	}
+}
+
+func (sc *bindingScope) String() string {
+	return fmt.Sprintf("%d %s", sc.outcome.kind, sc.outcome.reason)
+}

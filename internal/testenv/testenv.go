@@ -1,0 +1,304 @@
+// Package testenv starts the real servers the integration suites test
+// against: a Kubernetes API server with etcd (controller-runtime's envtest,
+// with the project's CRDs installed) and a Vault dev server with the AppRole
+// auth method enabled at salt-minions.
+//
+// Every integration suite uses it from TestMain:
+//
+//	func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}) }
+//
+//	func TestSomething(t *testing.T) {
+//		env := testenv.Get(t)
+//		_ = env.Client.Create(ctx, obj)             // the API server
+//		_, _ = env.Vault.Client.Logical().Read(path) // Vault, as root
+//	}
+//
+// The binaries come from `make tools` (bin/ at the module root, or
+// $MINIONVAULT_TOOLS_DIR). KUBEBUILDER_ASSETS (and envtest's TEST_ASSET_*)
+// take precedence for kube-apiserver, etcd and kubectl; VAULT_BIN for vault.
+// USE_EXISTING_CLUSTER=true uses the cluster of the current kubeconfig
+// instead of starting one; USE_EXISTING_VAULT=true with VAULT_ADDR and
+// VAULT_TOKEN uses that Vault instead of starting one.
+//
+// Every server listens on a free loopback port and every file lives in one
+// temporary folder, so suites in different packages run in parallel. All of
+// it is stopped and removed by Env.Stop, on SIGINT or SIGTERM, and, should the
+// test binary die without cleaning up (a -timeout panic, SIGKILL), by a small
+// watchdog process that notices the test binary is gone.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+)
+
+// Environment variables read by this package (besides envtest's own:
+// KUBEBUILDER_ASSETS, TEST_ASSET_KUBE_APISERVER, TEST_ASSET_ETCD,
+// TEST_ASSET_KUBECTL, USE_EXISTING_CLUSTER,
+// KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT, KUBEBUILDER_CONTROLPLANE_START_TIMEOUT).
+const (
+	// EnvToolsDir is the folder with kube-apiserver, etcd, kubectl and vault,
+	// as `make tools` builds them. Default: bin/ at the module root.
+	EnvToolsDir = "MINIONVAULT_TOOLS_DIR"
+	// EnvVaultBin is the vault binary to start. Default: vault in the tools folder.
+	EnvVaultBin = "VAULT_BIN"
+	// EnvUseExistingVault, when "true", makes Start use the Vault at
+	// VAULT_ADDR with the token VAULT_TOKEN instead of starting a dev server.
+	// Tests then write policies, entities and mounts into that Vault: never
+	// point it at one that matters.
+	EnvUseExistingVault = "USE_EXISTING_VAULT"
+)
+
+// AppRoleMount is where Start enables the AppRole auth method.
+const AppRoleMount = "salt-minions"
+
+// Options select what Start starts. The zero value starts both servers with
+// the project's CRDs.
+type Options struct {
+	// NoKubernetes skips the API server and etcd (Env.Config and Env.Client stay nil).
+	NoKubernetes bool
+	// NoVault skips Vault (Env.Vault stays nil).
+	NoVault bool
+	// CRDDirectoryPaths are the CRD folders to install. Default: config/crd/bases
+	// at the module root.
+	CRDDirectoryPaths []string
+	// Scheme for Env.Client. Default: client-go's kinds plus api/v1alpha1.
+	Scheme *runtime.Scheme
+	// StartTimeout bounds the start of each server. Default: 60 s.
+	StartTimeout time.Duration
+}
+
+// Env is a started test environment.
+type Env struct {
+	// Config reaches the API server as a member of system:masters.
+	Config *rest.Config
+	// Client is a controller-runtime client (no cache) with Scheme.
+	Client client.Client
+	// Scheme knows client-go's kinds and the project's API.
+	Scheme *runtime.Scheme
+	// Vault is the Vault server, reached as root.
+	Vault *Vault
+	// Kubernetes is the underlying envtest environment (nil with NoKubernetes).
+	Kubernetes *envtest.Environment
+	// Dir is a temporary folder removed by Stop; servers keep their data and
+	// logs (etcd.log, kube-apiserver.log, vault.log) here.
+	Dir string
+
+	watchdog *watchdog
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts what opts asks for. On error everything already started has
+// been stopped again. ctx bounds the start only.
+func Start(ctx context.Context, opts Options) (env *Env, err error) {
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	dir, err := os.MkdirTemp("", "minionvault-testenv-")
+	if err != nil {
+		return nil, err
+	}
+	env = &Env{Dir: dir, Scheme: opts.Scheme}
+	if env.Scheme == nil {
+		env.Scheme = runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(env.Scheme); err != nil {
+			return nil, err
+		}
+		if err := v1alpha1.AddToScheme(env.Scheme); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			_ = env.Stop()
+			env = nil
+		}
+	}()
+	// The watchdog is there before any server, so none can outlive us.
+	if env.watchdog, err = startWatchdog(dir); err != nil {
+		return env, fmt.Errorf("testenv: watchdog: %w", err)
+	}
+
+	var root string
+	if !opts.NoVault || (!opts.NoKubernetes && len(opts.CRDDirectoryPaths) == 0) || os.Getenv(EnvToolsDir) == "" {
+		root, _ = ModuleRoot() // reported below, where it is needed
+	}
+	toolsDir := os.Getenv(EnvToolsDir)
+	if toolsDir == "" && root != "" {
+		toolsDir = filepath.Join(root, "bin")
+	}
+
+	if !opts.NoVault {
+		if env.Vault, err = startVault(ctx, dir, toolsDir, opts.StartTimeout, env.watchdog); err != nil {
+			return env, err
+		}
+	}
+	if !opts.NoKubernetes {
+		if err = env.startKubernetes(ctx, opts, root, toolsDir); err != nil {
+			return env, err
+		}
+	}
+	return env, nil
+}
+
+func (e *Env) startKubernetes(ctx context.Context, opts Options, root, toolsDir string) error {
+	crds := opts.CRDDirectoryPaths
+	if len(crds) == 0 {
+		if root == "" {
+			return errors.New("testenv: cannot find the module root (go.mod of " + modulePath + ") above the working directory, so not the CRDs either; set Options.CRDDirectoryPaths")
+		}
+		crds = []string{filepath.Join(root, "config", "crd", "bases")}
+	}
+	te := &envtest.Environment{
+		Scheme:                   e.Scheme,
+		CRDDirectoryPaths:        crds,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: opts.StartTimeout,
+		ControlPlaneStopTimeout:  20 * time.Second,
+	}
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") != "" {
+		te.ControlPlaneStartTimeout = 0 // envtest reads it
+	}
+	existing := strings.EqualFold(os.Getenv("USE_EXISTING_CLUSTER"), "true")
+	var logs []string
+	if !existing {
+		if _, ok := os.LookupEnv("KUBEBUILDER_ASSETS"); !ok {
+			if toolsDir == "" {
+				return errors.New("testenv: no tools folder: set " + EnvToolsDir + " or KUBEBUILDER_ASSETS, or run the tests inside the repository")
+			}
+			for _, name := range []string{"kube-apiserver", "etcd"} {
+				if _, ok := os.LookupEnv("TEST_ASSET_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))); ok {
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(toolsDir, name)); err != nil {
+					return fmt.Errorf("testenv: %s not found in %s: run `make tools`, or set KUBEBUILDER_ASSETS to a folder with kube-apiserver, etcd and kubectl (see docs/development.md)", name, toolsDir)
+				}
+			}
+			te.BinaryAssetsDirectory = toolsDir
+		}
+		// Data, certificates and logs in our folder: removed by Stop, or by
+		// the watchdog when we die.
+		apiLog, err := os.Create(filepath.Join(e.Dir, "kube-apiserver.log"))
+		if err != nil {
+			return err
+		}
+		defer apiLog.Close() // the child keeps its own descriptor
+		etcdLog, err := os.Create(filepath.Join(e.Dir, "etcd.log"))
+		if err != nil {
+			return err
+		}
+		defer etcdLog.Close()
+		logs = []string{apiLog.Name(), etcdLog.Name()}
+		api := &envtest.APIServer{CertDir: filepath.Join(e.Dir, "kube-apiserver")}
+		etcd := &envtest.Etcd{DataDir: filepath.Join(e.Dir, "etcd")}
+		if !strings.EqualFold(os.Getenv("KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT"), "true") {
+			api.Out, api.Err = apiLog, apiLog
+			etcd.Out, etcd.Err = etcdLog, etcdLog
+		}
+		for _, d := range []string{api.CertDir, etcd.DataDir} {
+			if err := os.Mkdir(d, 0o700); err != nil {
+				return err
+			}
+		}
+		te.ControlPlane.APIServer = api
+		te.ControlPlane.Etcd = etcd
+	}
+	e.Kubernetes = te
+
+	type result struct {
+		cfg *rest.Config
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cfg, err := te.Start()
+		done <- result{cfg, err}
+	}()
+	// envtest cannot be cancelled: wait for it, adopting etcd and the API
+	// server as they appear, so that even a start cut short leaves nothing.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var res result
+wait:
+	for {
+		select {
+		case res = <-done:
+			break wait
+		case <-tick.C:
+			e.watchdog.adoptChildren()
+		}
+	}
+	e.watchdog.adoptChildren()
+	if res.err == nil && ctx.Err() != nil {
+		res.err = ctx.Err()
+	}
+	if res.err != nil {
+		return fmt.Errorf("testenv: starting the API server and etcd: %w%s", res.err, tails(logs...))
+	}
+	e.Config = res.cfg
+	c, err := client.New(res.cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return fmt.Errorf("testenv: client: %w", err)
+	}
+	e.Client = c
+	return nil
+}
+
+// Stop stops every server Start started and removes Dir. It is safe to call
+// more than once and on a partly started Env.
+func (e *Env) Stop() error {
+	if e == nil {
+		return nil
+	}
+	e.stopOnce.Do(func() {
+		var errs []error
+		if e.Kubernetes != nil {
+			if err := e.Kubernetes.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stopping the API server: %w", err))
+			}
+		}
+		if e.Vault != nil {
+			if err := e.Vault.stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stopping vault: %w", err))
+			}
+		}
+		// Anything a graceful stop left behind goes now; then the watchdog
+		// has nothing left to do.
+		if e.watchdog != nil {
+			e.watchdog.release()
+		}
+		if err := os.RemoveAll(e.Dir); err != nil {
+			errs = append(errs, err)
+		}
+		e.stopErr = errors.Join(errs...)
+	})
+	return e.stopErr
+}
+
+// kill is Stop in a hurry, for an interrupt: no graceful shutdown.
+func (e *Env) kill() {
+	if e == nil {
+		return
+	}
+	e.stopOnce.Do(func() {
+		if e.watchdog != nil {
+			e.watchdog.release()
+		}
+		_ = os.RemoveAll(e.Dir)
+	})
+}

@@ -1,0 +1,288 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	vaultapi "github.com/hashicorp/vault/api"
+)
+
+// Vault is a Vault server for tests: a dev server started by Start (in
+// memory, unsealed, kv-v2 at secret/), or an existing one
+// (USE_EXISTING_VAULT=true). Either way the AppRole auth method is enabled
+// at AppRoleMount.
+type Vault struct {
+	// Addr is the server's URL, such as http://127.0.0.1:40123.
+	Addr string
+	// RootToken is a root token (the dev server's, or VAULT_TOKEN).
+	RootToken string
+	// Client talks to Addr with RootToken.
+	Client *vaultapi.Client
+	// Log is the dev server's log file ("" for an existing Vault).
+	Log string
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// TokenWithPolicy writes the ACL policy name with the rules hcl (unless hcl
+// is empty: then the policy must exist already) and returns a new token that
+// has that policy besides "default". The token is a child of the root token,
+// with a TTL of one hour.
+func (v *Vault) TokenWithPolicy(ctx context.Context, name, hcl string) (string, error) {
+	if hcl != "" {
+		if err := v.Client.Sys().PutPolicyWithContext(ctx, name, hcl); err != nil {
+			return "", fmt.Errorf("writing policy %s: %w", name, err)
+		}
+	}
+	secret, err := v.Client.Auth().Token().CreateWithContext(ctx, &vaultapi.TokenCreateRequest{
+		Policies:    []string{name},
+		TTL:         "1h",
+		DisplayName: "testenv-" + name,
+	})
+	if err != nil {
+		return "", fmt.Errorf("creating a token with policy %s: %w", name, err)
+	}
+	if secret == nil || secret.Auth == nil {
+		return "", errors.New("creating a token: no auth in the response")
+	}
+	return secret.Auth.ClientToken, nil
+}
+
+// ClientWithToken returns a new client for the same server that uses token.
+func (v *Vault) ClientWithToken(token string) (*vaultapi.Client, error) {
+	c, err := v.Client.Clone()
+	if err != nil {
+		return nil, err
+	}
+	c.SetToken(token)
+	return c, nil
+}
+
+func startVault(ctx context.Context, dir, toolsDir string, timeout time.Duration, wd *watchdog) (*Vault, error) {
+	if strings.EqualFold(os.Getenv(EnvUseExistingVault), "true") {
+		addr, token := os.Getenv(vaultapi.EnvVaultAddress), os.Getenv(vaultapi.EnvVaultToken)
+		if addr == "" || token == "" {
+			return nil, errors.New("testenv: " + EnvUseExistingVault + "=true needs VAULT_ADDR and VAULT_TOKEN")
+		}
+		v := &Vault{Addr: addr, RootToken: token}
+		if err := v.connect(ctx); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+
+	bin := os.Getenv(EnvVaultBin)
+	if bin == "" {
+		if toolsDir == "" {
+			return nil, errors.New("testenv: no tools folder: set " + EnvToolsDir + " or " + EnvVaultBin + ", or run the tests inside the repository")
+		}
+		bin = filepath.Join(toolsDir, "vault")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("testenv: vault not found at %s: run `make tools`, or set %s (see docs/development.md)", bin, EnvVaultBin)
+	}
+	home := filepath.Join(dir, "vault-home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return nil, err
+	}
+
+	// A free port can be taken by someone else between our probe and Vault's
+	// bind: then try again with another.
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		v, err := launchVault(ctx, bin, dir, home, port, timeout, wd)
+		if err == nil {
+			return v, nil
+		}
+		lastErr = err
+		if !errors.Is(err, errAddrInUse) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+var errAddrInUse = errors.New("address already in use")
+
+func launchVault(ctx context.Context, bin, dir, home string, port int, timeout time.Duration, wd *watchdog) (*Vault, error) {
+	token, err := randomToken()
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	logPath := filepath.Join(dir, "vault-"+strconv.Itoa(port)+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close() // the child has its own descriptor
+
+	cmd := exec.Command(bin, "server", "-dev",
+		"-dev-listen-address="+addr,
+		"-dev-root-token-id="+token,
+		"-dev-no-store-token",
+		"-log-level=info",
+	)
+	cmd.Dir = dir
+	cmd.Env = vaultEnv(home)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("testenv: starting %s: %w", bin, err)
+	}
+	wd.adopt(cmd.Process.Pid)
+	v := &Vault{Addr: "http://" + addr, RootToken: token, Log: logPath, cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(v.exited)
+	}()
+
+	if err := v.waitHealthy(ctx, timeout); err != nil {
+		_ = v.stop()
+		log, _ := os.ReadFile(logPath)
+		if bytes.Contains(log, []byte("address already in use")) {
+			return nil, fmt.Errorf("testenv: vault on %s: %w", addr, errAddrInUse)
+		}
+		return nil, fmt.Errorf("testenv: vault dev server on %s: %w%s", addr, err, tails(logPath))
+	}
+	if err := v.connect(ctx); err != nil {
+		_ = v.stop()
+		return nil, fmt.Errorf("%w%s", err, tails(logPath))
+	}
+	return v, nil
+}
+
+// vaultEnv is our environment without VAULT_* variables (they configure the
+// CLI and could redirect the server), with HOME in the temporary folder so
+// that nothing is written to the real ~/.vault-token.
+func vaultEnv(home string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "VAULT_") || strings.HasPrefix(kv, "HOME=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "HOME="+home)
+}
+
+// waitHealthy polls sys/health until the server is initialised, unsealed
+// and active (200), the process exits, or time runs out.
+func (v *Vault) waitHealthy(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.Addr+"/v1/sys/health", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-v.exited:
+			return fmt.Errorf("vault exited: %v", v.cmd.ProcessState)
+		case <-ctx.Done():
+			return fmt.Errorf("not healthy: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// connect makes the root client and enables AppRole at AppRoleMount.
+func (v *Vault) connect(ctx context.Context) error {
+	cfg := vaultapi.DefaultConfig()
+	if cfg.Error != nil {
+		return fmt.Errorf("testenv: vault client config: %w", cfg.Error)
+	}
+	cfg.Address = v.Addr
+	c, err := vaultapi.NewClient(cfg)
+	if err != nil {
+		return fmt.Errorf("testenv: vault client: %w", err)
+	}
+	c.SetToken(v.RootToken)
+	if v.cmd != nil {
+		c.ClearNamespace() // a dev server has no namespaces, whatever VAULT_NAMESPACE says
+	}
+	v.Client = c
+
+	auths, err := c.Sys().ListAuthWithContext(ctx)
+	if err != nil {
+		return fmt.Errorf("testenv: listing vault auth methods: %w", err)
+	}
+	if m, ok := auths[AppRoleMount+"/"]; ok {
+		if m.Type != "approle" {
+			return fmt.Errorf("testenv: vault has a %s auth method at %s, not approle", m.Type, AppRoleMount)
+		}
+		return nil
+	}
+	if err := c.Sys().EnableAuthWithOptionsWithContext(ctx, AppRoleMount, &vaultapi.EnableAuthOptions{Type: "approle"}); err != nil {
+		return fmt.Errorf("testenv: enabling approle at %s: %w", AppRoleMount, err)
+	}
+	return nil
+}
+
+// stop ends a dev server: SIGTERM to its process group, SIGKILL after 10 s.
+// An existing Vault is left alone.
+func (v *Vault) stop() error {
+	if v == nil || v.cmd == nil || v.cmd.Process == nil {
+		return nil
+	}
+	pgid := v.cmd.Process.Pid
+	select {
+	case <-v.exited:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL) // leftovers of the group, if any
+		return nil
+	default:
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-v.exited:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-v.exited
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return "root-" + hex.EncodeToString(b), nil
+}

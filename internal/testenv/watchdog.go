@@ -1,0 +1,110 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// The watchdog is a shell in its own process group that reads process group
+// IDs from a pipe whose write end only the test binary holds. When the test
+// binary dies, however it dies, the pipe closes and the shell kills those
+// groups and removes the temporary folder. On a normal Stop the test binary
+// kills the groups itself and sends "done".
+const watchdogScript = `
+dir="$1"
+pgs=""
+while IFS= read -r line; do
+  case "$line" in
+    done) exit 0 ;;
+    *) pgs="$pgs $line" ;;
+  esac
+done
+for pg in $pgs; do kill -s KILL -- "-$pg" 2>/dev/null; done
+sleep 1
+rm -rf -- "$dir"
+`
+
+type watchdog struct {
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	pipe     *os.File
+	pgids    []int
+	released bool
+}
+
+func startWatchdog(dir string) (*watchdog, error) {
+	r, w, err := os.Pipe() // close-on-exec: no other child inherits w
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "testenv-watchdog", dir)
+	cmd.Stdin = r
+	// Its own group, so that the terminal's SIGINT to our group does not
+	// reach it before it is needed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
+	}
+	r.Close()
+	return &watchdog{cmd: cmd, pipe: w}, nil
+}
+
+// adopt makes the watchdog responsible for process group pgid.
+func (w *watchdog) adopt(pgid int) {
+	if w == nil || pgid <= 1 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.released {
+		return
+	}
+	for _, p := range w.pgids {
+		if p == pgid {
+			return
+		}
+	}
+	w.pgids = append(w.pgids, pgid)
+	_, _ = fmt.Fprintln(w.pipe, strconv.Itoa(pgid))
+}
+
+// adoptChildren adopts every child of this process that leads its own
+// process group (envtest starts etcd and kube-apiserver that way), except
+// the watchdog itself.
+func (w *watchdog) adoptChildren() {
+	if w == nil {
+		return
+	}
+	for _, pid := range groupLeaderChildren(os.Getpid()) {
+		if pid != w.cmd.Process.Pid {
+			w.adopt(pid)
+		}
+	}
+}
+
+// release kills every adopted group now and dismisses the watchdog.
+func (w *watchdog) release() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	if w.released {
+		w.mu.Unlock()
+		return
+	}
+	w.released = true
+	pgids := w.pgids
+	w.mu.Unlock()
+	for _, pg := range pgids {
+		_ = syscall.Kill(-pg, syscall.SIGKILL)
+	}
+	_, _ = fmt.Fprintln(w.pipe, "done")
+	_ = w.pipe.Close()
+	_ = w.cmd.Wait()
+}

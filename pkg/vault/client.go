@@ -1,0 +1,686 @@
+package vault
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/vault/api"
+)
+
+// DefaultTimeout bounds one request when Config.Timeout is 0.
+const DefaultTimeout = 30 * time.Second
+
+// Retries. The api library's own retries are off (MaxRetries 0): it would
+// retry every method, and a retried POST identity/entity-alias whose first
+// attempt did reach Vault is not harmless. Instead the client retries
+// requests that change nothing (GETs and the identity lookup) up to
+// maxReadRetries times on transient errors (transport errors, 5xx, 429, 412)
+// with a short jittered backoff, and leaves writes to the controller's
+// rate-limited requeue. The one exception for every request is the single
+// retry after a fresh login, below.
+const maxReadRetries = 2
+
+// readBackoff is the pause before read retry n (1, 2, ...); a variable so
+// that tests need not wait.
+var readBackoff = func(n int) time.Duration {
+	d := time.Duration(n) * 250 * time.Millisecond
+	return d/2 + rand.N(d/2+1) // jitter in [d/2, d]
+}
+
+// client is the implementation of Client over hashicorp/vault/api. It also
+// implements io.Closer.
+type client struct {
+	cfg       Config
+	obs       Observer
+	http      *http.Client
+	transport *http.Transport
+	anon      *api.Client // no token: logins
+	timeout   time.Duration
+	now       func() time.Time
+	secrets   secretSet
+
+	mu     sync.Mutex // guards sess and closed; held while logging in or renewing
+	sess   *session
+	closed bool
+}
+
+var _ io.Closer = (*client)(nil)
+
+// New connects to Vault as cfg says and logs in once (for a static token:
+// looks it up to learn its TTL). obs may be nil. The returned Client also
+// implements io.Closer; Close it when done with it.
+//
+// Every request goes through one http.RoundTripper that applies the
+// client-side rate limit (cfg.QPS, cfg.Burst) and reports the request to
+// obs. The token lives in memory only: it is renewed when 2/3 of its lease
+// has passed (checked before each request, so no goroutine), replaced by a
+// new login when it cannot be renewed, and, when Vault answers 403 and a
+// lookup-self confirms the token itself is refused, replaced by one new
+// login after which the request is sent once more.
+func New(ctx context.Context, cfg Config, obs Observer) (Client, error) {
+	c, err := newClient(cfg, obs)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	err = c.loginLocked(ctx)
+	c.mu.Unlock()
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func newClient(cfg Config, obs Observer) (*client, error) {
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	if err := validateConfig(cfg); err != nil {
+		return nil, &Error{Op: "configure", Err: err}
+	}
+	rt, base, err := newTransport(cfg, obs)
+	if err != nil {
+		return nil, &Error{Op: "configure", Err: err}
+	}
+	c := &client{
+		cfg:       cfg,
+		obs:       obs,
+		transport: base,
+		http: &http.Client{
+			Transport: rt,
+			// The api library follows Vault's redirects itself (once, and
+			// never from https to http).
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		timeout: cfg.Timeout,
+		now:     time.Now,
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	c.secrets.add(cfg.Auth.Token)
+	if cfg.Auth.AppRole != nil {
+		c.secrets.add(cfg.Auth.AppRole.SecretID)
+	}
+	if c.anon, err = c.newAPI(""); err != nil {
+		return nil, &Error{Op: "configure", Err: err}
+	}
+	return c, nil
+}
+
+func validateConfig(cfg Config) error {
+	u, err := url.Parse(cfg.Address)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: address %q is not an http or https URL", ErrInvalid, cfg.Address)
+	}
+	n := 0
+	if cfg.Auth.Kubernetes != nil {
+		n++
+		if cfg.Auth.Kubernetes.Role == "" || cfg.Auth.Kubernetes.JWT == nil {
+			return fmt.Errorf("%w: kubernetes auth needs a role and a JWT source", ErrInvalid)
+		}
+	}
+	if cfg.Auth.AppRole != nil {
+		n++
+		if cfg.Auth.AppRole.RoleID == "" {
+			return fmt.Errorf("%w: approle auth needs a role ID", ErrInvalid)
+		}
+	}
+	if cfg.Auth.Token != "" {
+		n++
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: exactly one login method must be configured, not %d", ErrInvalid, n)
+	}
+	if cfg.QPS < 0 || cfg.Burst < 0 {
+		return fmt.Errorf("%w: negative rate limit", ErrInvalid)
+	}
+	return nil
+}
+
+// newAPI returns an api client on the shared HTTP client that sends token.
+func (c *client) newAPI(token string) (*api.Client, error) {
+	a, err := api.NewClient(&api.Config{
+		Address:    c.cfg.Address,
+		HttpClient: c.http,
+		MaxRetries: 0, // see maxReadRetries
+		// Timeout 0: call() bounds every attempt with its own context.
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.SetToken(token) // also overrides VAULT_TOKEN from the environment
+	if c.cfg.Namespace != "" {
+		a.SetNamespace(c.cfg.Namespace)
+	} else {
+		a.ClearNamespace() // ignore VAULT_NAMESPACE
+	}
+	return a, nil
+}
+
+// Close ends the client: later requests fail with ErrClosed (a transient
+// *Error: the caller asks its Cache again) and idle connections are closed.
+// The token is not revoked, it runs out with its TTL: revoking would need one
+// more capability and would fail requests still in flight.
+func (c *client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.transport.CloseIdleConnections()
+	return nil
+}
+
+// request is one API call.
+type request struct {
+	op     string // Observer op and the first word of Error.Op
+	method string
+	path   string
+	body   any
+	// idempotent requests change nothing and are retried on transient errors.
+	idempotent bool
+	// absentOK: a 404 without error messages is an answer ("absent"), not
+	// an error. A 404 with messages ("no handler for route", a missing
+	// mount) stays an error.
+	absentOK bool
+}
+
+type response struct {
+	status int
+	body   map[string]any // nil for 204 and absent
+}
+
+func (r *response) absent() bool { return r.status == http.StatusNotFound }
+
+// data is the "data" object of the response.
+func (r *response) data() map[string]any {
+	m, _ := r.body["data"].(map[string]any)
+	return m
+}
+
+// call sends req with the current token: renewing or replacing it first when
+// due, logging in once more and retrying once when the token is refused,
+// and retrying idempotent requests on transient errors.
+func (c *client) call(ctx context.Context, req request) (*response, error) {
+	relogged := false
+	retries := 0
+	for {
+		s, err := c.session(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.send(ctx, s.api, req)
+		if err == nil {
+			return resp, nil
+		}
+		if !relogged && isAuthFailure(err) {
+			relogged = true
+			retry, lerr := c.recoverAuth(ctx, s)
+			if lerr != nil {
+				return nil, lerr
+			}
+			if retry {
+				continue
+			}
+			return nil, err
+		}
+		if req.idempotent && retries < maxReadRetries && Transient(err) && ctx.Err() == nil {
+			retries++
+			t := time.NewTimer(readBackoff(retries))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, err
+			case <-t.C:
+			}
+			continue
+		}
+		return nil, err
+	}
+}
+
+// send makes one HTTP request (the api library does not retry).
+func (c *client) send(ctx context.Context, a *api.Client, req request) (*response, error) {
+	ctx, cancel := context.WithTimeout(withOp(ctx, req.op), c.timeout)
+	defer cancel()
+	var (
+		resp *api.Response
+		err  error
+	)
+	switch req.method {
+	case http.MethodGet:
+		resp, err = a.Logical().ReadRawWithContext(ctx, req.path)
+	case http.MethodDelete:
+		resp, err = a.Logical().DeleteRawWithContext(ctx, req.path)
+	default:
+		var body []byte
+		if req.body != nil {
+			if body, err = json.Marshal(req.body); err != nil {
+				return nil, c.newError(req, 0, nil, fmt.Errorf("%w: encoding the request: %v", ErrInvalid, err))
+			}
+		}
+		resp, err = a.Logical().WriteRawWithContext(ctx, req.path, body)
+	}
+	if resp != nil && resp.Body != nil {
+		defer resp.Body.Close()
+	}
+	if err != nil {
+		var re *api.ResponseError
+		if errors.As(err, &re) {
+			msgs := nonEmpty(re.Errors)
+			if re.StatusCode == http.StatusNotFound && req.absentOK && len(msgs) == 0 {
+				return &response{status: http.StatusNotFound}, nil
+			}
+			return nil, c.newError(req, re.StatusCode, msgs, nil)
+		}
+		code := 0
+		if resp != nil {
+			code = resp.StatusCode
+		}
+		return nil, c.newError(req, code, nil, err)
+	}
+	out := &response{status: resp.StatusCode}
+	if resp.StatusCode == http.StatusNoContent {
+		return out, nil
+	}
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	if err := dec.Decode(&out.body); err != nil && !errors.Is(err, io.EOF) {
+		return nil, c.newError(req, resp.StatusCode, nil, fmt.Errorf("decoding the response: %w", err))
+	}
+	return out, nil
+}
+
+// newError builds the *Error for req, without any secret this client knows.
+func (c *client) newError(req request, code int, msgs []string, err error) *Error {
+	e := &Error{Op: req.op + " " + req.path, StatusCode: code, Err: err}
+	for _, m := range msgs {
+		e.Messages = append(e.Messages, c.secrets.redact(m))
+	}
+	if err != nil {
+		if s := err.Error(); c.secrets.redact(s) != s {
+			e.Err = errors.New(c.secrets.redact(s))
+		}
+	}
+	return e
+}
+
+func nonEmpty(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if strings.TrimSpace(s) != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// isAuthFailure: Vault refused the token (or the path: only a lookup-self
+// tells them apart).
+func isAuthFailure(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.StatusCode != http.StatusForbidden {
+		return false
+	}
+	if len(e.Messages) == 0 {
+		return true
+	}
+	for _, m := range e.Messages {
+		m = strings.ToLower(m)
+		if strings.Contains(m, "permission denied") || strings.Contains(m, "invalid token") {
+			return true
+		}
+	}
+	return false
+}
+
+// Paths and names.
+
+// segment checks a name that becomes one path segment.
+func segment(kind, name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/?#%\\") || hasControl(name) {
+		return fmt.Errorf("%w: %s %q cannot be one Vault path segment", ErrInvalid, kind, name)
+	}
+	return nil
+}
+
+// segments checks a name that may span path segments (policy names, mounts).
+func segments(kind, name string) error {
+	if name == "" || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.ContainsAny(name, "?#%\\") || hasControl(name) {
+		return fmt.Errorf("%w: %s %q is not a clean Vault path", ErrInvalid, kind, name)
+	}
+	for _, s := range strings.Split(name, "/") {
+		if s == "" || s == "." || s == ".." {
+			return fmt.Errorf("%w: %s %q is not a clean Vault path", ErrInvalid, kind, name)
+		}
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+func cleanMount(mount string) string { return strings.Trim(mount, "/") }
+
+func invalid(op, path string, err error) error { return &Error{Op: op + " " + path, Err: err} }
+
+// Client methods.
+
+func (c *client) Version(ctx context.Context) (string, error) {
+	req := request{op: OpRead, method: http.MethodGet, path: "sys/seal-status", idempotent: true}
+	resp, err := c.call(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	v, _ := resp.body["version"].(string)
+	if v == "" {
+		return "", c.newError(req, resp.status, nil, errors.New("the response has no version"))
+	}
+	return v, nil
+}
+
+func (c *client) MountAccessor(ctx context.Context, authMount string) (string, error) {
+	mount := cleanMount(authMount)
+	if err := segments("auth mount", mount); err != nil {
+		return "", invalid(OpRead, "sys/auth", err)
+	}
+	resp, err := c.call(ctx, request{op: OpRead, method: http.MethodGet, path: "sys/auth", idempotent: true})
+	if err != nil {
+		return "", err
+	}
+	mounts := resp.data()
+	if mounts == nil {
+		mounts = resp.body // before Vault 0.6.1 there was no "data"
+	}
+	m, _ := mounts[mount+"/"].(map[string]any)
+	acc, _ := m["accessor"].(string)
+	return acc, nil
+}
+
+func rolePath(mount, name string) (string, error) {
+	mount = cleanMount(mount)
+	if err := segments("auth mount", mount); err != nil {
+		return "", err
+	}
+	if err := segment("role name", name); err != nil {
+		return "", err
+	}
+	return "auth/" + mount + "/role/" + name, nil
+}
+
+func (c *client) ReadRole(ctx context.Context, mount, name string) (map[string]any, error) {
+	p, err := rolePath(mount, name)
+	if err != nil {
+		return nil, invalid(OpRead, "auth/"+mount+"/role/"+name, err)
+	}
+	resp, err := c.call(ctx, request{op: OpRead, method: http.MethodGet, path: p, idempotent: true, absentOK: true})
+	if err != nil || resp.absent() {
+		return nil, err
+	}
+	d := resp.data()
+	if d == nil {
+		d = map[string]any{}
+	}
+	return d, nil
+}
+
+func (c *client) WriteRole(ctx context.Context, mount, name string, params map[string]any) error {
+	p, err := rolePath(mount, name)
+	if err != nil {
+		return invalid(OpWrite, "auth/"+mount+"/role/"+name, err)
+	}
+	if params == nil {
+		params = map[string]any{}
+	}
+	_, err = c.call(ctx, request{op: OpWrite, method: http.MethodPost, path: p, body: params})
+	return err
+}
+
+func (c *client) DeleteRole(ctx context.Context, mount, name string) error {
+	p, err := rolePath(mount, name)
+	if err != nil {
+		return invalid(OpDelete, "auth/"+mount+"/role/"+name, err)
+	}
+	_, err = c.call(ctx, request{op: OpDelete, method: http.MethodDelete, path: p, absentOK: true})
+	return err
+}
+
+func (c *client) ReadRoleID(ctx context.Context, mount, name string) (string, error) {
+	p, err := rolePath(mount, name)
+	if err != nil {
+		return "", invalid(OpRead, "auth/"+mount+"/role/"+name+"/role-id", err)
+	}
+	resp, err := c.call(ctx, request{op: OpRead, method: http.MethodGet, path: p + "/role-id", idempotent: true, absentOK: true})
+	if err != nil || resp.absent() {
+		return "", err
+	}
+	id, _ := resp.data()["role_id"].(string)
+	return id, nil
+}
+
+func entityPath(name string) (string, error) {
+	if err := segment("entity name", name); err != nil {
+		return "", err
+	}
+	return "identity/entity/name/" + name, nil
+}
+
+func (c *client) ReadEntityByName(ctx context.Context, name string) (*Entity, error) {
+	p, err := entityPath(name)
+	if err != nil {
+		return nil, invalid(OpRead, "identity/entity/name/"+name, err)
+	}
+	resp, err := c.call(ctx, request{op: OpRead, method: http.MethodGet, path: p, idempotent: true, absentOK: true})
+	if err != nil || resp.absent() {
+		return nil, err
+	}
+	return parseEntity(resp.data()), nil
+}
+
+func parseEntity(d map[string]any) *Entity {
+	e := &Entity{Metadata: map[string]string{}}
+	e.ID, _ = d["id"].(string)
+	e.Name, _ = d["name"].(string)
+	if md, ok := d["metadata"].(map[string]any); ok {
+		for k, v := range md {
+			e.Metadata[k] = fmt.Sprint(v)
+		}
+	}
+	if as, ok := d["aliases"].([]any); ok {
+		for _, a := range as {
+			if m, ok := a.(map[string]any); ok {
+				e.Aliases = append(e.Aliases, parseAlias(m))
+			}
+		}
+	}
+	return e
+}
+
+func parseAlias(m map[string]any) Alias {
+	var a Alias
+	a.ID, _ = m["id"].(string)
+	a.Name, _ = m["name"].(string)
+	a.MountAccessor, _ = m["mount_accessor"].(string)
+	a.CanonicalID, _ = m["canonical_id"].(string)
+	return a
+}
+
+// WriteEntityByName creates the entity (Vault answers 200 with its ID) or
+// replaces its metadata (Vault answers 204, so the entity is read back).
+func (c *client) WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (*Entity, error) {
+	p, err := entityPath(name)
+	if err != nil {
+		return nil, invalid(OpWrite, "identity/entity/name/"+name, err)
+	}
+	md := map[string]string{}
+	for k, v := range metadata {
+		md[k] = v
+	}
+	resp, err := c.call(ctx, request{op: OpWrite, method: http.MethodPost, path: p, body: map[string]any{"metadata": md}})
+	if err != nil {
+		return nil, err
+	}
+	if d := resp.data(); d != nil {
+		e := parseEntity(d)
+		if e.Name == "" {
+			e.Name = name
+		}
+		e.Metadata = md
+		e.Aliases = nil // a new entity has none (Vault lists alias IDs only)
+		return e, nil
+	}
+	e, err := c.ReadEntityByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil { // deleted in between: report what was written
+		return &Entity{Name: name, Metadata: md}, nil
+	}
+	return e, nil
+}
+
+func (c *client) DeleteEntityByName(ctx context.Context, name string) error {
+	p, err := entityPath(name)
+	if err != nil {
+		return invalid(OpDelete, "identity/entity/name/"+name, err)
+	}
+	_, err = c.call(ctx, request{op: OpDelete, method: http.MethodDelete, path: p, absentOK: true})
+	return err
+}
+
+// LookupEntityAlias asks identity/lookup/entity for the entity that has the
+// alias, then picks the alias from its list: exactly the name first, then
+// the same name in another case (Vault's identity store is case-insensitive
+// by default).
+func (c *client) LookupEntityAlias(ctx context.Context, name, mountAccessor string) (*Alias, error) {
+	const p = "identity/lookup/entity"
+	if name == "" || mountAccessor == "" {
+		return nil, invalid(OpRead, p, fmt.Errorf("%w: alias lookup needs a name and a mount accessor", ErrInvalid))
+	}
+	resp, err := c.call(ctx, request{
+		op: OpRead, method: http.MethodPost, path: p, idempotent: true, absentOK: true,
+		body: map[string]any{"alias_name": name, "alias_mount_accessor": mountAccessor},
+	})
+	if err != nil || resp.absent() || resp.data() == nil {
+		return nil, err
+	}
+	e := parseEntity(resp.data())
+	var fold *Alias
+	for i := range e.Aliases {
+		a := &e.Aliases[i]
+		if a.MountAccessor != mountAccessor {
+			continue
+		}
+		if a.CanonicalID == "" {
+			a.CanonicalID = e.ID
+		}
+		if a.Name == name {
+			return a, nil
+		}
+		if fold == nil && strings.EqualFold(a.Name, name) {
+			fold = a
+		}
+	}
+	return fold, nil
+}
+
+func (c *client) CreateEntityAlias(ctx context.Context, name, mountAccessor, canonicalID string) (string, error) {
+	const p = "identity/entity-alias"
+	if name == "" || mountAccessor == "" || canonicalID == "" {
+		return "", invalid(OpWrite, p, fmt.Errorf("%w: an alias needs a name, a mount accessor and an entity ID", ErrInvalid))
+	}
+	resp, err := c.call(ctx, request{
+		op: OpWrite, method: http.MethodPost, path: p,
+		body: map[string]any{"name": name, "mount_accessor": mountAccessor, "canonical_id": canonicalID},
+	})
+	if err != nil {
+		return "", err
+	}
+	if id, _ := resp.data()["id"].(string); id != "" {
+		return id, nil
+	}
+	// 204: the alias existed already with exactly these values.
+	a, err := c.LookupEntityAlias(ctx, name, mountAccessor)
+	if err != nil {
+		return "", err
+	}
+	if a == nil {
+		return "", c.newError(request{op: OpWrite, path: p}, resp.status, nil, errors.New("Vault returned no alias ID and the alias cannot be found"))
+	}
+	return a.ID, nil
+}
+
+func (c *client) UpdateEntityAlias(ctx context.Context, id, name, mountAccessor, canonicalID string) error {
+	if err := segment("alias ID", id); err != nil {
+		return invalid(OpWrite, "identity/entity-alias/id/"+id, err)
+	}
+	body := map[string]any{}
+	for k, v := range map[string]string{"name": name, "mount_accessor": mountAccessor, "canonical_id": canonicalID} {
+		if v != "" {
+			body[k] = v
+		}
+	}
+	_, err := c.call(ctx, request{op: OpWrite, method: http.MethodPost, path: "identity/entity-alias/id/" + id, body: body})
+	return err
+}
+
+func (c *client) DeleteEntityAlias(ctx context.Context, id string) error {
+	if err := segment("alias ID", id); err != nil {
+		return invalid(OpDelete, "identity/entity-alias/id/"+id, err)
+	}
+	_, err := c.call(ctx, request{op: OpDelete, method: http.MethodDelete, path: "identity/entity-alias/id/" + id, absentOK: true})
+	return err
+}
+
+func policyPath(name string) (string, error) {
+	if err := segments("policy name", name); err != nil {
+		return "", err
+	}
+	return "sys/policies/acl/" + name, nil
+}
+
+func (c *client) ReadPolicy(ctx context.Context, name string) (string, bool, error) {
+	p, err := policyPath(name)
+	if err != nil {
+		return "", false, invalid(OpRead, "sys/policies/acl/"+name, err)
+	}
+	resp, err := c.call(ctx, request{op: OpRead, method: http.MethodGet, path: p, idempotent: true, absentOK: true})
+	if err != nil || resp.absent() {
+		return "", false, err
+	}
+	hcl, _ := resp.data()["policy"].(string)
+	return hcl, true, nil
+}
+
+func (c *client) WritePolicy(ctx context.Context, name, hcl string) error {
+	p, err := policyPath(name)
+	if err != nil {
+		return invalid(OpWrite, "sys/policies/acl/"+name, err)
+	}
+	_, err = c.call(ctx, request{op: OpWrite, method: http.MethodPut, path: p, body: map[string]any{"policy": hcl}})
+	return err
+}
+
+func (c *client) DeletePolicy(ctx context.Context, name string) error {
+	p, err := policyPath(name)
+	if err != nil {
+		return invalid(OpDelete, "sys/policies/acl/"+name, err)
+	}
+	_, err = c.call(ctx, request{op: OpDelete, method: http.MethodDelete, path: p, absentOK: true})
+	return err
+}

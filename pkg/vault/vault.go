@@ -1,0 +1,182 @@
+// Package vault is the operator's narrow view of Vault: the few endpoints
+// it reads and writes, behind an interface the controllers depend on, with
+// one implementation over hashicorp/vault/api and a fake for unit tests.
+//
+// Nothing here imports Kubernetes; the controllers turn a VaultConnection
+// and its Secrets into a Config. Tokens and secret IDs never appear in
+// errors or logs.
+package vault
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Client is what the controllers may do in Vault. Reads of absent objects
+// return nil (or "", false) and no error.
+type Client interface {
+	// Version is the server's version (sys/seal-status or sys/health).
+	Version(ctx context.Context) (string, error)
+	// MountAccessor returns the accessor of the auth method at mount
+	// (sys/auth), e.g. for "salt-minions".
+	MountAccessor(ctx context.Context, authMount string) (string, error)
+
+	// ReadRole reads auth/<mount>/role/<name>; nil when absent.
+	ReadRole(ctx context.Context, mount, name string) (map[string]any, error)
+	WriteRole(ctx context.Context, mount, name string, params map[string]any) error
+	DeleteRole(ctx context.Context, mount, name string) error
+	// ReadRoleID reads auth/<mount>/role/<name>/role-id; "" when absent.
+	ReadRoleID(ctx context.Context, mount, name string) (string, error)
+
+	// ReadEntityByName reads identity/entity/name/<name>; nil when absent.
+	ReadEntityByName(ctx context.Context, name string) (*Entity, error)
+	// WriteEntityByName creates or updates identity/entity/name/<name>
+	// with exactly this metadata (Vault replaces the whole map).
+	WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (*Entity, error)
+	DeleteEntityByName(ctx context.Context, name string) error
+
+	// LookupEntityAlias finds the alias with this name on this mount
+	// (identity/lookup/entity-alias... or the entity lookup); nil when absent.
+	LookupEntityAlias(ctx context.Context, name, mountAccessor string) (*Alias, error)
+	// CreateEntityAlias creates identity/entity-alias and returns its ID.
+	CreateEntityAlias(ctx context.Context, name, mountAccessor, canonicalID string) (string, error)
+	// UpdateEntityAlias points an alias at another entity.
+	UpdateEntityAlias(ctx context.Context, id, name, mountAccessor, canonicalID string) error
+	DeleteEntityAlias(ctx context.Context, id string) error
+
+	// ReadPolicy reads sys/policies/acl/<name>.
+	ReadPolicy(ctx context.Context, name string) (hcl string, found bool, err error)
+	WritePolicy(ctx context.Context, name, hcl string) error
+	DeletePolicy(ctx context.Context, name string) error
+}
+
+// Entity is an identity entity.
+type Entity struct {
+	ID       string
+	Name     string
+	Metadata map[string]string
+	Aliases  []Alias
+}
+
+// Alias is an identity entity alias.
+type Alias struct {
+	ID            string
+	Name          string
+	MountAccessor string
+	CanonicalID   string
+}
+
+// Config is how to reach and log in to one Vault.
+type Config struct {
+	Address            string
+	CACert             []byte // PEM; nil: system roots
+	ServerName         string
+	InsecureSkipVerify bool
+	Namespace          string // Vault Enterprise namespace header
+	Timeout            time.Duration
+	QPS                float64 // client-side rate limit; 0: none
+	Burst              int
+	Auth               Auth
+}
+
+// Auth is exactly one login method.
+type Auth struct {
+	Kubernetes *KubernetesAuth
+	AppRole    *AppRoleAuth
+	Token      string // a token from a Secret
+}
+
+// KubernetesAuth logs in with a service account token.
+type KubernetesAuth struct {
+	Mount string
+	Role  string
+	// JWT returns a fresh service account token (the controller uses the
+	// TokenRequest API with the configured audiences).
+	JWT func(ctx context.Context) (string, error)
+}
+
+// AppRoleAuth logs in with a role ID and secret ID.
+type AppRoleAuth struct {
+	Mount    string
+	RoleID   string
+	SecretID string
+}
+
+// Observer receives what the client does, for metrics and tests. op is
+// "read", "write", "delete", "list" or "login"; path has no secrets (it is
+// the API path with the minion name, never a token); code is the HTTP
+// status, 0 for a transport error.
+type Observer interface {
+	Request(op, path string, code int, d time.Duration)
+	Login(method string, err error)
+}
+
+// Error is an error response from Vault (or the transport), classified.
+type Error struct {
+	Op         string // e.g. "write auth/salt-minions/role/web01"
+	StatusCode int    // 0 for transport errors
+	Messages   []string
+	Err        error
+}
+
+func (e *Error) Error() string {
+	msg := e.Op
+	if e.StatusCode != 0 {
+		msg += ": HTTP " + itoa(e.StatusCode)
+	}
+	for _, m := range e.Messages {
+		msg += ": " + m
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrInvalid marks errors found before anything is sent to Vault: a Config
+// that cannot work (no address, no or two login methods, a CA bundle without
+// certificates) or a name that would change the API path ("..", "/" in a
+// role or entity name). Retrying does not help; fixing the input does.
+var ErrInvalid = errors.New("invalid")
+
+// ErrClosed is returned by a client after Close.
+var ErrClosed = errors.New("vault client closed")
+
+// Transient reports whether retrying later can help: transport errors,
+// 5xx, 429, and 412 (eventual consistency), as opposed to 400/403/404 and
+// ErrInvalid.
+func Transient(err error) bool {
+	if errors.Is(err, ErrInvalid) {
+		return false
+	}
+	var ve *Error
+	if !errors.As(err, &ve) {
+		return true
+	}
+	return ve.StatusCode == 0 || ve.StatusCode >= 500 || ve.StatusCode == 429 || ve.StatusCode == 412
+}
+
+func itoa(i int) string {
+	var b [20]byte
+	n := len(b)
+	neg := i < 0
+	if neg {
+		i = -i
+	}
+	for {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+		if i == 0 {
+			break
+		}
+	}
+	if neg {
+		n--
+		b[n] = '-'
+	}
+	return string(b[n:])
+}
