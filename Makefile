@@ -32,10 +32,11 @@ run: build ## The main job: render the samples offline (the local quickstart com
 generate: $(CONTROLLER_GEN) ## Regenerate deep-copy code and CRDs from the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: verify-generated
 verify-generated: generate ## Fail when generated files differ from the API types.
-	@git diff --exit-code -- api config/crd || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
+	@git diff --exit-code -- api config/crd config/rbac || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
 
 $(CONTROLLER_GEN):
 	@echo ">> building controller-gen $(CONTROLLER_GEN_VERSION)"

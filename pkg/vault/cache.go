@@ -30,7 +30,8 @@ func connectionOf(key string) string {
 // replacing (and closing) the client of an older key of the same
 // connection. Concurrent Gets of one key share one login. A failed login is
 // not cached: every caller waiting for it gets the error, and the next Get
-// tries again.
+// tries again. A Get whose key is replaced (or forgotten) while it logs in
+// gets a transient error and should be retried by its caller (a requeue).
 type Cache struct {
 	// New creates clients; nil means the package's New. Tests set it.
 	New func(ctx context.Context, cfg Config, obs Observer) (Client, error)
@@ -47,80 +48,80 @@ type cacheEntry struct {
 	err    error
 }
 
-var errCacheClosed = errors.New("vault client cache closed")
+var (
+	errCacheClosed = errors.New("vault client cache closed")
+	errSuperseded  = errors.New("the connection changed while logging in; try again")
+)
 
 // Get returns the client for key, creating it with cfg and obs (logging in)
 // when there is none yet for this key.
 func (c *Cache) Get(ctx context.Context, key string, cfg Config, obs Observer) (Client, error) {
 	conn := connectionOf(key)
-	for {
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return nil, &Error{Op: "get client " + conn, Err: errCacheClosed}
-		}
-		if c.entries == nil {
-			c.entries = map[string]*cacheEntry{}
-		}
-		e := c.entries[conn]
-		if e != nil && e.key == key {
-			c.mu.Unlock()
-			select {
-			case <-e.ready:
-			case <-ctx.Done():
-				return nil, &Error{Op: "get client " + conn, Err: ctx.Err()}
-			}
-			if e.err != nil {
-				// A failed login: its creator removed it; this caller
-				// waited for it, so it gets the error rather than a
-				// second login.
-				return nil, e.err
-			}
-			c.mu.Lock()
-			current := c.entries[conn] == e
-			c.mu.Unlock()
-			if current {
-				return e.client, nil
-			}
-			continue // replaced or forgotten meanwhile
-		}
-		var old Client
-		if e != nil {
-			// An older version of this connection: replaced.
-			delete(c.entries, conn)
-			old = readyClient(e)
-		}
-		e = &cacheEntry{key: key, ready: make(chan struct{})}
-		c.entries[conn] = e
-		c.mu.Unlock()
-		closeClient(old)
-
-		client, err := c.newClient(ctx, cfg, obs)
-
-		c.mu.Lock()
-		e.client, e.err = client, err
-		close(e.ready)
-		current := c.entries[conn] == e
-		if err != nil && current {
-			delete(c.entries, conn) // not cached: the next Get tries again
-		}
-		c.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		if !current {
-			// Forgotten, replaced or closed while logging in.
-			closeClient(client)
-			c.mu.Lock()
-			closed := c.closed
-			c.mu.Unlock()
-			if closed {
-				return nil, &Error{Op: "get client " + conn, Err: errCacheClosed}
-			}
-			continue
-		}
-		return client, nil
+	superseded := func() error {
+		return &Error{Op: "get client " + conn, Err: errSuperseded}
 	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, &Error{Op: "get client " + conn, Err: errCacheClosed}
+	}
+	if c.entries == nil {
+		c.entries = map[string]*cacheEntry{}
+	}
+	e := c.entries[conn]
+	if e != nil && e.key == key {
+		c.mu.Unlock()
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return nil, &Error{Op: "get client " + conn, Err: ctx.Err()}
+		}
+		if e.err != nil {
+			// A failed login: its creator removed it; this caller waited
+			// for it, so it gets the error rather than a second login.
+			return nil, e.err
+		}
+		c.mu.Lock()
+		current := c.entries[conn] == e
+		c.mu.Unlock()
+		if !current {
+			return nil, superseded()
+		}
+		return e.client, nil
+	}
+	var old Client
+	if e != nil {
+		// An older (or newer: the cache cannot tell) version of this
+		// connection: replaced.
+		delete(c.entries, conn)
+		old = readyClient(e)
+	}
+	e = &cacheEntry{key: key, ready: make(chan struct{})}
+	c.entries[conn] = e
+	c.mu.Unlock()
+	closeClient(old)
+
+	client, err := c.newClient(ctx, cfg, obs)
+
+	c.mu.Lock()
+	e.client, e.err = client, err
+	close(e.ready)
+	current := c.entries[conn] == e
+	if err != nil && current {
+		delete(c.entries, conn) // not cached: the next Get tries again
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if !current {
+		// Replaced by another key, forgotten or closed while logging in.
+		// Not retried here: two keys of one connection would take turns
+		// replacing each other. The caller retries with its current key.
+		closeClient(client)
+		return nil, superseded()
+	}
+	return client, nil
 }
 
 func (c *Cache) newClient(ctx context.Context, cfg Config, obs Observer) (Client, error) {

@@ -117,6 +117,13 @@ func (m *mockVault) count(method, path string) int {
 	return n
 }
 
+// set changes the mock's behaviour under its lock.
+func (m *mockVault) set(f func(m *mockVault)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f(m)
+}
+
 func (m *mockVault) revoke(token string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -156,6 +163,12 @@ func (r *recorder) Login(method string, err error) {
 		s += ": " + err.Error()
 	}
 	r.logins = append(r.logins, s)
+}
+
+func (r *recorder) loginList() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.logins...)
 }
 
 func (r *recorder) count(op string) int {

@@ -1,0 +1,242 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingNew returns a Cache.New that hands out Fakes and counts logins;
+// fail makes the next logins fail.
+type countingNew struct {
+	logins  atomic.Int32
+	fail    atomic.Int32
+	delay   time.Duration
+	mu      sync.Mutex
+	clients []*Fake
+}
+
+func (n *countingNew) New(ctx context.Context, cfg Config, obs Observer) (Client, error) {
+	n.logins.Add(1)
+	if n.delay > 0 {
+		select {
+		case <-time.After(n.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if n.fail.Add(-1) >= 0 {
+		return nil, &Error{Op: "login auth/approle/login", StatusCode: 400, Messages: []string{"invalid role or secret ID"}}
+	}
+	f := NewFake()
+	n.mu.Lock()
+	n.clients = append(n.clients, f)
+	n.mu.Unlock()
+	return f, nil
+}
+
+func TestCacheKey(t *testing.T) {
+	if k := CacheKey("vault-prod", "3", "12345", "678"); k != "vault-prod/3/12345/678" {
+		t.Errorf("key %q", k)
+	}
+	if c := connectionOf(CacheKey("vault-prod", "3")); c != "vault-prod" {
+		t.Errorf("connection %q", c)
+	}
+}
+
+func TestCacheOneLoginPerKey(t *testing.T) {
+	n := &countingNew{delay: 50 * time.Millisecond}
+	c := &Cache{New: n.New}
+	defer c.Close()
+	var wg sync.WaitGroup
+	got := make([]Client, 20)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, err := c.Get(context.Background(), "prod/1/100", Config{}, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = cl
+		}()
+	}
+	wg.Wait()
+	if n.logins.Load() != 1 {
+		t.Errorf("%d logins, want 1", n.logins.Load())
+	}
+	for _, cl := range got {
+		if cl != got[0] {
+			t.Fatal("different clients for one key")
+		}
+	}
+	again, _ := c.Get(context.Background(), "prod/1/100", Config{}, nil)
+	if again != got[0] || n.logins.Load() != 1 {
+		t.Error("a second Get logged in again")
+	}
+	// Another connection: its own client.
+	other, _ := c.Get(context.Background(), "staging/1/7", Config{}, nil)
+	if other == got[0] || n.logins.Load() != 2 || c.Len() != 2 {
+		t.Error("connections share a client")
+	}
+}
+
+func TestCacheReplacesOnKeyChange(t *testing.T) {
+	n := &countingNew{}
+	c := &Cache{New: n.New}
+	ctx := context.Background()
+	first, _ := c.Get(ctx, CacheKey("prod", "1", "100"), Config{}, nil)
+	second, _ := c.Get(ctx, CacheKey("prod", "2", "100"), Config{}, nil)
+	if first == second {
+		t.Fatal("the key changed but the client did not")
+	}
+	if !first.(*Fake).Closed() || second.(*Fake).Closed() {
+		t.Error("the old client was not closed, or the new one was")
+	}
+	if c.Len() != 1 {
+		t.Errorf("Len %d, want 1", c.Len())
+	}
+	c.Forget("prod")
+	if !second.(*Fake).Closed() || c.Len() != 0 {
+		t.Error("Forget did not close the client")
+	}
+	third, _ := c.Get(ctx, CacheKey("prod", "2", "100"), Config{}, nil)
+	if third == second || n.logins.Load() != 3 {
+		t.Error("Get after Forget did not log in")
+	}
+	_ = c.Close()
+	if !third.(*Fake).Closed() {
+		t.Error("Close did not close the client")
+	}
+	if _, err := c.Get(ctx, "prod/3", Config{}, nil); err == nil {
+		t.Error("Get after Close worked")
+	}
+}
+
+func TestCacheDoesNotKeepFailures(t *testing.T) {
+	n := &countingNew{}
+	n.fail.Store(1)
+	c := &Cache{New: n.New}
+	defer c.Close()
+	ctx := context.Background()
+	_, err := c.Get(ctx, "prod/1", Config{}, nil)
+	var ve *Error
+	if !errors.As(err, &ve) || ve.StatusCode != 400 {
+		t.Fatalf("err = %v", err)
+	}
+	if c.Len() != 0 {
+		t.Error("the failure is cached")
+	}
+	cl, err := c.Get(ctx, "prod/1", Config{}, nil)
+	if err != nil || cl == nil || n.logins.Load() != 2 {
+		t.Fatalf("retry: %v %v (%d logins)", cl, err, n.logins.Load())
+	}
+}
+
+func TestCacheConcurrentFailureSharedOnce(t *testing.T) {
+	n := &countingNew{delay: 50 * time.Millisecond}
+	n.fail.Store(1)
+	c := &Cache{New: n.New}
+	defer c.Close()
+	var wg sync.WaitGroup
+	var failures atomic.Int32
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Get(context.Background(), "prod/1", Config{}, nil); err != nil {
+				failures.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	// All that waited for the failed login got its error; any that came
+	// after it tried again (and succeeded).
+	if n.logins.Load() < 1 || failures.Load() < 1 || int(failures.Load())+int(n.logins.Load())-1 > 10 {
+		t.Errorf("%d logins, %d failures", n.logins.Load(), failures.Load())
+	}
+	if _, err := c.Get(context.Background(), "prod/1", Config{}, nil); err != nil {
+		t.Errorf("after the failure: %v", err)
+	}
+}
+
+func TestCacheWaiterHonoursContext(t *testing.T) {
+	n := &countingNew{delay: 300 * time.Millisecond}
+	c := &Cache{New: n.New}
+	defer c.Close()
+	go func() { _, _ = c.Get(context.Background(), "prod/1", Config{}, nil) }()
+	time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.Get(ctx, "prod/1", Config{}, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v", err)
+	}
+	if time.Since(start) > 200*time.Millisecond {
+		t.Error("the waiter did not stop at its deadline")
+	}
+}
+
+func TestCacheReplacedWhileLoggingIn(t *testing.T) {
+	n := &countingNew{delay: 100 * time.Millisecond}
+	c := &Cache{New: n.New}
+	defer c.Close()
+	done := make(chan Client)
+	go func() {
+		cl, err := c.Get(context.Background(), "prod/1", Config{}, nil)
+		if err == nil || !Transient(err) {
+			t.Errorf("stale Get: %v", err)
+		}
+		done <- cl
+	}()
+	time.Sleep(20 * time.Millisecond)
+	newer, err := c.Get(context.Background(), "prod/2", Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := <-done
+	// The stale Get logged in, saw its key was replaced, closed its client
+	// and reports a transient error rather than replacing the newer key.
+	if older != nil {
+		t.Errorf("the stale Get returned a client")
+	}
+	again, err := c.Get(context.Background(), "prod/2", Config{}, nil)
+	if err != nil || again != newer || newer.(*Fake).Closed() {
+		t.Errorf("the newer client was replaced: %v", err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	open := 0
+	for _, f := range n.clients {
+		if !f.Closed() {
+			open++
+		}
+	}
+	if open != 1 || n.logins.Load() != 2 {
+		t.Errorf("%d clients open after %d logins, want 1 after 2", open, n.logins.Load())
+	}
+	_ = newer
+}
+
+func TestCacheWithRealClient(t *testing.T) {
+	m := newMockVault(t, nil)
+	var c Cache
+	defer c.Close()
+	cl, err := c.Get(context.Background(), "prod/1", m.approleConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(context.Background(), "prod/1", m.approleConfig(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.count("", "auth/approle/login"); n != 1 {
+		t.Errorf("%d logins", n)
+	}
+	c.Forget("prod/1")
+	if _, err := cl.Version(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("forgotten client: %v", err)
+	}
+}

@@ -1,0 +1,310 @@
+package vault
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"regexp"
+	"testing"
+)
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// conformance runs the whole Client surface against c and checks the
+// semantics the controllers rely on. The unit tests run it on the Fake, the
+// integration test on a real Vault with the operator's policy: so the Fake
+// behaves as Vault does. mount is an AppRole mount; prefix keeps names
+// apart between runs.
+func conformance(t *testing.T, c Client, mount, prefix string) {
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(err error) int {
+		t.Helper()
+		var ve *Error
+		if !errors.As(err, &ve) {
+			t.Fatalf("err = %v (%T), want *Error", err, err)
+		}
+		return ve.StatusCode
+	}
+
+	t.Run("version and accessor", func(t *testing.T) {
+		v, err := c.Version(ctx)
+		if err != nil || !regexp.MustCompile(`^\d+\.\d+\.\d+`).MatchString(v) {
+			t.Errorf("Version = %q, %v", v, err)
+		}
+		acc, err := c.MountAccessor(ctx, mount)
+		if err != nil || !regexp.MustCompile(`^auth_approle_[0-9a-f]+$`).MatchString(acc) {
+			t.Errorf("MountAccessor(%s) = %q, %v", mount, acc, err)
+		}
+		acc2, err := c.MountAccessor(ctx, mount+"/")
+		if err != nil || acc2 != acc {
+			t.Errorf("MountAccessor(%s/) = %q, %v", mount, acc2, err)
+		}
+		if acc, err := c.MountAccessor(ctx, "no-such-mount"); err != nil || acc != "" {
+			t.Errorf("absent mount: %q, %v", acc, err)
+		}
+	})
+
+	t.Run("roles", func(t *testing.T) {
+		name := prefix + "Web01"
+		lower := prefix + "web01"
+		if r, err := c.ReadRole(ctx, mount, lower); err != nil || r != nil {
+			t.Fatalf("absent role: %v, %v", r, err)
+		}
+		if id, err := c.ReadRoleID(ctx, mount, lower); err != nil || id != "" {
+			t.Fatalf("absent role ID: %q, %v", id, err)
+		}
+		must(c.WriteRole(ctx, mount, name, map[string]any{
+			"bind_secret_id":         true,
+			"secret_id_num_uses":     int64(1),
+			"secret_id_ttl":          int64(60),
+			"token_explicit_max_ttl": "2m",
+			"token_ttl":              int64(30),
+			"token_num_uses":         int64(10),
+			"token_policies":         []string{"salt_role_web", "saltstack/minions"},
+			"token_bound_cidrs":      []string{"10.0.0.0/8"},
+		}))
+		r, err := c.ReadRole(ctx, mount, lower) // lowercased on write
+		must(err)
+		want := map[string]any{
+			"bind_secret_id":          true,
+			"local_secret_ids":        false,
+			"secret_id_bound_cidrs":   nil,
+			"secret_id_num_uses":      json.Number("1"),
+			"secret_id_ttl":           json.Number("60"),
+			"token_bound_cidrs":       []any{"10.0.0.0/8"},
+			"token_explicit_max_ttl":  json.Number("120"),
+			"token_max_ttl":           json.Number("0"),
+			"token_no_default_policy": false,
+			"token_num_uses":          json.Number("10"),
+			"token_period":            json.Number("0"),
+			"token_policies":          []any{"salt_role_web", "saltstack/minions"},
+			"token_ttl":               json.Number("30"),
+			"token_type":              "default",
+		}
+		if !jsonEqual(r, want) {
+			t.Errorf("role =\n%s\nwant\n%s", dump(r), dump(want))
+		}
+		if r2, err := c.ReadRole(ctx, mount, name); err != nil || !jsonEqual(r2, r) {
+			t.Errorf("read by the mixed-case name: %v %v", r2, err)
+		}
+		id, err := c.ReadRoleID(ctx, mount, lower)
+		must(err)
+		if !uuidRE.MatchString(id) {
+			t.Errorf("role ID %q", id)
+		}
+
+		// An update changes only what it names; the role ID stays.
+		must(c.WriteRole(ctx, mount, lower, map[string]any{"token_ttl": int64(45), "token_policies": []string{"salt_role_db"}}))
+		r, err = c.ReadRole(ctx, mount, lower)
+		must(err)
+		if r["token_ttl"] != json.Number("45") || r["secret_id_ttl"] != json.Number("60") || !jsonEqual(r["token_policies"], []any{"salt_role_db"}) {
+			t.Errorf("after the update: %s", dump(r))
+		}
+		if id2, _ := c.ReadRoleID(ctx, mount, lower); id2 != id {
+			t.Errorf("role ID changed on update: %q -> %q", id, id2)
+		}
+
+		err = c.WriteRole(ctx, mount, lower, map[string]any{"token_ttl": int64(100), "token_max_ttl": int64(50)})
+		if status(err) != 400 || Transient(err) {
+			t.Errorf("token_ttl > token_max_ttl: %v", err)
+		}
+		err = c.WriteRole(ctx, mount, prefix+"unbound", map[string]any{"bind_secret_id": false})
+		if status(err) != 400 {
+			t.Errorf("a role without constraints: %v", err)
+		}
+
+		must(c.DeleteRole(ctx, mount, lower))
+		if r, err := c.ReadRole(ctx, mount, lower); err != nil || r != nil {
+			t.Errorf("deleted role: %v, %v", r, err)
+		}
+		must(c.DeleteRole(ctx, mount, lower)) // absent: fine
+	})
+
+	t.Run("entities", func(t *testing.T) {
+		name := prefix + "salt_minion_web01"
+		if e, err := c.ReadEntityByName(ctx, name); err != nil || e != nil {
+			t.Fatalf("absent entity: %v, %v", e, err)
+		}
+		md := map[string]string{"minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}
+		e, err := c.WriteEntityByName(ctx, name, md)
+		must(err)
+		if !uuidRE.MatchString(e.ID) || e.Name != name || !maps.Equal(e.Metadata, md) || len(e.Aliases) != 0 {
+			t.Errorf("created %+v", e)
+		}
+		got, err := c.ReadEntityByName(ctx, name)
+		must(err)
+		if got == nil || got.ID != e.ID || got.Name != name || !maps.Equal(got.Metadata, md) {
+			t.Errorf("read %+v", got)
+		}
+		// Metadata is replaced wholesale: a key left out is gone.
+		md2 := map[string]string{"minion-id": "web01", "roles": "web", "roles__0": "web"}
+		e2, err := c.WriteEntityByName(ctx, name, md2)
+		must(err)
+		if e2.ID != e.ID || !maps.Equal(e2.Metadata, md2) {
+			t.Errorf("updated %+v", e2)
+		}
+		got, err = c.ReadEntityByName(ctx, name)
+		must(err)
+		if !maps.Equal(got.Metadata, md2) {
+			t.Errorf("metadata after removing a key: %v", got.Metadata)
+		}
+		e3, err := c.WriteEntityByName(ctx, name, nil)
+		must(err)
+		if e3.ID != e.ID || len(e3.Metadata) != 0 {
+			t.Errorf("cleared %+v", e3)
+		}
+		// Names are case-insensitive.
+		if got, err := c.ReadEntityByName(ctx, prefix+"SALT_minion_web01"); err != nil || got == nil || got.ID != e.ID {
+			t.Errorf("read by another case: %+v, %v", got, err)
+		}
+		must(c.DeleteEntityByName(ctx, name))
+		if got, err := c.ReadEntityByName(ctx, name); err != nil || got != nil {
+			t.Errorf("deleted entity: %+v, %v", got, err)
+		}
+		must(c.DeleteEntityByName(ctx, name))
+	})
+
+	t.Run("aliases", func(t *testing.T) {
+		acc, err := c.MountAccessor(ctx, mount)
+		must(err)
+		e1, err := c.WriteEntityByName(ctx, prefix+"alias-one", map[string]string{"n": "1"})
+		must(err)
+		e2, err := c.WriteEntityByName(ctx, prefix+"alias-two", map[string]string{"n": "2"})
+		must(err)
+		aname := prefix + "role-id-0001"
+		if a, err := c.LookupEntityAlias(ctx, aname, acc); err != nil || a != nil {
+			t.Fatalf("absent alias: %+v, %v", a, err)
+		}
+		id, err := c.CreateEntityAlias(ctx, aname, acc, e1.ID)
+		must(err)
+		if !uuidRE.MatchString(id) {
+			t.Errorf("alias ID %q", id)
+		}
+		a, err := c.LookupEntityAlias(ctx, aname, acc)
+		must(err)
+		if a == nil || *a != (Alias{ID: id, Name: aname, MountAccessor: acc, CanonicalID: e1.ID}) {
+			t.Errorf("lookup %+v", a)
+		}
+		got, err := c.ReadEntityByName(ctx, prefix+"alias-one")
+		must(err)
+		if len(got.Aliases) != 1 || got.Aliases[0] != *a {
+			t.Errorf("entity aliases %+v", got.Aliases)
+		}
+		// The entity's alias survives a metadata write.
+		e1b, err := c.WriteEntityByName(ctx, prefix+"alias-one", map[string]string{"n": "1b"})
+		must(err)
+		if len(e1b.Aliases) != 1 {
+			t.Errorf("aliases after a metadata update: %+v", e1b.Aliases)
+		}
+
+		// Creating the same alias again (same entity) answers its ID.
+		again, err := c.CreateEntityAlias(ctx, aname, acc, e1.ID)
+		must(err)
+		if again != id {
+			t.Errorf("re-created alias ID %q, want %q", again, id)
+		}
+		// An entity has one alias per mount.
+		_, err = c.CreateEntityAlias(ctx, aname+"-other", acc, e1.ID)
+		if status(err) != 400 {
+			t.Errorf("second alias on one mount: %v", err)
+		}
+
+		// Point it at the other entity.
+		must(c.UpdateEntityAlias(ctx, id, aname, acc, e2.ID))
+		a, err = c.LookupEntityAlias(ctx, aname, acc)
+		must(err)
+		if a == nil || a.ID != id || a.CanonicalID != e2.ID {
+			t.Errorf("after the update %+v", a)
+		}
+		if got, _ := c.ReadEntityByName(ctx, prefix+"alias-one"); len(got.Aliases) != 0 {
+			t.Errorf("the old entity still has %+v", got.Aliases)
+		}
+		if got, _ := c.ReadEntityByName(ctx, prefix+"alias-two"); len(got.Aliases) != 1 || got.Aliases[0].ID != id {
+			t.Errorf("the new entity has %+v", got.Aliases)
+		}
+		// Creating the pair for another entity moves the alias back.
+		moved, err := c.CreateEntityAlias(ctx, aname, acc, e1.ID)
+		must(err)
+		if a, _ := c.LookupEntityAlias(ctx, aname, acc); moved != id || a == nil || a.CanonicalID != e1.ID {
+			t.Errorf("create of an existing pair: %q %+v", moved, a)
+		}
+
+		err = c.UpdateEntityAlias(ctx, "00000000-0000-0000-0000-000000000000", aname, acc, e1.ID)
+		if status(err) != 400 {
+			t.Errorf("update of an unknown alias: %v", err)
+		}
+
+		must(c.DeleteEntityAlias(ctx, id))
+		if a, err := c.LookupEntityAlias(ctx, aname, acc); err != nil || a != nil {
+			t.Errorf("deleted alias: %+v, %v", a, err)
+		}
+		must(c.DeleteEntityAlias(ctx, id)) // absent: fine
+
+		// Deleting an entity deletes its aliases.
+		id, err = c.CreateEntityAlias(ctx, aname, acc, e2.ID)
+		must(err)
+		must(c.DeleteEntityByName(ctx, prefix+"alias-two"))
+		if a, err := c.LookupEntityAlias(ctx, aname, acc); err != nil || a != nil {
+			t.Errorf("alias %s of a deleted entity: %+v, %v", id, a, err)
+		}
+		must(c.DeleteEntityByName(ctx, prefix+"alias-one"))
+	})
+
+	t.Run("policies", func(t *testing.T) {
+		name := prefix + "salt_role_web"
+		hcl := "# minionvault: owned by MinionTemplate default\npath \"salt/data/roles/web\" {\n  capabilities = [\"list\", \"read\"]\n}\n"
+		if h, ok, err := c.ReadPolicy(ctx, name); err != nil || ok || h != "" {
+			t.Fatalf("absent policy: %q %v %v", h, ok, err)
+		}
+		must(c.WritePolicy(ctx, prefix+"Salt_Role_WEB", hcl)) // lowercased
+		h, ok, err := c.ReadPolicy(ctx, name)
+		must(err)
+		if !ok || h != hcl {
+			t.Errorf("read %q %v", h, ok)
+		}
+		nested := prefix + "saltstack/minions"
+		must(c.WritePolicy(ctx, nested, hcl))
+		if h, ok, err := c.ReadPolicy(ctx, nested); err != nil || !ok || h != hcl {
+			t.Errorf("nested name: %q %v %v", h, ok, err)
+		}
+		must(c.DeletePolicy(ctx, nested))
+
+		err = c.WritePolicy(ctx, "root", hcl)
+		if status(err) != 400 || Transient(err) {
+			t.Errorf("writing root: %v", err)
+		}
+		err = c.DeletePolicy(ctx, "default")
+		if status(err) != 400 {
+			t.Errorf("deleting default: %v", err)
+		}
+		if _, ok, err := c.ReadPolicy(ctx, "default"); err != nil || !ok {
+			t.Errorf("the default policy: %v %v", ok, err)
+		}
+
+		must(c.DeletePolicy(ctx, name))
+		if _, ok, err := c.ReadPolicy(ctx, name); err != nil || ok {
+			t.Errorf("deleted policy: %v %v", ok, err)
+		}
+		must(c.DeletePolicy(ctx, name))
+	})
+}
+
+// jsonEqual compares JSON-shaped values.
+func jsonEqual(a, b any) bool {
+	return dump(a) == dump(b)
+}
+
+func dump(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}

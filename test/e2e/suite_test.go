@@ -1,0 +1,219 @@
+// Package e2e runs the operator against a real kube-apiserver + etcd and a
+// real Vault dev server, with the operator's token holding exactly the
+// shipped least-privilege policy (config/vault/operator-policy.hcl).
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	vaultapi "github.com/hashicorp/vault/api"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/cli"
+	"github.com/minionvault/minion-vault-operator/internal/testenv"
+)
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{})
+}
+
+// writeCounter counts Vault calls that change something.
+type writeCounter struct{ writes, reads atomic.Int64 }
+
+func (w *writeCounter) Request(op, _ string, code int, _ time.Duration) {
+	switch op {
+	case "write", "delete":
+		w.writes.Add(1)
+	case "read", "list":
+		w.reads.Add(1)
+	}
+}
+func (w *writeCounter) Login(string, error) {}
+
+type suite struct {
+	t      *testing.T
+	env    *testenv.Env
+	c      client.Client
+	root   *vaultapi.Client
+	writes *writeCounter
+}
+
+var operatorOnce sync.Once
+
+// start runs the operator in-process until the test ends, with a Vault
+// token of exactly the operator policy.
+func start(t *testing.T) *suite {
+	t.Helper()
+	env := testenv.Get(t)
+	s := &suite{t: t, env: env, c: env.Client, root: env.Vault.Client, writes: &writeCounter{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcl, err := os.ReadFile(filepath.Join(root, "config/vault/operator-policy.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := env.Vault.TokenWithPolicy(ctx, "minionvault-operator", string(hcl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.must(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "minionvault-system"}}))
+	s.must(s.c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "vault-token", Namespace: "minionvault-system"},
+		StringData: map[string]string{"token": token},
+	}))
+
+	operatorOnce.Do(func() { ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel()))) })
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.Setup(ctx, mgr, cli.SetupOptions{Concurrency: 2, Interval: time.Hour, Observer: s.writes}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return s
+}
+
+func (s *suite) must(err error) {
+	s.t.Helper()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// eventually polls f until it returns nil or the time is up.
+func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
+}
+
+// condition returns a binding's condition of the given type.
+func (s *suite) binding(ns, name string) *v1alpha1.MinionBinding {
+	b := &v1alpha1.MinionBinding{}
+	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
+		return nil
+	}
+	return b
+}
+
+func (s *suite) waitReady(ns, name string) *v1alpha1.MinionBinding {
+	s.t.Helper()
+	var b *v1alpha1.MinionBinding
+	eventually(s.t, 30*time.Second, "binding "+name+" Ready", func() error {
+		b = s.binding(ns, name)
+		if b == nil {
+			return fmt.Errorf("not found")
+		}
+		c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition)
+		if c == nil || c.Status != metav1.ConditionTrue || b.Status.ObservedGeneration != b.Generation {
+			return fmt.Errorf("conditions %+v", b.Status.Conditions)
+		}
+		return nil
+	})
+	return b
+}
+
+// waitStalled waits for Ready=False, Stalled=True with the reason, and
+// checks the condition set is exactly Ready and Stalled.
+func (s *suite) waitStalled(ns, name, reason, msgPart string) *v1alpha1.MinionBinding {
+	s.t.Helper()
+	var b *v1alpha1.MinionBinding
+	eventually(s.t, 30*time.Second, "binding "+name+" Stalled/"+reason, func() error {
+		b = s.binding(ns, name)
+		if b == nil {
+			return fmt.Errorf("not found")
+		}
+		ready := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition)
+		stalled := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.StalledCondition)
+		if ready == nil || stalled == nil || ready.Status != metav1.ConditionFalse || stalled.Status != metav1.ConditionTrue ||
+			ready.Reason != reason || !strings.Contains(ready.Message, msgPart) {
+			return fmt.Errorf("conditions %+v", b.Status.Conditions)
+		}
+		if len(b.Status.Conditions) != 2 {
+			return fmt.Errorf("want exactly Ready and Stalled, got %+v", b.Status.Conditions)
+		}
+		return nil
+	})
+	return b
+}
+
+// event waits for an event with this reason about the object.
+func (s *suite) event(name, reason string) {
+	s.t.Helper()
+	eventually(s.t, 20*time.Second, "event "+reason+" for "+name, func() error {
+		list := &eventsv1.EventList{}
+		if err := s.c.List(context.Background(), list); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == name && e.Reason == reason {
+				return nil
+			}
+		}
+		return fmt.Errorf("no such event among %d", len(list.Items))
+	})
+}
+
+// requestReconcile asks for a reconcile through the annotation and waits
+// until the binding reports it handled.
+func (s *suite) requestReconcile(ns, name string) {
+	s.t.Helper()
+	stamp := time.Now().Format(time.RFC3339Nano)
+	b := s.binding(ns, name)
+	patch := client.MergeFrom(b.DeepCopy())
+	if b.Annotations == nil {
+		b.Annotations = map[string]string{}
+	}
+	b.Annotations[v1alpha1.ReconcileRequestAnnotation] = stamp
+	s.must(s.c.Patch(context.Background(), b, patch))
+	eventually(s.t, 20*time.Second, "reconcile of "+name, func() error {
+		if got := s.binding(ns, name).Status.LastHandledReconcileAt; got != stamp {
+			return fmt.Errorf("lastHandledReconcileAt %q", got)
+		}
+		return nil
+	})
+}
+
+func zapLevel() zapcore.Level {
+	if os.Getenv("E2E_VERBOSE") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}
