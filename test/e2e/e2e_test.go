@@ -380,4 +380,3 @@ func (s *suite) accessor() string {
 	s.must(err)
 	return auths["salt-minions/"].Accessor
 }
-
