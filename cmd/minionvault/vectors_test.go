@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/minionvault/minion-vault-operator/internal/vectors"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 
@@ -47,10 +48,7 @@ func obj(kv ...any) value.Value {
 
 func jsonValue(t testing.TB, raw json.RawMessage) value.Value {
 	t.Helper()
-	if len(raw) == 0 {
-		return value.NewMap(nil)
-	}
-	v, err := value.DecodeJSON(raw)
+	v, err := vectors.Value(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,30 +91,12 @@ func runRender(t testing.TB, args ...string) (map[string]any, string) {
 	return out, stderr.String()
 }
 
-type templatingCase struct {
-	ID       string          `json:"id"`
-	Kind     string          `json:"kind"`
-	Patterns []string        `json:"patterns"`
-	Pattern  *string         `json:"pattern"`
-	Metadata [][2]string     `json:"metadata"`
-	Minion   string          `json:"minion"`
-	Grains   json.RawMessage `json:"grains"`
-	Pillar   json.RawMessage `json:"pillar"`
-	JID      *string         `json:"jid"`
-	User     *string         `json:"user"`
-	Expected json.RawMessage `json:"expected"`
-}
-
 // limit runs at most two renders at a time per CPU.
 var limit = make(chan struct{}, 2*runtime.NumCPU())
 
 func TestTemplatingVectorsThroughCLI(t *testing.T) {
-	raw, err := os.ReadFile("../../pkg/template/testdata/templating.json")
+	cases, err := vectors.Templating("../../pkg/template/testdata/templating.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []templatingCase
-	if err := json.Unmarshal(raw, &cases); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -157,8 +137,7 @@ func TestTemplatingVectorsThroughCLI(t *testing.T) {
 			tp, bp := writeManifests(t, t.TempDir(), tspec, bspec)
 			out, stderr := runRender(t, append([]string{"--template", tp, "--binding", bp}, args...)...)
 
-			var wantErr struct{ Error bool }
-			if json.Unmarshal(c.Expected, &wantErr) == nil && wantErr.Error {
+			if c.WantsError() {
 				if out != nil {
 					t.Fatalf("want a failed render, got %v", out)
 				}
@@ -177,16 +156,14 @@ func TestTemplatingVectorsThroughCLI(t *testing.T) {
 					got = out["pillarPaths"]
 				default:
 					entity := out["metadata"].(map[string]any)["entity"].(map[string]any)
-					if !hasKey(c.Metadata, "minion-id") {
+					if !c.HasKey("minion-id") {
 						delete(entity, "minion-id") // the default the template merges into
 					}
 					got = entity
 				}
 				if c.Kind == "metadata" {
-					var pairs [][2]string
-					_ = json.Unmarshal(c.Expected, &pairs)
 					m := map[string]any{}
-					for _, p := range pairs {
+					for _, p := range c.WantPairs() {
 						m[p[0]] = p[1]
 					}
 					want = m
@@ -204,39 +181,15 @@ func TestTemplatingVectorsThroughCLI(t *testing.T) {
 	}
 }
 
-func hasKey(pairs [][2]string, k string) bool {
-	for _, p := range pairs {
-		if p[0] == k {
-			return true
-		}
-	}
-	return false
-}
-
-type parametersCase struct {
-	Name          string          `json:"name"`
-	TplRoot       string          `json:"tplroot"`
-	Grains        json.RawMessage `json:"grains"`
-	Pillar        json.RawMessage `json:"pillar"`
-	Opts          json.RawMessage `json:"opts"`
-	Files         json.RawMessage `json:"files"`
-	ExpectedMap   json.RawMessage `json:"expected_mapdata"`
-	ExpectedError bool            `json:"expected_error"`
-}
-
 func TestParametersVectorsThroughCLI(t *testing.T) {
-	raw, err := os.ReadFile("../../pkg/parameters/testdata/parameters.json")
+	cases, err := vectors.Parameters("../../pkg/parameters/testdata/parameters.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct{ Cases []parametersCase }
-	if err := json.Unmarshal(raw, &file); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	passed := 0
-	t.Cleanup(func() { t.Logf("%d/%d parameters vectors pass through the CLI", passed, len(file.Cases)) })
-	for _, c := range file.Cases {
+	t.Cleanup(func() { t.Logf("%d/%d parameters vectors pass through the CLI", passed, len(cases)) })
+	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
 			limit <- struct{}{}
@@ -260,7 +213,7 @@ func TestParametersVectorsThroughCLI(t *testing.T) {
 					t.Fatalf("render failed: %s", stderr)
 				}
 				var want any
-				_ = json.Unmarshal(c.ExpectedMap, &want)
+				_ = json.Unmarshal(c.Expected, &want)
 				if !reflect.DeepEqual(out["mapdata"], want) {
 					t.Fatalf("mapdata\ngot  %v\nwant %v", out["mapdata"], want)
 				}

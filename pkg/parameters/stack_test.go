@@ -292,7 +292,7 @@ func TestStackDefaultSources(t *testing.T) {
 
 func TestStackDoesNotModifyInput(t *testing.T) {
 	c := loadVectors(t)[0]
-	in := c.input(t)
+	in := vectorInput(t, c)
 	before := map[string]string{}
 	for p, v := range in.Files {
 		before[p] = jsonText(v)

@@ -3,68 +3,47 @@ package parameters
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/minionvault/minion-vault-operator/internal/vectors"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 
-// vectorCase is one case of testdata/parameters.json, produced by running
-// template-formula's map.jinja. Data fields stay raw so value.DecodeJSON
-// keeps their key order and int/float distinction.
-type vectorCase struct {
-	Name            string                     `json:"name"`
-	Tplroot         string                     `json:"tplroot"`
-	Grains          json.RawMessage            `json:"grains"`
-	Pillar          json.RawMessage            `json:"pillar"`
-	Opts            json.RawMessage            `json:"opts"`
-	Files           map[string]json.RawMessage `json:"files"`
-	ExpectedMapdata json.RawMessage            `json:"expected_mapdata"`
-	ExpectedError   bool                       `json:"expected_error"`
-	FilesTried      []struct {
-		Path  string `json:"path"`
-		Found bool   `json:"found"`
-	} `json:"files_tried"`
-}
-
-func loadVectors(t testing.TB) []vectorCase {
+// The cases of testdata/parameters.json were produced by running
+// template-formula's map.jinja; data stays raw until value.DecodeJSON, which
+// keeps key order and the int/float distinction.
+func loadVectors(t testing.TB) []vectors.ParametersCase {
 	t.Helper()
-	data, err := os.ReadFile("testdata/parameters.json")
+	cases, err := vectors.Parameters("testdata/parameters.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Cases []vectorCase `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	return doc.Cases
+	return cases
 }
 
-func (c *vectorCase) input(t testing.TB) Input {
+func vectorInput(t testing.TB, c vectors.ParametersCase) Input {
 	t.Helper()
 	in := Input{
-		Root:   c.Tplroot,
+		Root:   c.TplRoot,
 		Grains: mustJSON(t, c.Grains),
 		Pillar: mustJSON(t, c.Pillar),
 		Opts:   mustJSON(t, c.Opts),
-		Files:  make(map[string]value.Value, len(c.Files)),
+		Files:  map[string]value.Value{},
 	}
-	for path, raw := range c.Files {
-		doc := mustJSON(t, raw)
+	for _, p := range mustJSON(t, c.Files).Pairs() {
+		doc := p.Val
 		if doc.IsString() {
 			// The generator stores a document JSON cannot say as it was
 			// written ("values:\n" for values-null-error): YAML text.
 			d, err := value.DecodeYAML([]byte(doc.Str()))
 			if err != nil {
-				t.Fatalf("file %s: %v", path, err)
+				t.Fatalf("file %s: %v", p.Key.Str(), err)
 			}
 			doc = d
 		}
-		in.Files[path] = doc
+		in.Files[p.Key.Str()] = doc
 	}
 	return in
 }
@@ -86,7 +65,7 @@ func TestVectors(t *testing.T) {
 	passed := 0
 	for _, c := range cases {
 		ok := t.Run(c.Name, func(t *testing.T) {
-			res, err := Stack(c.input(t))
+			res, err := Stack(vectorInput(t, c))
 			if c.FilesTried != nil {
 				// We try no `.yaml.jinja` twins: compare the rest, in order.
 				var want []string
@@ -109,7 +88,7 @@ func TestVectors(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Stack: %v", err)
 			}
-			want := mustJSON(t, c.ExpectedMapdata)
+			want := mustJSON(t, c.Expected)
 			if !value.Equal(res.Mapdata, want) {
 				t.Fatalf("mapdata differs:\n got %s\nwant %s", jsonText(res.Mapdata), jsonText(want))
 			}

@@ -1,12 +1,11 @@
 package render
 
 import (
-	"encoding/json"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/minionvault/minion-vault-operator/internal/vectors"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
@@ -26,24 +25,8 @@ func mustJSON(t testing.TB, s string) value.Value {
 // TestTemplatingVectors runs every templating vector through Render, the
 // way the controller renders: defaults merged, one Compiled per template.
 func TestTemplatingVectors(t *testing.T) {
-	raw, err := os.ReadFile("../template/testdata/templating.json")
+	cases, err := vectors.Templating("../template/testdata/templating.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []struct {
-		ID       string          `json:"id"`
-		Kind     string          `json:"kind"`
-		Patterns []string        `json:"patterns"`
-		Pattern  *string         `json:"pattern"`
-		Metadata [][2]string     `json:"metadata"`
-		Minion   string          `json:"minion"`
-		Grains   json.RawMessage `json:"grains"`
-		Pillar   json.RawMessage `json:"pillar"`
-		JID      *string         `json:"jid"`
-		User     *string         `json:"user"`
-		Expected json.RawMessage `json:"expected"`
-	}
-	if err := json.Unmarshal(raw, &cases); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
@@ -57,8 +40,8 @@ func TestTemplatingVectors(t *testing.T) {
 			case "pillar_paths":
 				tpl.PillarPaths = []string{*c.Pattern}
 			case "metadata":
-				for _, kv := range c.Metadata {
-					tpl.EntityMetadata = append(tpl.EntityMetadata, template.KV{Key: kv[0], Value: kv[1]})
+				for _, p := range c.Metadata {
+					tpl.EntityMetadata = append(tpl.EntityMetadata, kv(p[0], p[1]))
 				}
 				if c.JID != nil {
 					opts.JID = *c.JID
@@ -68,8 +51,7 @@ func TestTemplatingVectors(t *testing.T) {
 				}
 			}
 			res, err := Render(tpl, b, opts)
-			var wantErr struct{ Error bool }
-			if json.Unmarshal(c.Expected, &wantErr) == nil && wantErr.Error {
+			if c.WantsError() {
 				if err == nil {
 					t.Fatalf("want an error, got %+v", res)
 				}
@@ -80,24 +62,20 @@ func TestTemplatingVectors(t *testing.T) {
 			}
 			switch c.Kind {
 			case "policies", "pillar_paths":
-				var want []string
-				_ = json.Unmarshal(c.Expected, &want)
 				got := res.Policies
 				if c.Kind == "pillar_paths" {
 					got = res.PillarPaths
 				}
-				if len(got) != len(want) || (len(got) > 0 && !reflect.DeepEqual(got, want)) {
+				if want := c.WantList(); !reflect.DeepEqual(got, want) {
 					t.Fatalf("got %q, want %q", got, want)
 				}
 			default:
-				var pairs [][2]string
-				_ = json.Unmarshal(c.Expected, &pairs)
 				want := []template.KV{}
-				if !hasKey(c.Metadata, "minion-id") {
-					want = append(want, template.KV{Key: "minion-id", Value: c.Minion})
+				if !c.HasKey("minion-id") {
+					want = append(want, kv("minion-id", c.Minion))
 				}
-				for _, p := range pairs {
-					want = append(want, template.KV{Key: p[0], Value: p[1]})
+				for _, p := range c.WantPairs() {
+					want = append(want, kv(p[0], p[1]))
 				}
 				if !reflect.DeepEqual(res.EntityMetadata, want) {
 					t.Fatalf("got %q\nwant %q", res.EntityMetadata, want)
@@ -107,37 +85,13 @@ func TestTemplatingVectors(t *testing.T) {
 	}
 }
 
-func hasKey(pairs [][2]string, k string) bool {
-	for _, p := range pairs {
-		if p[0] == k {
-			return true
-		}
-	}
-	return false
-}
-
 // TestParametersVectors runs every parameter-stack vector through Render.
 func TestParametersVectors(t *testing.T) {
-	raw, err := os.ReadFile("../parameters/testdata/parameters.json")
+	cases, err := vectors.Parameters("../parameters/testdata/parameters.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var file struct {
-		Cases []struct {
-			Name          string          `json:"name"`
-			TplRoot       string          `json:"tplroot"`
-			Grains        json.RawMessage `json:"grains"`
-			Pillar        json.RawMessage `json:"pillar"`
-			Opts          json.RawMessage `json:"opts"`
-			Files         json.RawMessage `json:"files"`
-			Expected      json.RawMessage `json:"expected_mapdata"`
-			ExpectedError bool            `json:"expected_error"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(raw, &file); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range file.Cases {
+	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			files := map[string]value.Value{}
 			for _, p := range mustJSON(t, string(c.Files)).Pairs() {

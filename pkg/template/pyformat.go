@@ -734,17 +734,7 @@ func appendDoubleToString(dst []byte, f float64, code byte, prec int, alt, addDo
 		dst = dst[:len(dst)-1]
 	}
 	if useExp {
-		dst = append(dst, expChar)
-		if exp < 0 {
-			dst = append(dst, '-')
-			exp = -exp
-		} else {
-			dst = append(dst, '+')
-		}
-		if exp < 10 {
-			dst = append(dst, '0')
-		}
-		dst = strconv.AppendInt(dst, int64(exp), 10)
+		dst = value.AppendExponent(dst, expChar, exp)
 	}
 	return dst
 }

@@ -1,59 +1,23 @@
 package template
 
 import (
-	"encoding/json"
-	"os"
 	"reflect"
 	"testing"
 
-	"github.com/minionvault/minion-vault-operator/pkg/value"
+	"github.com/minionvault/minion-vault-operator/internal/vectors"
 )
 
-// vectorCase is one case of testdata/templating.json, produced by running
-// the upstream functions (see ../../docs/templating.md).
-type vectorCase struct {
-	ID        string          `json:"id"`
-	Kind      string          `json:"kind"`
-	Patterns  []string        `json:"patterns"`
-	Pattern   *string         `json:"pattern"`
-	Metadata  [][2]string     `json:"metadata"`
-	Minion    string          `json:"minion"`
-	Grains    json.RawMessage `json:"grains"`
-	Pillar    json.RawMessage `json:"pillar"`
-	JID       *string         `json:"jid"`
-	User      *string         `json:"user"`
-	Expected  json.RawMessage `json:"expected"`
-	Deviation string          `json:"deviation"`
-}
-
-func loadVectors(t testing.TB) []vectorCase {
-	t.Helper()
-	raw, err := os.ReadFile("testdata/templating.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []vectorCase
-	if err := json.Unmarshal(raw, &cases); err != nil {
-		t.Fatal(err)
-	}
-	return cases
-}
-
-func decodeData(t testing.TB, raw json.RawMessage) value.Value {
-	t.Helper()
-	if len(raw) == 0 {
-		return value.Value{}
-	}
-	v, err := value.DecodeJSON(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // renderVector renders a case the way upstream's function for its kind did.
-func renderVector(t testing.TB, c vectorCase) (any, error) {
-	d := &Data{Minion: c.Minion, Grains: decodeData(t, c.Grains), Pillar: decodeData(t, c.Pillar)}
+func renderVector(t testing.TB, c vectors.TemplatingCase) (any, error) {
+	grains, err := vectors.Value(c.Grains)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pillar, err := vectors.Value(c.Pillar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Data{Minion: c.Minion, Grains: grains, Pillar: pillar}
 	if c.JID != nil {
 		d.JID = *c.JID
 	}
@@ -90,18 +54,20 @@ func renderVector(t testing.TB, c vectorCase) (any, error) {
 	return pairs, nil
 }
 
+// TestVectors runs testdata/templating.json, produced by running the
+// upstream functions (the deviations carry our expected result).
 func TestVectors(t *testing.T) {
-	cases := loadVectors(t)
+	cases, err := vectors.Templating("testdata/templating.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(cases) < 200 {
 		t.Fatalf("only %d vectors loaded", len(cases))
 	}
 	for _, c := range cases {
 		t.Run(c.ID, func(t *testing.T) {
 			got, err := renderVector(t, c)
-			var wantErr struct {
-				Error bool `json:"error"`
-			}
-			if json.Unmarshal(c.Expected, &wantErr) == nil && wantErr.Error {
+			if c.WantsError() {
 				if err == nil {
 					t.Fatalf("want an error, got %q", got)
 				}
@@ -110,25 +76,9 @@ func TestVectors(t *testing.T) {
 			if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
-			var want any
+			var want any = c.WantList()
 			if c.Kind == "metadata" {
-				var pairs [][2]string
-				if err := json.Unmarshal(c.Expected, &pairs); err != nil {
-					t.Fatal(err)
-				}
-				if pairs == nil {
-					pairs = [][2]string{}
-				}
-				want = pairs
-			} else {
-				var list []string
-				if err := json.Unmarshal(c.Expected, &list); err != nil {
-					t.Fatal(err)
-				}
-				if list == nil {
-					list = []string{}
-				}
-				want = list
+				want = c.WantPairs()
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("got  %q\nwant %q", got, want)

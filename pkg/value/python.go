@@ -198,17 +198,7 @@ func AppendFloatRepr(dst []byte, f float64) []byte {
 			dst = append(dst, '.')
 			dst = append(dst, digits[1:]...)
 		}
-		dst = append(dst, 'e')
-		if exp < 0 {
-			dst = append(dst, '-')
-			exp = -exp
-		} else {
-			dst = append(dst, '+')
-		}
-		if exp < 10 {
-			dst = append(dst, '0')
-		}
-		return strconv.AppendInt(dst, int64(exp), 10)
+		return AppendExponent(dst, 'e', exp)
 	}
 	switch {
 	case decpt <= 0:
@@ -229,4 +219,20 @@ func AppendFloatRepr(dst []byte, f float64) []byte {
 		dst = append(dst, digits[decpt:]...)
 	}
 	return dst
+}
+
+// AppendExponent appends Python's exponent suffix: the marker, a sign, and
+// at least two digits ("e+16", "E-05").
+func AppendExponent(dst []byte, marker byte, exp int) []byte {
+	dst = append(dst, marker)
+	if exp < 0 {
+		dst = append(dst, '-')
+		exp = -exp
+	} else {
+		dst = append(dst, '+')
+	}
+	if exp < 10 {
+		dst = append(dst, '0')
+	}
+	return strconv.AppendInt(dst, int64(exp), 10)
 }
