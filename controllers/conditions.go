@@ -1,8 +1,13 @@
 package controllers
 
 import (
+	"fmt"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 )
@@ -69,6 +74,23 @@ func truncate(s string) string {
 	return s
 }
 
+// readyCondition returns a copy of the Ready condition: callers keep it as
+// the "before" state while the status is rewritten in place.
 func readyCondition(obj conditioned) *metav1.Condition {
-	return meta.FindStatusCondition(obj.GetConditions(), v1alpha1.ReadyCondition)
+	c := meta.FindStatusCondition(obj.GetConditions(), v1alpha1.ReadyCondition)
+	if c == nil {
+		return nil
+	}
+	cp := *c
+	return &cp
+}
+
+// emit records an event, its note cut to what the Events API accepts
+// (1 KiB): long violation lists stay whole in the condition message.
+func emit(rec events.EventRecorder, obj runtime.Object, eventType, reason, action, format string, args ...any) {
+	note := fmt.Sprintf(format, args...)
+	if len(note) > 1000 {
+		note = strings.ToValidUTF8(note[:997], "") + "..."
+	}
+	rec.Eventf(obj, nil, eventType, reason, action, "%s", note)
 }

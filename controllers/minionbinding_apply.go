@@ -159,12 +159,12 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 	case !written:
 		log.V(1).Info("Nothing was written to Vault; removing the finalizer")
 	case policy == v1alpha1.DeletionPolicyRetain:
-		r.Recorder.Eventf(obj, nil, "Normal", "Retained", "Delete", "Vault objects retained (deletionPolicy Retain)")
+		emit(r.Recorder, obj, "Normal", "Retained", "Delete", "Vault objects retained (deletionPolicy Retain)")
 	default:
 		vc, _, err := r.Connections.Get(ctx, st.Connection)
 		switch {
 		case err != nil && isWaiting(err):
-			r.Recorder.Eventf(obj, nil, "Warning", v1alpha1.DeletionBlockedReason, "Delete",
+			emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete",
 				"Vault objects left in place: %v", err)
 		case err != nil:
 			sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
@@ -174,7 +174,7 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 				sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
 				return err
 			}
-			r.Recorder.Eventf(obj, nil, "Normal", "Deleted", "Delete", "AppRole, entity alias and entity deleted from Vault")
+			emit(r.Recorder, obj, "Normal", "Deleted", "Delete", "AppRole, entity alias and entity deleted from Vault")
 		}
 	}
 	base := obj.DeepCopy()

@@ -57,19 +57,19 @@ func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindin
 	after := readyCondition(obj)
 	switch {
 	case len(sc.drift) > 0 && sc.corrected:
-		r.Recorder.Eventf(obj, nil, "Warning", "DriftCorrected", "Reconcile", "Vault had drifted and was corrected: %s", strings.Join(sc.drift, "; "))
+		emit(r.Recorder, obj, "Warning", "DriftCorrected", "Reconcile", "Vault had drifted and was corrected: %s", strings.Join(sc.drift, "; "))
 	case len(sc.drift) > 0:
 		if before == nil || before.Message != after.Message {
-			r.Recorder.Eventf(obj, nil, "Warning", "DriftDetected", "Reconcile", "Vault differs from the binding (detect-only): %s", strings.Join(sc.drift, "; "))
+			emit(r.Recorder, obj, "Warning", "DriftDetected", "Reconcile", "Vault differs from the binding (detect-only): %s", strings.Join(sc.drift, "; "))
 		}
 	case len(sc.written) > 0 && sc.created:
-		r.Recorder.Eventf(obj, nil, "Normal", "Created", "Reconcile", "Written to Vault: %s", strings.Join(sc.written, ", "))
+		emit(r.Recorder, obj, "Normal", "Created", "Reconcile", "Written to Vault: %s", strings.Join(sc.written, ", "))
 	case len(sc.written) > 0:
-		r.Recorder.Eventf(obj, nil, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(sc.written, ", "))
+		emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(sc.written, ", "))
 	}
 	if after != nil && after.Status != metav1.ConditionTrue && sc.outcome.kind != outcomeSuspended {
 		if before == nil || before.Reason != after.Reason || before.Message != after.Message {
-			r.Recorder.Eventf(obj, nil, "Warning", after.Reason, "Reconcile", "%s", after.Message)
+			emit(r.Recorder, obj, "Warning", after.Reason, "Reconcile", "%s", after.Message)
 		}
 	}
 }

@@ -64,7 +64,7 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		if after := readyCondition(tpl); after != nil && after.Status != metav1.ConditionTrue &&
 			(before == nil || before.Reason != after.Reason || before.Message != after.Message) {
-			r.Recorder.Eventf(tpl, nil, "Warning", after.Reason, "Reconcile", "%s", after.Message)
+			emit(r.Recorder, tpl, "Warning", after.Reason, "Reconcile", "%s", after.Message)
 		}
 		if o.kind == outcomeStalled {
 			result, retErr = ctrl.Result{}, nil
@@ -233,10 +233,10 @@ func (r *MinionTemplateReconciler) applyPolicies(ctx context.Context, vc vault.C
 	slices.Sort(managed)
 	tpl.Status.ManagedPolicies = managed
 	if len(written) > 0 {
-		r.Recorder.Eventf(tpl, nil, "Normal", "PoliciesWritten", "Reconcile", "ACL policies written: %s", strings.Join(written, ", "))
+		emit(r.Recorder, tpl, "Normal", "PoliciesWritten", "Reconcile", "ACL policies written: %s", strings.Join(written, ", "))
 	}
 	if len(deleted) > 0 {
-		r.Recorder.Eventf(tpl, nil, "Normal", "PoliciesDeleted", "Reconcile", "ACL policies deleted: %s", strings.Join(deleted, ", "))
+		emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", "Reconcile", "ACL policies deleted: %s", strings.Join(deleted, ", "))
 	}
 	return notOwned, nil
 }
@@ -246,7 +246,7 @@ func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.M
 		vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 		switch {
 		case err != nil && isWaiting(err):
-			r.Recorder.Eventf(tpl, nil, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "ACL policies left in Vault: %v", err)
+			emit(r.Recorder, tpl, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "ACL policies left in Vault: %v", err)
 		case err != nil:
 			return err
 		default:

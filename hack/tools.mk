@@ -9,7 +9,7 @@ TOOLS_MODULES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))/tools
 
 KUBERNETES_VERSION     ?= v1.37.2
 ETCD_VERSION           ?= v3.7.0
-VAULT_VERSION          ?= VAULT_VERSION_PLACEHOLDER
+VAULT_VERSION          ?= v1.21.4
 CONTROLLER_GEN_VERSION := v0.23.0
 
 KUBE_APISERVER := $(BIN)/kube-apiserver

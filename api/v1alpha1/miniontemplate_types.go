@@ -322,7 +322,7 @@ type MinionAppRoleSpec struct {
 	// secretIDTTL is how long a secret ID stays valid (secret_id_ttl).
 	// +kubebuilder:default=60
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+(\\.[0-9]+)?[smhd]?$')",message="a duration is a number of seconds or a number with unit s, m, h or d, such as 90s or 1h"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+([.][0-9]+)?[smhd]?$')",message="a duration is a number of seconds or a number with unit s, m, h or d, such as 90s or 1h"
 	// +optional
 	SecretIDTTL *intstr.IntOrString `json:"secretIDTTL,omitempty"`
 
@@ -338,14 +338,14 @@ type MinionAppRoleSpec struct {
 	// tokenTTL is the TTL of issued tokens (token_ttl). When omitted, Vault's
 	// mount or system default applies.
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+(\\.[0-9]+)?[smhd]?$')",message="a duration is a number of seconds or a number with unit s, m, h or d, such as 90s or 1h"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+([.][0-9]+)?[smhd]?$')",message="a duration is a number of seconds or a number with unit s, m, h or d, such as 90s or 1h"
 	// +optional
 	TokenTTL *intstr.IntOrString `json:"tokenTTL,omitempty"`
 
 	// tokenMaxTTL is the maximum lifetime of issued tokens including
 	// renewals (token_max_ttl). When omitted, Vault's default applies.
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+(\\.[0-9]+)?[smhd]?$')",message="a duration is a number of seconds or a number with unit s, m, h or d, such as 90s or 1h"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+([.][0-9]+)?[smhd]?$')",message="a duration is a number of seconds or a number with unit s, m, h or d, such as 90s or 1h"
 	// +optional
 	TokenMaxTTL *intstr.IntOrString `json:"tokenMaxTTL,omitempty"`
 
@@ -353,7 +353,7 @@ type MinionAppRoleSpec struct {
 	// (token_explicit_max_ttl).
 	// +kubebuilder:default=60
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+(\\.[0-9]+)?[smhd]?$')",message="a duration is a number of seconds or a number with unit s, m, h or d, such as 90s or 1h"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+([.][0-9]+)?[smhd]?$')",message="a duration is a number of seconds or a number with unit s, m, h or d, such as 90s or 1h"
 	// +optional
 	TokenExplicitMaxTTL *intstr.IntOrString `json:"tokenExplicitMaxTTL,omitempty"`
 
@@ -368,7 +368,7 @@ type MinionAppRoleSpec struct {
 	// tokenPeriod makes issued tokens periodic with this renewal period
 	// (token_period). When omitted, tokens are not periodic.
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+(\\.[0-9]+)?[smhd]?$')",message="a duration is a number of seconds or a number with unit s, m, h or d, such as 90s or 1h"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+([.][0-9]+)?[smhd]?$')",message="a duration is a number of seconds or a number with unit s, m, h or d, such as 90s or 1h"
 	// +optional
 	TokenPeriod *intstr.IntOrString `json:"tokenPeriod,omitempty"`
 

@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -45,16 +44,18 @@ func run(m *testing.M, opts Options) int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	go func() {
+		n := 0
 		for sig := range sigs {
+			n++
 			cancel()
 			currentMu.Lock()
 			env := current
 			currentMu.Unlock()
-			if env == nil && !forced(sig) {
-				// Still starting: Start sees the cancelled context, stops
-				// what it started and returns. A second signal exits at once
-				// (the watchdog then cleans up).
-				fmt.Fprintf(os.Stderr, "testenv: %v while starting the test servers: stopping them\n", sig)
+			if env == nil && n == 1 {
+				// Starting (Start sees the cancelled context, stops what it
+				// started and returns) or stopping already. A second signal
+				// exits at once; the watchdog then cleans up.
+				fmt.Fprintf(os.Stderr, "testenv: %v: stopping the test servers (again to exit at once)\n", sig)
 				continue
 			}
 			fmt.Fprintf(os.Stderr, "testenv: %v: stopping the test servers\n", sig)
@@ -88,11 +89,6 @@ func run(m *testing.M, opts Options) int {
 	}
 	return code
 }
-
-var signalled int32
-
-// forced is true from the second signal on.
-func forced(os.Signal) bool { return atomic.AddInt32(&signalled, 1) > 1 }
 
 // Get returns the environment that Main started; it fails the test when
 // there is none (TestMain does not call Main).

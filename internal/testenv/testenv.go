@@ -134,10 +134,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, fmt.Errorf("testenv: watchdog: %w", err)
 	}
 
-	var root string
-	if !opts.NoVault || (!opts.NoKubernetes && len(opts.CRDDirectoryPaths) == 0) || os.Getenv(EnvToolsDir) == "" {
-		root, _ = ModuleRoot() // reported below, where it is needed
-	}
+	root, _ := ModuleRoot() // "" outside the repository: reported where it is needed
 	toolsDir := os.Getenv(EnvToolsDir)
 	if toolsDir == "" && root != "" {
 		toolsDir = filepath.Join(root, "bin")

@@ -177,6 +177,9 @@ func metadataLimits(field string, kvs []template.KV) []Violation {
 		vs = append(vs, Violation{ReasonMetadataLimit, field, fmt.Sprintf("%d pairs, Vault allows %d", len(kvs), MaxMetadataPairs)})
 	}
 	for _, kv := range kvs {
+		if msg := metadataKeyProblem(kv.Key); msg != "" {
+			vs = append(vs, Violation{ReasonMetadataLimit, field, fmt.Sprintf("key %.40q %s", kv.Key, msg)})
+		}
 		if len(kv.Key) > MaxMetadataKeyLen {
 			vs = append(vs, Violation{ReasonMetadataLimit, field, fmt.Sprintf("key %.40q... is %d bytes, Vault allows %d", kv.Key, len(kv.Key), MaxMetadataKeyLen)})
 		}
@@ -223,4 +226,22 @@ func globMatch(pattern, name string) bool {
 		p++
 	}
 	return p == len(pattern)
+}
+
+// metadataKeyProblem applies Vault's rules for metadata keys (which it,
+// too, answers with HTTP 500): letters, digits and = / + _ -, not
+// starting with "vault-".
+func metadataKeyProblem(k string) string {
+	if k == "" {
+		return "is empty"
+	}
+	if strings.HasPrefix(k, "vault-") {
+		return `starts with "vault-", which Vault reserves`
+	}
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("=/+_-", r)) {
+			return fmt.Sprintf("contains %q (Vault allows a-z A-Z 0-9 = / + _ -)", r)
+		}
+	}
+	return ""
 }

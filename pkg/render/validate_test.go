@@ -44,6 +44,8 @@ func TestValidate(t *testing.T) {
 		{name: "metadata value too long", tpl: Template{EntityMetadata: []template.KV{kv("big", "{pillar[big]}")}}, want: []Reason{ReasonMetadataLimit}},
 		{name: "metadata too many pairs", tpl: Template{EntityMetadata: many}, want: []Reason{ReasonMetadataLimit}},
 		{name: "metadata key too long", tpl: Template{SecretMetadata: []template.KV{kv(strings.Repeat("k", 129), "v")}}, want: []Reason{ReasonMetadataLimit}},
+		{name: "metadata key Vault refuses", tpl: Template{EntityMetadata: []template.KV{kv("roles.0", "x")}}, want: []Reason{ReasonMetadataLimit}},
+		{name: "reserved metadata key", tpl: Template{SecretMetadata: []template.KV{kv("vault-x", "x")}}, want: []Reason{ReasonMetadataLimit}},
 		{name: "bad ttl", tpl: Template{AppRole: AppRole{SecretIDTTL: "1w"}}, want: []Reason{ReasonInvalidTemplate}},
 		{name: "entity name with slash", tpl: Template{EntityName: "a/{minion}"}, want: []Reason{ReasonInvalidEntityName}},
 	}

@@ -26,7 +26,8 @@ const (
 	DefaultAppRoleMount    = "approle"
 )
 
-// expirySkew: a token this close to its expiry counts as expired.
+// expirySkew: a token this close to its expiry counts as expired (at most
+// a tenth of its lease, so that short leases are renewed before that).
 const expirySkew = time.Second
 
 // retryRefreshAfter bounds the pause before a failed renewal is tried again
@@ -41,13 +42,14 @@ type session struct {
 	api       *api.Client // sends token
 	token     string
 	expires   time.Time // zero: never (e.g. a root token)
+	skew      time.Duration
 	refreshAt time.Time // zero: nothing to do before expires
 	increment int64     // seconds asked for when renewing
 	renewable bool
 }
 
 func (s *session) expiredAt(now time.Time) bool {
-	return !s.expires.IsZero() && !now.Before(s.expires.Add(-expirySkew))
+	return !s.expires.IsZero() && !now.Before(s.expires.Add(-s.skew))
 }
 
 func (c *client) method() string {
@@ -114,10 +116,11 @@ func (c *client) refreshLocked(ctx context.Context, now time.Time) {
 	c.sess = &ns
 }
 
-// renewLocked calls auth/token/renew-self. When Vault grants less than was
-// asked (the token reached its max TTL), the token is not renewed again: a
-// login method logs in anew at 2/3 of what is left, a static token is used
-// until it expires.
+// renewLocked calls auth/token/renew-self, asking for the token's usual
+// lease again. When Vault grants less (the token reaches its max TTL), the
+// token is not renewed again: a login method logs in anew once no more than
+// a third of the usual lease is left (at once, if that is already so), a
+// static token is used until it expires.
 func (c *client) renewLocked(ctx context.Context, s *session, now time.Time) (*session, error) {
 	var body map[string]any
 	if s.increment > 0 {
@@ -135,7 +138,9 @@ func (c *client) renewLocked(ctx context.Context, s *session, now time.Time) (*s
 	renewable, _ := auth["renewable"].(bool)
 	ns := *s
 	ns.renewable = renewable && (s.increment == 0 || lease >= s.increment)
-	ns.setLease(now, lease, lease)
+	// Measured against the usual lease, a capped one is due for a refresh
+	// (a new login) sooner, and counts as expired a little earlier.
+	ns.setLease(now, lease, max(lease, s.increment))
 	if !ns.renewable && !c.canLogin() {
 		ns.refreshAt = time.Time{}
 	}
@@ -154,6 +159,7 @@ func (s *session) setLease(now time.Time, remaining, total int64) {
 	}
 	s.expires = now.Add(time.Duration(remaining) * time.Second)
 	s.refreshAt = s.expires.Add(-time.Duration(total) * time.Second / 3)
+	s.skew = min(expirySkew, time.Duration(total)*time.Second/10)
 }
 
 // loginLocked logs in (or looks up the static token) and publishes the new

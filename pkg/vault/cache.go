@@ -8,15 +8,15 @@ import (
 	"sync"
 )
 
-// CacheKey builds a Cache key: the VaultConnection's name, then whatever
-// must give a new client when it changes (its generation, the
-// resourceVersions of its Secrets).
+// CacheKey builds a Cache key: the VaultConnection's identity (its UID or
+// name, without "/"), then whatever must give a new client when it changes
+// (its generation, the resourceVersions of its Secrets).
 func CacheKey(connection string, versions ...string) string {
 	return strings.Join(append([]string{connection}, versions...), "/")
 }
 
 // connectionOf is the part of a key before the first "/": the connection a
-// client belongs to (a VaultConnection name cannot contain "/").
+// client belongs to (neither a UID nor a VaultConnection name has a "/").
 func connectionOf(key string) string {
 	conn, _, _ := strings.Cut(key, "/")
 	return conn
@@ -25,7 +25,9 @@ func connectionOf(key string) string {
 // Cache keeps one logged-in Client per VaultConnection. The zero value is
 // ready to use.
 //
-// A key is "<connection>/<version>..." (see CacheKey). Get returns the
+// A key is "<connection>/<version>..." (see CacheKey): the part before the
+// first "/" says which connection, the rest which version of it; a key
+// without "/" is a connection of its own. Get returns the
 // cached client when the key is unchanged, and otherwise creates one,
 // replacing (and closing) the client of an older key of the same
 // connection. Concurrent Gets of one key share one login. A failed login is

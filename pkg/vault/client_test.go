@@ -863,3 +863,30 @@ func TestClosedClient(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestTimeoutBoundsEachRequest(t *testing.T) {
+	noBackoff(t)
+	release := make(chan struct{})
+	m := newMockVault(t, func(r mockReq) (int, any) {
+		if r.Path == "sys/seal-status" {
+			<-release
+		}
+		return 0, nil
+	})
+	defer close(release)
+	cfg := m.approleConfig()
+	cfg.Timeout = 100 * time.Millisecond
+	c := mustNew(t, cfg, nil)
+	start := time.Now()
+	_, err := c.Version(context.Background())
+	if !errors.Is(err, context.DeadlineExceeded) || !Transient(err) {
+		t.Errorf("err = %v", err)
+	}
+	// One attempt and two read retries, 100 ms each.
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if n := m.count("", "sys/seal-status"); n != 1+maxReadRetries {
+		t.Errorf("%d attempts", n)
+	}
+}

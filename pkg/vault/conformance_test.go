@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -116,8 +117,36 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 			t.Errorf("token_ttl > token_max_ttl: %v", err)
 		}
 		err = c.WriteRole(ctx, mount, prefix+"unbound", map[string]any{"bind_secret_id": false})
-		if status(err) != 400 {
+		if status(err) != 500 || !strings.Contains(err.Error(), "at least one constraint") { // sic
 			t.Errorf("a role without constraints: %v", err)
+		}
+
+		// Lists are kept as given: trimmed, but neither lowercased, sorted
+		// nor deduplicated (the controller compares after normalising).
+		must(c.WriteRole(ctx, mount, lower, map[string]any{
+			"token_policies":        []string{" Salt_Role_Web ", "a", "a"},
+			"secret_id_bound_cidrs": []string{},
+			"token_bound_cidrs":     "10.0.0.1, 10.1.0.0/16",
+		}))
+		r, err = c.ReadRole(ctx, mount, lower)
+		must(err)
+		for k, want := range map[string]any{
+			"token_policies":        []any{"Salt_Role_Web", "a", "a"},
+			"secret_id_bound_cidrs": []any{},
+			"token_bound_cidrs":     []any{"10.0.0.1", "10.1.0.0/16"},
+		} {
+			if !jsonEqual(r[k], want) {
+				t.Errorf("%s = %s, want %s", k, dump(r[k]), dump(want))
+			}
+		}
+		err = c.WriteRole(ctx, mount, lower, map[string]any{"local_secret_ids": true})
+		if status(err) != 400 {
+			t.Errorf("local_secret_ids on update: %v", err)
+		}
+		// A name outside AppRole's pattern: 404 with a message, an error
+		// and not "absent".
+		if _, err := c.ReadRole(ctx, mount, "bad name!"); status(err) != 404 || Transient(err) {
+			t.Errorf("bad role name: %v", err)
 		}
 
 		must(c.DeleteRole(ctx, mount, lower))
@@ -160,9 +189,36 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 		if e3.ID != e.ID || len(e3.Metadata) != 0 {
 			t.Errorf("cleared %+v", e3)
 		}
-		// Names are case-insensitive.
-		if got, err := c.ReadEntityByName(ctx, prefix+"SALT_minion_web01"); err != nil || got == nil || got.ID != e.ID {
+		// Names are case-insensitive; writing another case renames.
+		if got, err := c.ReadEntityByName(ctx, prefix+"SALT_minion_web01"); err != nil || got == nil || got.ID != e.ID || got.Name != name {
 			t.Errorf("read by another case: %+v, %v", got, err)
+		}
+		renamed, err := c.WriteEntityByName(ctx, prefix+"Salt_Minion_Web01", nil)
+		must(err)
+		if renamed.ID != e.ID || renamed.Name != prefix+"Salt_Minion_Web01" {
+			t.Errorf("write by another case: %+v", renamed)
+		}
+		// Vault's metadata rules, answered with 500.
+		many := map[string]string{}
+		for i := 0; i < 65; i++ {
+			many["k"+itoa(i)] = "v"
+		}
+		long := strings.Repeat("x", 513)
+		for what, md := range map[string]map[string]string{
+			"65 pairs":      many,
+			"a dot in keys": {"roles.0": "web"},
+			"vault- prefix": {"vault-x": "y"},
+			"long value":    {"k": long},
+			"long key":      {strings.Repeat("k", 129): "v"},
+		} {
+			_, err := c.WriteEntityByName(ctx, name, md)
+			if status(err) != 500 || !strings.Contains(err.Error(), "invalid entity metadata") {
+				t.Errorf("%s: %v", what, err)
+			}
+		}
+		edge := map[string]string{strings.Repeat("k", 128): strings.Repeat("v", 512), "a=b/c+d_e-f": ""}
+		if e, err := c.WriteEntityByName(ctx, name, edge); err != nil || !maps.Equal(e.Metadata, edge) {
+			t.Errorf("metadata at the limits: %v", err)
 		}
 		must(c.DeleteEntityByName(ctx, name))
 		if got, err := c.ReadEntityByName(ctx, name); err != nil || got != nil {
@@ -240,6 +296,12 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 		if status(err) != 400 {
 			t.Errorf("update of an unknown alias: %v", err)
 		}
+		if _, err := c.CreateEntityAlias(ctx, aname+"-x", "auth_approle_00000000", e1.ID); status(err) != 400 {
+			t.Errorf("unknown accessor: %v", err)
+		}
+		if _, err := c.CreateEntityAlias(ctx, aname+"-x", acc, "00000000-0000-0000-0000-000000000000"); status(err) != 400 {
+			t.Errorf("unknown entity: %v", err)
+		}
 
 		must(c.DeleteEntityAlias(ctx, id))
 		if a, err := c.LookupEntityAlias(ctx, aname, acc); err != nil || a != nil {
@@ -286,6 +348,15 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 		}
 		if _, ok, err := c.ReadPolicy(ctx, "default"); err != nil || !ok {
 			t.Errorf("the default policy: %v %v", ok, err)
+		}
+		if h, ok, err := c.ReadPolicy(ctx, "root"); err != nil || !ok || h != "" {
+			t.Errorf("the root policy: %q %v %v", h, ok, err)
+		}
+		if err := c.WritePolicy(ctx, name, "path {"); status(err) != 400 || !strings.Contains(err.Error(), "failed to parse policy") {
+			t.Errorf("invalid HCL: %v", err)
+		}
+		if err := c.WritePolicy(ctx, name, ""); status(err) != 400 {
+			t.Errorf("empty policy: %v", err)
 		}
 
 		must(c.DeletePolicy(ctx, name))

@@ -10,27 +10,36 @@ import (
 	"math"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	hclparser "github.com/hashicorp/hcl"
 )
 
 // Fake is an in-memory Client for controller unit tests, with the
 // semantics observed from Vault 1.21 (the integration test checks the same
 // behaviour against a real server):
 //
-//   - AppRole role names are lowercased; a write updates only the
+//   - AppRole role names are lowercased (and must match Vault's name
+//     pattern, else 404 "unsupported path"); a write updates only the
 //     parameters given (a new role gets Vault's defaults and a role ID); a
 //     read returns every parameter, durations and counts as json.Number
-//     (integer seconds), lists as []any, as the real client does;
-//   - entity metadata is replaced wholesale on write; entity names are
-//     matched case-insensitively; deleting an entity deletes its aliases;
+//     (integer seconds), lists as []any, as the real client does; lists are
+//     kept as given (trimmed, not lowercased, sorted or deduplicated);
+//   - entity metadata is replaced wholesale on write and checked as Vault
+//     does (at most 64 pairs, keys of [a-zA-Z0-9=/+_-] up to 128 bytes and
+//     not starting with "vault-", values up to 512 bytes: else HTTP 500);
+//     entity names are matched case-insensitively (writing another case
+//     renames); deleting an entity deletes its aliases;
 //   - an alias name + mount accessor pair is unique (creating it again
 //     moves the existing alias), an entity has at most one alias per mount;
-//   - policy names are lowercased, "root" cannot be written or deleted,
-//     "default" exists and cannot be deleted;
+//   - policy names are lowercased, "root" cannot be written or deleted
+//     (reading it answers found, with no rules), "default" exists and
+//     cannot be deleted, the HCL must parse;
 //   - reads of absent objects return nil/""/false, deletes of absent
 //     objects succeed; errors are *Error with Vault's status codes.
 //
@@ -218,6 +227,9 @@ func (f *Fake) roleKey(op, mount, name, suffix string) (string, string, error) {
 	if _, ok := f.mounts[mount]; !ok || mount == "token" {
 		return "", "", fakeErr(op, p+suffix, http.StatusNotFound, fmt.Sprintf("no handler for route %q. route entry not found.", p+suffix))
 	}
+	if !fakeRoleNameRE.MatchString(name) {
+		return "", "", fakeErr(op, p+suffix, http.StatusNotFound, "1 error occurred:\n\t* unsupported path\n\n")
+	}
 	return mount + "/" + strings.ToLower(name), p, nil
 }
 
@@ -237,6 +249,9 @@ func (f *Fake) ReadRole(ctx context.Context, mount, name string) (map[string]any
 	}
 	return cloneJSON(r), nil
 }
+
+// fakeRoleNameRE is the AppRole role name pattern (framework.GenericNameWithAtRegex).
+var fakeRoleNameRE = regexp.MustCompile(`^\w(([\w-.@]+)?\w)?$`)
 
 // Role parameters as Vault 1.21 returns them.
 var (
@@ -325,11 +340,7 @@ func (f *Fake) WriteRole(ctx context.Context, mount, name string, params map[str
 			for i, s := range list {
 				out[i] = s
 			}
-			if k == "secret_id_bound_cidrs" && len(out) == 0 {
-				r[k] = nil
-			} else {
-				r[k] = out
-			}
+			r[k] = out
 		case k == "token_type":
 			s, _ := v.(string)
 			switch s {
@@ -356,7 +367,8 @@ func (f *Fake) WriteRole(ctx context.Context, mount, name string, params map[str
 		return bad("'token_type' cannot be 'batch' or 'default_batch' when set to generate periodic tokens or tokens with limited use count")
 	}
 	if r["bind_secret_id"] == false && fakeLen(r["secret_id_bound_cidrs"]) == 0 && fakeLen(r["token_bound_cidrs"]) == 0 {
-		return bad("at least one constraint should be enabled on the role")
+		// Vault 1.21 answers this one with a 500.
+		return fakeErr(OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* at least one constraint should be enabled on the role\n\n")
 	}
 	if _, ok := f.roleIDs[key]; !ok {
 		f.roleIDs[key] = randomUUID()
@@ -433,12 +445,40 @@ func (f *Fake) ReadEntityByName(ctx context.Context, name string) (*Entity, erro
 	return f.entityCopy(e), nil
 }
 
-// Vault's metadata limits (answered with HTTP 500).
+// Vault's metadata rules (vault/identity_store_util.go validateMetadata).
 const (
 	maxMetadataPairs    = 64
 	maxMetadataKeyLen   = 128
 	maxMetadataValueLen = 512
 )
+
+var metadataKeyRE = regexp.MustCompile(`^[a-zA-Z0-9=/+_-]+$`)
+
+func fakeValidateMetadata(md map[string]string) error {
+	if len(md) > maxMetadataPairs {
+		return fmt.Errorf("metadata cannot contain more than %d key/value pairs", maxMetadataPairs)
+	}
+	for _, k := range slices.Sorted(maps.Keys(md)) {
+		v := md[k]
+		var err error
+		switch {
+		case k == "":
+			err = errors.New("key cannot be blank")
+		case !metadataKeyRE.MatchString(k):
+			err = errors.New("key contains invalid characters")
+		case len(k) > maxMetadataKeyLen:
+			err = fmt.Errorf("key is too long (limit: %d characters)", maxMetadataKeyLen)
+		case strings.HasPrefix(k, "vault-"):
+			err = fmt.Errorf("key prefix %q is reserved for internal use", "vault-")
+		case len(v) > maxMetadataValueLen:
+			err = fmt.Errorf("value is too long (limit: %d characters)", maxMetadataValueLen)
+		}
+		if err != nil {
+			return fmt.Errorf("failed to load metadata pair (%q, %q): %w", k, v, err)
+		}
+	}
+	return nil
+}
 
 func (f *Fake) WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (*Entity, error) {
 	f.mu.Lock()
@@ -450,22 +490,16 @@ func (f *Fake) WriteEntityByName(ctx context.Context, name string, metadata map[
 	if err != nil {
 		return nil, invalid(OpWrite, "identity/entity/name/"+name, err)
 	}
-	if len(metadata) > maxMetadataPairs {
-		return nil, fakeErr(OpWrite, p, http.StatusInternalServerError, fmt.Sprintf("1 error occurred:\n\t* metadata cannot contain more than %d entries\n\n", maxMetadataPairs))
-	}
-	for k, v := range metadata {
-		if len(k) > maxMetadataKeyLen {
-			return nil, fakeErr(OpWrite, p, http.StatusInternalServerError, fmt.Sprintf("1 error occurred:\n\t* metadata key %q cannot be longer than %d characters\n\n", k, maxMetadataKeyLen))
-		}
-		if len(v) > maxMetadataValueLen {
-			return nil, fakeErr(OpWrite, p, http.StatusInternalServerError, fmt.Sprintf("1 error occurred:\n\t* metadata value for key %q cannot be longer than %d characters\n\n", k, maxMetadataValueLen))
-		}
+	if err := fakeValidateMetadata(metadata); err != nil {
+		// Vault 1.21 answers these with a 500.
+		return nil, fakeErr(OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* invalid entity metadata: "+err.Error()+"\n\n")
 	}
 	e := f.entityByName(name)
 	if e == nil {
-		e = &Entity{ID: randomUUID(), Name: name}
+		e = &Entity{ID: randomUUID()}
 		f.entities[e.ID] = e
 	}
+	e.Name = name // another case renames it
 	e.Metadata = maps.Clone(metadata)
 	if e.Metadata == nil {
 		e.Metadata = map[string]string{}
@@ -643,7 +677,11 @@ func (f *Fake) ReadPolicy(ctx context.Context, name string) (string, bool, error
 	if _, err := policyPath(name); err != nil {
 		return "", false, invalid(OpRead, "sys/policies/acl/"+name, err)
 	}
-	hcl, ok := f.policies[strings.ToLower(name)]
+	name = strings.ToLower(name)
+	if name == "root" {
+		return "", true, nil // Vault: found, with no rules
+	}
+	hcl, ok := f.policies[name]
 	return hcl, ok, nil
 }
 
@@ -661,8 +699,11 @@ func (f *Fake) WritePolicy(ctx context.Context, name, hcl string) error {
 	if name == "root" {
 		return fakeErr(OpWrite, p, http.StatusBadRequest, `cannot update "root" policy`)
 	}
-	if strings.TrimSpace(hcl) == "" {
+	if hcl == "" {
 		return fakeErr(OpWrite, p, http.StatusBadRequest, "'policy' parameter not supplied or empty")
+	}
+	if _, err := hclparser.Parse(hcl); err != nil {
+		return fakeErr(OpWrite, p, http.StatusBadRequest, "failed to parse policy: "+err.Error())
 	}
 	f.policies[name] = hcl
 	return nil
@@ -757,14 +798,17 @@ func fakeBool(v any) (bool, error) {
 	return n != 0, err
 }
 
-// fakeStrings reads a TypeCommaStringSlice: a list, or a comma-separated
-// string; items are trimmed, empty ones dropped.
+// fakeStrings reads a TypeCommaStringSlice as Vault does: a list, or a
+// comma-separated string ("" is the empty list); items are trimmed, but
+// empty items and duplicates stay.
 func fakeStrings(v any) ([]string, error) {
 	var raw []string
 	switch x := v.(type) {
 	case nil:
 	case string:
-		raw = strings.Split(x, ",")
+		if x != "" {
+			raw = strings.Split(x, ",")
+		}
 	case []string:
 		raw = x
 	case []any:
@@ -778,11 +822,9 @@ func fakeStrings(v any) ([]string, error) {
 	default:
 		return nil, fmt.Errorf("cannot use %T as a list of strings", v)
 	}
-	out := []string{}
-	for _, s := range raw {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
+	out := make([]string, len(raw))
+	for i, s := range raw {
+		out[i] = strings.TrimSpace(s)
 	}
 	return out, nil
 }

@@ -53,10 +53,10 @@ func TestFakeCountersAndFailures(t *testing.T) {
 	if _, err := f.Version(ctx); err == nil || err.Error() != "any call" {
 		t.Errorf("Version: %v", err)
 	}
-	if err := f.WritePolicy(ctx, "p", "hcl"); err == nil || err.Error() != "any write" {
+	if err := f.WritePolicy(ctx, "p", `path "x" { capabilities = ["read"] }`); err == nil || err.Error() != "any write" {
 		t.Errorf("WritePolicy: %v", err)
 	}
-	if err := f.WritePolicy(ctx, "p", "hcl"); err != nil {
+	if err := f.WritePolicy(ctx, "p", `path "x" { capabilities = ["read"] }`); err != nil {
 		t.Errorf("second WritePolicy: %v", err)
 	}
 

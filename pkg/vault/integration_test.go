@@ -67,6 +67,10 @@ func operatorToken(t *testing.T, root *vaultapi.Client, ttl, explicitMaxTTL stri
 
 func boolPtr(b bool) *bool { return &b }
 
+// unique makes names that do not collide with earlier runs against the same
+// Vault (-count=2, USE_EXISTING_VAULT).
+func unique(prefix string) string { return prefix + randomHex(3) + "-" }
+
 func TestIntegrationOperatorPolicyIsSufficient(t *testing.T) {
 	t.Parallel()
 	v, root := setupOperatorPolicy(t)
@@ -74,7 +78,7 @@ func TestIntegrationOperatorPolicyIsSufficient(t *testing.T) {
 	obs := &recorder{}
 	c := mustNew(t, Config{Address: v.Addr, Auth: Auth{Token: token}, Timeout: 10 * time.Second}, obs)
 
-	conformance(t, c, testenv.AppRoleMount, "it-token-")
+	conformance(t, c, testenv.AppRoleMount, unique("it-token-"))
 
 	// Every request was observed, none with a secret in it, and nothing
 	// failed for want of a capability.
@@ -93,17 +97,18 @@ func TestIntegrationOperatorPolicyIsSufficient(t *testing.T) {
 	// Least privilege: the policy does not let the operator issue secret
 	// IDs, change role IDs, or touch other auth mounts and secrets.
 	ctx := context.Background()
-	if err := c.WriteRole(ctx, testenv.AppRoleMount, "it-least", map[string]any{"token_ttl": 60}); err != nil {
+	least := unique("it-least-") + "role"
+	if err := c.WriteRole(ctx, testenv.AppRoleMount, least, map[string]any{"token_ttl": 60}); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = c.DeleteRole(ctx, testenv.AppRoleMount, "it-least") }()
+	defer func() { _ = c.DeleteRole(ctx, testenv.AppRoleMount, least) }()
 	op, err := v.ClientWithToken(token)
 	if err != nil {
 		t.Fatal(err)
 	}
 	denied := []struct{ method, path string }{
-		{http.MethodPost, "auth/" + testenv.AppRoleMount + "/role/it-least/secret-id"},
-		{http.MethodPost, "auth/" + testenv.AppRoleMount + "/role/it-least/role-id"},
+		{http.MethodPost, "auth/" + testenv.AppRoleMount + "/role/" + least + "/secret-id"},
+		{http.MethodPost, "auth/" + testenv.AppRoleMount + "/role/" + least + "/role-id"},
 		{http.MethodGet, "sys/policies/acl"}, // list
 		{http.MethodPost, "auth/token/create"},
 		{http.MethodGet, "secret/data/anything"},
@@ -130,7 +135,7 @@ func TestIntegrationAppRoleLoginAndRelogin(t *testing.T) {
 	v, root := setupOperatorPolicy(t)
 	ctx := context.Background()
 	// The operator's own AppRole, on its own mount.
-	const mount = "approle-operator"
+	mount := strings.TrimSuffix(unique("approle-operator-"), "-")
 	if err := root.Sys().EnableAuthWithOptionsWithContext(ctx, mount, &vaultapi.EnableAuthOptions{Type: "approle"}); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +159,7 @@ func TestIntegrationAppRoleLoginAndRelogin(t *testing.T) {
 
 	obs := &recorder{}
 	c := mustNew(t, Config{Address: v.Addr, Auth: Auth{AppRole: &AppRoleAuth{Mount: mount, RoleID: roleID, SecretID: secretID}}}, obs)
-	conformance(t, c, testenv.AppRoleMount, "it-approle-")
+	conformance(t, c, testenv.AppRoleMount, unique("it-approle-"))
 	if len(obs.loginList()) != 1 || obs.loginList()[0] != MethodAppRole {
 		t.Errorf("logins %v, want exactly one", obs.loginList())
 	}
@@ -243,20 +248,37 @@ func TestIntegrationStaticTokenRunsOutAtMaxTTL(t *testing.T) {
 	// Renewable, but capped at 5 s: the client renews while it can, then
 	// reports the expiry instead of sending a dead token.
 	token := operatorToken(t, root, "3s", "5s")
-	c := mustNew(t, Config{Address: v.Addr, Auth: Auth{Token: token}}, nil)
-	deadline := time.Now().Add(8 * time.Second)
+	obs := &recorder{}
+	c := mustNew(t, Config{Address: v.Addr, Auth: Auth{Token: token}}, obs)
+	start := time.Now()
 	var err error
-	for time.Now().Before(deadline) {
+	for time.Since(start) < 8*time.Second {
 		if _, _, err = c.ReadPolicy(ctx, "default"); err != nil {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+	lived := time.Since(start)
 	if err == nil {
 		t.Fatal("a token with a 5 s max TTL still works after 8 s")
 	}
-	if !errors.Is(err, errTokenExpired) && !isAuthFailure(err) {
-		t.Errorf("err = %v", err)
+	if !errors.Is(err, errTokenExpired) {
+		t.Errorf("err = %v, want the client's own expiry error", err)
+	}
+	if lived < 3500*time.Millisecond || lived > 5500*time.Millisecond {
+		t.Errorf("the token worked for %v, want past its 3 s TTL, up to its 5 s max TTL", lived)
+	}
+	renewals := 0
+	for _, o := range obs.all() {
+		if o.Path == "auth/token/renew-self" {
+			renewals++
+		}
+		if o.Code == http.StatusForbidden {
+			t.Errorf("a request was sent with a dead token: %+v", o)
+		}
+	}
+	if renewals < 1 {
+		t.Error("not renewed")
 	}
 	if strings.Contains(err.Error(), token) {
 		t.Errorf("the error holds the token")

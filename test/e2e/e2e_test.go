@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 import (
@@ -101,7 +103,7 @@ func TestOperator(t *testing.T) {
 	s.must(s.c.Create(ctx, binding("salt", "web01", "web01", map[string]any{"roles": []string{"web", "db"}})))
 	s.must(s.c.Create(ctx, binding("salt", "db01", "db01", map[string]any{"roles": []string{"db"}})))
 
-	t.Run("apply: Vault holds exactly what the bindings render", func(t *testing.T) {
+	s.run("apply: Vault holds exactly what the bindings render", func(t *testing.T) {
 		b := s.waitReady("salt", "web01")
 		s.waitReady("salt", "db01")
 		role := s.vaultRead("auth/salt-minions/role/web01")
@@ -156,7 +158,7 @@ func TestOperator(t *testing.T) {
 		})
 	})
 
-	t.Run("resync in sync writes nothing", func(t *testing.T) {
+	s.run("resync in sync writes nothing", func(t *testing.T) {
 		time.Sleep(500 * time.Millisecond) // let the template reconciler settle
 		before := s.writes.writes.Load()
 		reads := s.writes.reads.Load()
@@ -169,7 +171,7 @@ func TestOperator(t *testing.T) {
 		}
 	})
 
-	t.Run("pillar change: Vault follows, stale keys and policies go", func(t *testing.T) {
+	s.run("pillar change: Vault follows, stale keys and policies go", func(t *testing.T) {
 		b := s.binding("salt", "web01")
 		b.Spec.Pillar = doc(map[string]any{"roles": []string{"web"}})
 		s.must(s.c.Update(ctx, b))
@@ -199,7 +201,7 @@ func TestOperator(t *testing.T) {
 		})
 	})
 
-	t.Run("drift is corrected, or only reported in detect-only mode", func(t *testing.T) {
+	s.run("drift is corrected, or only reported in detect-only mode", func(t *testing.T) {
 		s.waitReady("salt", "web01")
 		_, err := s.root.Logical().Write("identity/entity/name/salt_minion_web01", map[string]any{"metadata": map[string]any{"roles": "hacked", "owner": "someone"}})
 		s.must(err)
@@ -240,7 +242,7 @@ func TestOperator(t *testing.T) {
 		}
 	})
 
-	t.Run("bad input is refused, nothing written, others unaffected", func(t *testing.T) {
+	s.run("bad input is refused, nothing written, others unaffected", func(t *testing.T) {
 		cases := []struct {
 			name, ns, minion string
 			pillar           map[string]any
@@ -287,7 +289,7 @@ func TestOperator(t *testing.T) {
 		s.waitReady("salt", "web01")
 	})
 
-	t.Run("delete removes Vault objects, or retains them", func(t *testing.T) {
+	s.run("delete removes Vault objects, or retains them", func(t *testing.T) {
 		d := s.waitReady("salt", "db01")
 		roleID := d.Status.AppRole.RoleID
 		s.must(s.c.Delete(ctx, d))
@@ -322,14 +324,14 @@ func TestOperator(t *testing.T) {
 		}
 	})
 
-	t.Run("the duplicate takes over when the owner is gone", func(t *testing.T) {
+	s.run("the duplicate takes over when the owner is gone", func(t *testing.T) {
 		s.waitReady("salt", "dup")
 		if s.vaultRead("auth/salt-minions/role/web01") == nil {
 			t.Error("no role for the new owner")
 		}
 	})
 
-	t.Run("Vault unreachable: conditions say so, converges when it is back", func(t *testing.T) {
+	s.run("Vault unreachable: conditions say so, converges when it is back", func(t *testing.T) {
 		s.must(s.c.Create(ctx, &v1alpha1.VaultConnection{
 			ObjectMeta: metav1.ObjectMeta{Name: "down"},
 			Spec: v1alpha1.VaultConnectionSpec{
@@ -361,7 +363,7 @@ func TestOperator(t *testing.T) {
 		s.waitReady("salt", "late01")
 	})
 
-	t.Run("deletion does not hang when the connection is gone", func(t *testing.T) {
+	s.run("deletion does not hang when the connection is gone", func(t *testing.T) {
 		s.must(s.c.Delete(ctx, &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "down"}}))
 		s.must(s.c.Delete(ctx, s.binding("salt", "late01")))
 		eventually(t, 30*time.Second, "late01 gone", func() error {
@@ -371,6 +373,16 @@ func TestOperator(t *testing.T) {
 			return nil
 		})
 		s.event("late01", v1alpha1.DeletionBlockedReason)
+	})
+}
+
+// run is t.Run with the suite's helpers failing the subtest, not the parent.
+func (s *suite) run(name string, f func(t *testing.T)) {
+	parent := s.t
+	parent.Run(name, func(t *testing.T) {
+		s.t = t
+		defer func() { s.t = parent }()
+		f(t)
 	})
 }
 

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package e2e runs the operator against a real kube-apiserver + etcd and a
 // real Vault dev server, with the operator's token holding exactly the
 // shipped least-privilege policy (config/vault/operator-policy.hcl).
