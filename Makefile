@@ -10,8 +10,8 @@ LDFLAGS    := -s -w -X github.com/minionvault/minion-vault-operator/internal/ver
 FUZZTIME   ?= 10s
 VECTOR_TOOL ?= ../shared/tools/run_vectors.py
 
-CONTROLLER_GEN_VERSION ?= v0.23.0
-CONTROLLER_GEN         := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+.DEFAULT_GOAL := all
+include hack/tools.mk
 
 .PHONY: all
 all: build
@@ -38,12 +38,6 @@ generate: $(CONTROLLER_GEN) ## Regenerate deep-copy code and CRDs from the API t
 verify-generated: generate ## Fail when generated files differ from the API types.
 	@git diff --exit-code -- api config/crd config/rbac || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
 
-$(CONTROLLER_GEN):
-	@echo ">> building controller-gen $(CONTROLLER_GEN_VERSION)"
-	@mkdir -p $(BIN)
-	GOBIN=$(BIN)/.controller-gen go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
-	mv $(BIN)/.controller-gen/controller-gen $@ && rmdir $(BIN)/.controller-gen
-
 .PHONY: fmt
 fmt: ## gofmt every file.
 	gofmt -w $$(git ls-files '*.go')
@@ -51,12 +45,13 @@ fmt: ## gofmt every file.
 .PHONY: lint
 lint: ## go vet, and gofmt must have nothing to say.
 	go vet ./...
+	go vet -tags integration ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 ##@ Test
 
 .PHONY: test
-test: lint verify-generated unit fuzz vectors ## Everything CI runs.
+test: lint verify-generated unit fuzz vectors integration ## Everything CI runs (builds the test tools first).
 
 .PHONY: unit
 unit: ## Unit tests, with the race detector.
