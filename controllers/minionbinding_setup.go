@@ -45,6 +45,8 @@ func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1alpha1.MinionTemplate{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
@@ -63,6 +65,33 @@ func (r *MinionBindingReconciler) bindingsOfTemplate(ctx context.Context, o clie
 		return nil
 	}
 	return requests(list)
+}
+
+// bindingsOfConnection wakes the bindings that use a connection (through
+// their template, or, when being deleted, the one they wrote through), so
+// a fixed address or credential is picked up without waiting for backoff.
+func (r *MinionBindingReconciler) bindingsOfConnection(ctx context.Context, o client.Object) []reconcile.Request {
+	templates := &v1alpha1.MinionTemplateList{}
+	if err := r.List(ctx, templates); err != nil {
+		return nil
+	}
+	uses := map[string]bool{}
+	for _, t := range templates.Items {
+		if t.Spec.ConnectionRef.Name == o.GetName() {
+			uses[t.Name] = true
+		}
+	}
+	list := &v1alpha1.MinionBindingList{}
+	if err := r.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, b := range list.Items {
+		if uses[b.Spec.TemplateRef.Name] || b.Status.Connection == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+		}
+	}
+	return out
 }
 
 func (r *MinionBindingReconciler) bindingsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {

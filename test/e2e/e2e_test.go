@@ -363,16 +363,76 @@ func TestOperator(t *testing.T) {
 		s.waitReady("salt", "late01")
 	})
 
-	s.run("deletion does not hang when the connection is gone", func(t *testing.T) {
-		s.must(s.c.Delete(ctx, &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "down"}}))
-		s.must(s.c.Delete(ctx, s.binding("salt", "late01")))
-		eventually(t, 30*time.Second, "late01 gone", func() error {
+	s.run("deletion with Vault unreachable completes once it is back", func(t *testing.T) {
+		b := s.waitReady("salt", "late01")
+		vc := &v1alpha1.VaultConnection{}
+		s.must(s.c.Get(ctx, types.NamespacedName{Name: "down"}, vc))
+		vc.Spec.Address = "http://127.0.0.1:1"
+		s.must(s.c.Update(ctx, vc))
+		s.must(s.c.Delete(ctx, b))
+		eventually(t, 30*time.Second, "deletion blocked", func() error {
+			b := s.binding("salt", "late01")
+			if b == nil {
+				return fmt.Errorf("deleted while Vault was unreachable")
+			}
+			if c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); c == nil || c.Reason != v1alpha1.DeletionBlockedReason {
+				return fmt.Errorf("conditions %+v", b.Status.Conditions)
+			}
+			return nil
+		})
+		if s.vaultRead("auth/salt-minions/role/late01") == nil {
+			t.Fatal("role gone although Vault was unreachable")
+		}
+		s.must(s.c.Get(ctx, types.NamespacedName{Name: "down"}, vc))
+		vc.Spec.Address = s.env.Vault.Addr
+		s.must(s.c.Update(ctx, vc))
+		eventually(t, 60*time.Second, "late01 deleted", func() error {
 			if s.binding("salt", "late01") != nil {
 				return fmt.Errorf("still there")
 			}
 			return nil
 		})
-		s.event("late01", v1alpha1.DeletionBlockedReason)
+		if s.vaultRead("auth/salt-minions/role/late01") != nil {
+			t.Error("role of late01 remains")
+		}
+	})
+
+	s.run("a policy the operator does not own is not overwritten", func(t *testing.T) {
+		_, err := s.root.Logical().Write("sys/policies/acl/salt_role_ops", map[string]any{"policy": `path "secret/*" { capabilities = ["read"] }`})
+		s.must(err)
+		s.must(s.c.Create(ctx, binding("salt", "ops01", "ops01", map[string]any{"roles": []string{"ops"}})))
+		s.waitReady("salt", "ops01")
+		eventually(t, 20*time.Second, "PolicyNotOwned", func() error {
+			mt := &v1alpha1.MinionTemplate{}
+			if err := s.c.Get(ctx, types.NamespacedName{Name: "salt-minions"}, mt); err != nil {
+				return err
+			}
+			c := apimeta.FindStatusCondition(mt.Status.Conditions, v1alpha1.ReadyCondition)
+			if c == nil || c.Reason != v1alpha1.PolicyNotOwnedReason || !strings.Contains(c.Message, "salt_role_ops") {
+				return fmt.Errorf("conditions %+v", mt.Status.Conditions)
+			}
+			return nil
+		})
+		if p := fmt.Sprint(s.vaultRead("sys/policies/acl/salt_role_ops")["policy"]); strings.Contains(p, "minion-vault-operator") {
+			t.Errorf("foreign policy overwritten: %s", p)
+		}
+		s.event("salt-minions", v1alpha1.PolicyNotOwnedReason)
+	})
+
+	s.run("deletion does not hang when the connection is gone", func(t *testing.T) {
+		b := binding("salt", "late02", "late02", map[string]any{})
+		b.Spec.TemplateRef.Name = "via-down"
+		s.must(s.c.Create(ctx, b))
+		s.waitReady("salt", "late02")
+		s.must(s.c.Delete(ctx, &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "down"}}))
+		s.must(s.c.Delete(ctx, s.binding("salt", "late02")))
+		eventually(t, 30*time.Second, "late02 gone", func() error {
+			if s.binding("salt", "late02") != nil {
+				return fmt.Errorf("still there")
+			}
+			return nil
+		})
+		s.event("late02", v1alpha1.DeletionBlockedReason)
 	})
 }
 
