@@ -28,7 +28,7 @@ INTEGRATION_PKGS  ?= $(shell go list -tags $(INTEGRATION_TAGS) -f '{{$$d := .Dir
 ##@ Test tools
 
 .PHONY: tools
-tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubectl, vault, controller-gen into bin/ (first time ~20 min).
+tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubectl, vault, controller-gen into bin/ (first time 20 to 40 min).
 	@echo ">> tools up to date in $(BIN): kube-apiserver and kubectl $(KUBERNETES_VERSION), etcd $(ETCD_VERSION), vault $(VAULT_VERSION), controller-gen $(CONTROLLER_GEN_VERSION)"
 
 .PHONY: integration

@@ -66,7 +66,7 @@ kube-apiserver | kubectl)
     ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
     ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
-  echo ">> building $tool $KUBERNETES_VERSION from k8s.io/kubernetes (first time: kube-apiserver ~6 min, kubectl ~1 min more)"
+  echo ">> building $tool $KUBERNETES_VERSION from k8s.io/kubernetes (first time: kube-apiserver 6-15 min, kubectl about 1 min more)"
   (cd "$here/k8s" && go build -trimpath -ldflags "$ldflags" -o "$BIN/$tool" "k8s.io/kubernetes/cmd/$tool")
   stamp "$tool" "$KUBERNETES_VERSION"
   finish "$tool" "$KUBERNETES_VERSION"
