@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,8 +71,4 @@ func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindin
 			emit(r.Recorder, obj, "Warning", after.Reason, "Reconcile", "%s", after.Message)
 		}
 	}
-}
-
-func (sc *bindingScope) String() string {
-	return fmt.Sprintf("%d %s", sc.outcome.kind, sc.outcome.reason)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -104,8 +105,8 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 	}
 	sa := types.NamespacedName{}
 	if o.ServiceAccount != "" {
-		ns, name, ok := cut(o.ServiceAccount)
-		if !ok {
+		ns, name, ok := strings.Cut(o.ServiceAccount, "/")
+		if !ok || ns == "" || name == "" {
 			return errors.New("--service-account must be namespace/name")
 		}
 		sa = types.NamespacedName{Namespace: ns, Name: name}
@@ -166,15 +167,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
 	}
 	return (&controllers.VaultConnectionReconciler{Client: mgr.GetClient(), Connections: conns}).
 		SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1})
-}
-
-func cut(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return s[:i], s[i+1:], i > 0 && i < len(s)-1
-		}
-	}
-	return "", "", false
 }
 
 type teeObserver []vault.Observer

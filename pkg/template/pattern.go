@@ -68,20 +68,6 @@ func (p *Pattern) Fields() []string {
 	return out
 }
 
-// Static reports whether the pattern has no fields and no syntax error, so
-// it renders to its literal text.
-func (p *Pattern) Static() bool {
-	if p.parsed.err != nil {
-		return false
-	}
-	for _, c := range p.parsed.chunks {
-		if c.f != nil {
-			return false
-		}
-	}
-	return true
-}
-
 func (p *Pattern) isRegular() bool {
 	chunks := p.parsed.chunks
 	for i, c := range chunks {

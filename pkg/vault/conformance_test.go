@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -201,7 +202,7 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 		// Vault's metadata rules, answered with 500.
 		many := map[string]string{}
 		for i := 0; i < 65; i++ {
-			many["k"+itoa(i)] = "v"
+			many["k"+strconv.Itoa(i)] = "v"
 		}
 		long := strings.Repeat("x", 513)
 		for what, md := range map[string]map[string]string{

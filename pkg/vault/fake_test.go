@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 )
 
@@ -82,7 +83,7 @@ func TestFakeMetadataLimits(t *testing.T) {
 	f := NewFake()
 	md := map[string]string{}
 	for i := 0; i < 65; i++ {
-		md["k"+itoa(i)] = "v"
+		md["k"+strconv.Itoa(i)] = "v"
 	}
 	_, err := f.WriteEntityByName(context.Background(), "e", md)
 	var ve *Error

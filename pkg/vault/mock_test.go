@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -82,7 +83,7 @@ func (m *mockVault) defaults(req mockReq) (int, any) {
 	switch {
 	case strings.HasSuffix(req.Path, "/login"):
 		m.logins++
-		tok := "s.token-" + itoa(m.logins)
+		tok := "s.token-" + strconv.Itoa(m.logins)
 		m.valid[tok] = true
 		return 200, map[string]any{"auth": map[string]any{"client_token": tok, "lease_duration": m.lease, "renewable": true}}
 	case req.Path == "auth/token/lookup-self":

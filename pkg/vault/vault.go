@@ -10,6 +10,7 @@ package vault
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -123,7 +124,7 @@ type Error struct {
 func (e *Error) Error() string {
 	msg := e.Op
 	if e.StatusCode != 0 {
-		msg += ": HTTP " + itoa(e.StatusCode)
+		msg += ": HTTP " + strconv.Itoa(e.StatusCode)
 	}
 	for _, m := range e.Messages {
 		msg += ": " + m
@@ -157,26 +158,4 @@ func Transient(err error) bool {
 		return true
 	}
 	return ve.StatusCode == 0 || ve.StatusCode >= 500 || ve.StatusCode == 429 || ve.StatusCode == 412
-}
-
-func itoa(i int) string {
-	var b [20]byte
-	n := len(b)
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	for {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-		if i == 0 {
-			break
-		}
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
 }
