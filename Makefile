@@ -7,6 +7,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 BIN        ?= $(CURDIR)/bin
 VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS    := -s -w -X github.com/minionvault/minion-vault-operator/internal/version.Version=$(VERSION)
+IMG        ?= ghcr.io/minionvault/minion-vault-operator:$(VERSION)
 FUZZTIME   ?= 10s
 VECTOR_TOOL ?= ../shared/tools/run_vectors.py
 
@@ -22,8 +23,28 @@ all: build
 build: ## Build bin/minionvault.
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/minionvault ./cmd/minionvault
 
+.PHONY: build-installer
+build-installer: $(KUBECTL) ## Render dist/install.yaml (CRDs, RBAC, the manager) with the image IMG.
+	@mkdir -p dist; tmp="$$(mktemp -d dist/.installer.XXXXXX)"; trap 'rm -rf "$$tmp"' EXIT; \
+	img='$(IMG)'; ref=; \
+	case "$$img" in *@*) ref="digest: \"$${img#*@}\""; img="$${img%%@*}";; esac; \
+	case "$${img##*/}" in *:*) [ -n "$$ref" ] || ref="newTag: \"$${img##*:}\""; img="$${img%:*}";; esac; \
+	printf 'resources:\n  - ../../config/default\nimages:\n  - name: ghcr.io/minionvault/minion-vault-operator\n    newName: "%s"\n    %s\n' \
+	  "$$img" "$${ref:-newTag: \"latest\"}" > "$$tmp/kustomization.yaml"; \
+	$(KUBECTL) kustomize "$$tmp" > "$$tmp/install.yaml" && mv "$$tmp/install.yaml" dist/install.yaml
+	@echo ">> dist/install.yaml: image $(IMG)"
+
+# The tools `make run` needs: the servers, and kubectl to explore with
+# (controller-gen is only for `make generate`).
+RUN_TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT)
+RUN_ARGS  ?=
+
 .PHONY: run
-run: build ## The main job: render the samples offline (the local quickstart comes with the controller).
+run: build $(RUN_TOOLS) ## The main job, the local quickstart: kube-apiserver + etcd and Vault on loopback, the operator, the samples, until Ctrl-C (RUN_ARGS=--once to stop after printing).
+	$(BIN)/minionvault dev --tools-dir $(BIN) $(RUN_ARGS)
+
+.PHONY: render-samples
+render-samples: build ## Render the samples offline: what the operator would write to Vault for web01 (no servers).
 	$(BIN)/minionvault render --template config/samples/miniontemplate.yaml --binding config/samples/minionbinding-web01.yaml
 
 ##@ Development

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -44,12 +45,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "minionvault_render_failures_total", Help: "Bindings refused: render errors and guard-rail violations, by reason.",
 		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.vaultRequests, m.vaultLatency, m.logins, m.drift, m.renderFails} {
-		// A second manager in one process (tests) finds them registered:
-		// the first set keeps serving, which is all the endpoint needs.
-		_ = reg.Register(c)
-	}
+	// A second manager in one process (tests) finds them registered and
+	// shares the registered ones, so the endpoint counts for both.
+	m.vaultRequests = register(reg, m.vaultRequests)
+	m.vaultLatency = register(reg, m.vaultLatency)
+	m.logins = register(reg, m.logins)
+	m.drift = register(reg, m.drift)
+	m.renderFails = register(reg, m.renderFails)
 	return m
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
 }
 
 // Request implements vault.Observer.

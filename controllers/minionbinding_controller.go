@@ -159,7 +159,7 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 	}
 	sc.result = res
 	if vs := compiled.Validate(res); len(vs) > 0 {
-		sc.stall(violationReason(vs), violationMessage(vs))
+		sc.stall(ViolationReason(vs), ViolationMessage(vs))
 		return nil
 	}
 
@@ -169,23 +169,31 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 			sc.wait(v1alpha1.ConnectionNotReadyReason, err.Error())
 			return nil
 		}
-		sc.fail(v1alpha1.VaultUnavailableReason, err.Error())
+		sc.fail(unavailableReason(err), err.Error())
 		return err
 	}
 	sc.conn = tpl.Spec.ConnectionRef.Name
 	if err := r.apply(ctx, vc, obj, tpl, res, sc); err != nil {
-		if !vault.Transient(err) && !errors.Is(err, context.Canceled) {
+		if !vault.Transient(err) && !vault.Denied(err) && !errors.Is(err, context.Canceled) {
 			// Vault refused what we sent: retrying the same write cannot
 			// help until the binding or template changes.
 			sc.stall(v1alpha1.ValidationFailedReason, "Vault refused the write: "+err.Error())
 			return nil
 		}
-		sc.fail(v1alpha1.VaultUnavailableReason, err.Error())
+		sc.fail(unavailableReason(err), err.Error())
 		return err
 	}
 	sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: readyMessage(res)}
 	sc.requeue = jitter(templateInterval(tpl, r.DefaultInterval))
 	return nil
+}
+
+// unavailableReason tells a refused credential from an unreachable Vault.
+func unavailableReason(err error) string {
+	if vault.Denied(err) {
+		return v1alpha1.AccessDeniedReason
+	}
+	return v1alpha1.VaultUnavailableReason
 }
 
 func readyMessage(res *render.Result) string {
@@ -213,7 +221,8 @@ func isAPIError(err error) bool {
 
 // violationReason picks the condition reason for guard-rail violations:
 // the first violation's, mapped onto the API's reasons.
-func violationReason(vs []render.Violation) string {
+// ViolationReason is the condition reason for a binding refused with vs.
+func ViolationReason(vs []render.Violation) string {
 	switch vs[0].Reason {
 	case render.ReasonPolicyNotAllowed:
 		return v1alpha1.PolicyNotAllowedReason
@@ -223,7 +232,8 @@ func violationReason(vs []render.Violation) string {
 	return v1alpha1.ValidationFailedReason
 }
 
-func violationMessage(vs []render.Violation) string {
+// ViolationMessage joins the violations for a condition message.
+func ViolationMessage(vs []render.Violation) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
 		parts[i] = v.String()

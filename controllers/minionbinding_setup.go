@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -37,8 +38,8 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 }
 
 // SetupWithManager watches bindings, and re-queues them when their
-// template, their namespace, or a binding claiming the same minion ID
-// changes.
+// template, their connection or its Secrets, their namespace, or a binding
+// claiming the same minion ID changes.
 func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(
@@ -46,7 +47,8 @@ func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 		Watches(&v1alpha1.MinionTemplate{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, becameReady))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfSecret)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
@@ -94,6 +96,22 @@ func (r *MinionBindingReconciler) bindingsOfConnection(ctx context.Context, o cl
 	return out
 }
 
+// bindingsOfSecret wakes the bindings of every connection that reads the
+// Secret: a rotated token or secret ID ends an AccessDenied backoff at once.
+func (r *MinionBindingReconciler) bindingsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	conns := &v1alpha1.VaultConnectionList{}
+	if err := r.List(ctx, conns); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range conns.Items {
+		if usesSecret(&conns.Items[i], o.GetNamespace(), o.GetName()) {
+			out = append(out, r.bindingsOfConnection(ctx, &conns.Items[i])...)
+		}
+	}
+	return out
+}
+
 func (r *MinionBindingReconciler) bindingsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &v1alpha1.MinionBindingList{}
 	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
@@ -125,4 +143,20 @@ func requests(list *v1alpha1.MinionBindingList) []reconcile.Request {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
 	}
 	return out
+}
+
+// becameReady passes a VaultConnection whose Ready condition turned True:
+// its bindings stop backing off and converge as soon as Vault is back.
+var becameReady = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(ev event.UpdateEvent) bool {
+		return connectionReady(ev.ObjectNew) && !connectionReady(ev.ObjectOld)
+	},
+}
+
+func connectionReady(o client.Object) bool {
+	c, ok := o.(*v1alpha1.VaultConnection)
+	return ok && apimeta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ReadyCondition)
 }

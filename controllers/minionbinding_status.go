@@ -17,7 +17,7 @@ func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *
 		return // the object is going away; its status no longer matters
 	}
 	if err != nil && sc.outcome.kind == outcomeReady {
-		sc.fail(v1alpha1.VaultUnavailableReason, err.Error())
+		sc.fail(unavailableReason(err), err.Error())
 	}
 	st := &obj.Status
 	if res := sc.result; res != nil {

@@ -55,7 +55,7 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	before := readyCondition(tpl)
 	defer func() {
 		if retErr != nil && (o.kind == outcomeReady) {
-			o = outcome{kind: outcomeFailed, reason: v1alpha1.VaultUnavailableReason, message: retErr.Error()}
+			o = outcome{kind: outcomeFailed, reason: unavailableReason(retErr), message: retErr.Error()}
 		}
 		tpl.Status.ObservedGeneration = tpl.Generation
 		setConditions(tpl, o)
@@ -142,8 +142,7 @@ func (r *MinionTemplateReconciler) desiredPolicies(ctx context.Context, tpl *v1a
 	if err := r.List(ctx, list, client.MatchingFields{templateRefIndex: tpl.Name}); err != nil {
 		return nil, 0, "", err
 	}
-	desired := map[string]string{}
-	from := map[string]string{}
+	var rendered []RenderedBinding
 	for i := range list.Items {
 		b := &list.Items[i]
 		if !b.DeletionTimestamp.IsZero() {
@@ -167,15 +166,10 @@ func (r *MinionTemplateReconciler) desiredPolicies(ctx context.Context, tpl *v1a
 		if err != nil || len(compiled.Validate(res)) > 0 {
 			continue
 		}
-		for _, d := range res.PolicyDocuments {
-			if prev, ok := desired[d.Name]; ok && prev != d.HCL {
-				return nil, 0, fmt.Sprintf("policy %q renders differently for MinionBindings %s and %s/%s", d.Name, from[d.Name], b.Namespace, b.Name), nil
-			}
-			desired[d.Name] = d.HCL
-			from[d.Name] = b.Namespace + "/" + b.Name
-		}
+		rendered = append(rendered, RenderedBinding{Name: b.Namespace + "/" + b.Name, Result: res})
 	}
-	return desired, len(list.Items), "", nil
+	desired, conflict := CollectPolicies(rendered)
+	return desired, len(list.Items), conflict, nil
 }
 
 // applyPolicies writes what differs, deletes what the operator owns and no

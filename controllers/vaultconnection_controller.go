@@ -64,7 +64,7 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		o = outcome{kind: outcomeWaiting, reason: v1alpha1.ConnectionNotReadyReason, message: err.Error()}
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	o = outcome{kind: outcomeFailed, reason: v1alpha1.VaultUnavailableReason, message: err.Error()}
+	o = outcome{kind: outcomeFailed, reason: unavailableReason(err), message: err.Error()}
 	return ctrl.Result{}, err
 }
 

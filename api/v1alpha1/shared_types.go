@@ -63,6 +63,12 @@ const (
 	// transient error; the operator retries with backoff.
 	VaultUnavailableReason = "VaultUnavailable"
 
+	// AccessDeniedReason: Vault refused the operator's credentials or its
+	// policy does not allow a call (HTTP 401 or 403). Fixed outside the
+	// binding (a rotated Secret, the operator policy), so the operator
+	// retries with backoff and on a change of the connection's Secrets.
+	AccessDeniedReason = "AccessDenied"
+
 	// PolicyNotOwnedReason: an ACL policy to be written from policyDocuments
 	// already exists in Vault and was not written by the operator, and the
 	// template does not set adoptPolicies.

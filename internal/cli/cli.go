@@ -30,7 +30,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
-	root.AddCommand(newRenderCmd(stdout), newOperatorCmd())
+	root.AddCommand(newRenderCmd(stdout), newOperatorCmd(), newPlanCmd(stdout, stderr))
+	root.AddCommand(newDevCmd(stdout))
+	root.AddCommand(newImportCmd(stdout, stderr))
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0

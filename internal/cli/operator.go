@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +42,50 @@ type OperatorOptions struct {
 	LabelSelector   string
 	Interval        time.Duration
 	ServiceAccount  string
+	Controllers     []string
+	LeaderID        string
 	Zap             zap.Options
+}
+
+// The controllers `--controllers` can run.
+const (
+	controllerBindings    = "bindings"
+	controllerTemplates   = "templates"
+	controllerConnections = "connections"
+)
+
+var allControllers = []string{controllerBindings, controllerTemplates, controllerConnections}
+
+// checkSharding refuses the one layout that would damage Vault: the
+// template controller deletes the ACL policies no binding renders, so it
+// must see every binding, not a shard of them.
+func (o OperatorOptions) checkSharding() error {
+	for _, c := range o.Controllers {
+		if !slices.Contains(allControllers, c) {
+			return fmt.Errorf("--controllers: unknown controller %q (known: %s)", c, strings.Join(allControllers, ", "))
+		}
+	}
+	sharded := o.WatchNamespace != "" || o.LabelSelector != ""
+	if sharded && slices.Contains(o.Controllers, controllerTemplates) {
+		return errors.New("the templates controller needs every MinionBinding, but --watch-namespace or --watch-label-selector shows it a shard: " +
+			"run shards with --controllers=bindings and one instance without a selector with --controllers=templates,connections")
+	}
+	return nil
+}
+
+// leaderElectionID differs per shard, so that shards do not wait for one
+// another's lease.
+func (o OperatorOptions) leaderElectionID() string {
+	const base = "minion-vault-operator.minionvault.dev"
+	if o.LeaderID != "" {
+		return o.LeaderID
+	}
+	controllers := slices.Sorted(slices.Values(o.Controllers))
+	if slices.Equal(controllers, slices.Sorted(slices.Values(allControllers))) && o.WatchNamespace == "" && o.LabelSelector == "" {
+		return base
+	}
+	sum := sha256.Sum256([]byte(strings.Join(controllers, ",") + "|" + o.WatchNamespace + "|" + o.LabelSelector))
+	return hex.EncodeToString(sum[:5]) + "." + base
 }
 
 func newOperatorCmd() *cobra.Command {
@@ -62,6 +108,8 @@ func newOperatorCmd() *cobra.Command {
 	f.StringVar(&o.LabelSelector, "watch-label-selector", "", "only reconcile MinionBindings matching this label selector (sharding)")
 	f.DurationVar(&o.Interval, "default-interval", time.Hour, "drift resync interval for templates that set none")
 	f.StringVar(&o.ServiceAccount, "service-account", "", "namespace/name of the operator's service account, for Vault kubernetes auth")
+	f.StringSliceVar(&o.Controllers, "controllers", allControllers, "controllers to run: bindings, templates, connections (sharding: see docs/operations.md)")
+	f.StringVar(&o.LeaderID, "leader-election-id", "", "name of the leader-election lease (default: one per set of --controllers and watch flags)")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(zfs)
 	f.AddGoFlagSet(zfs)
@@ -71,6 +119,12 @@ func newOperatorCmd() *cobra.Command {
 // RunOperator starts the manager and blocks until ctx ends.
 func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
+	if len(o.Controllers) == 0 {
+		o.Controllers = allControllers
+	}
+	if err := o.checkSharding(); err != nil {
+		return err
+	}
 	log := ctrl.Log.WithName("setup")
 
 	scheme := runtime.NewScheme()
@@ -96,7 +150,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        "minion-vault-operator.minionvault.dev",
+		LeaderElectionID:        o.leaderElectionID(),
 		LeaderElectionNamespace: o.LeaderNamespace,
 		Cache:                   cache.Options{ByObject: map[client.Object]cache.ByObject{&v1alpha1.MinionBinding{}: bindingCache}},
 	})
@@ -111,7 +165,8 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		}
 		sa = types.NamespacedName{Namespace: ns, Name: name}
 	}
-	if err := Setup(ctx, mgr, SetupOptions{ServiceAccount: sa, Concurrency: o.Concurrency, Interval: o.Interval}); err != nil {
+	so := SetupOptions{ServiceAccount: sa, Concurrency: o.Concurrency, Interval: o.Interval, Controllers: o.Controllers}
+	if err := Setup(ctx, mgr, so); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -133,6 +188,8 @@ type SetupOptions struct {
 	Observer vault.Observer
 	// NewClient replaces the Vault client cache (unit tests).
 	NewClient func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error)
+	// Controllers to run (default: all).
+	Controllers []string
 }
 
 // Setup registers the three controllers with a manager; tests use it too.
@@ -152,21 +209,29 @@ func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
 	}
 	opts := controller.Options{MaxConcurrentReconciles: so.Concurrency}
 	interval := so.Interval
+	run := func(name string) bool { return len(so.Controllers) == 0 || slices.Contains(so.Controllers, name) }
 	bindings := &controllers.MinionBindingReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
 		Connections: conns, Templates: templates, Metrics: metrics, DefaultInterval: interval,
 	}
-	if err := bindings.SetupWithManager(mgr, opts); err != nil {
-		return err
+	if run(controllerBindings) {
+		if err := bindings.SetupWithManager(mgr, opts); err != nil {
+			return err
+		}
 	}
-	if err := (&controllers.MinionTemplateReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
-		Connections: conns, Templates: templates, Bindings: bindings, DefaultInterval: interval,
-	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
-		return err
+	if run(controllerTemplates) {
+		if err := (&controllers.MinionTemplateReconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
+			Connections: conns, Templates: templates, Bindings: bindings, DefaultInterval: interval,
+		}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
+			return err
+		}
 	}
-	return (&controllers.VaultConnectionReconciler{Client: mgr.GetClient(), Connections: conns}).
-		SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1})
+	if run(controllerConnections) {
+		return (&controllers.VaultConnectionReconciler{Client: mgr.GetClient(), Connections: conns}).
+			SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1})
+	}
+	return nil
 }
 
 type teeObserver []vault.Observer

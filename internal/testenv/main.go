@@ -1,23 +1,58 @@
+// Package testenv is the integration suites' view of internal/localenv: the
+// real servers they test against (a Kubernetes API server with etcd, with
+// the project's CRDs installed, and a Vault dev server with the AppRole auth
+// method enabled at salt-minions), started once per test package.
+//
+// Every integration suite uses it from TestMain:
+//
+//	func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}) }
+//
+//	func TestSomething(t *testing.T) {
+//		env := testenv.Get(t)
+//		_ = env.Client.Create(ctx, obj)             // the API server
+//		_, _ = env.Vault.Client.Logical().Read(path) // Vault, as root
+//	}
+//
+// The servers, the environment variables that choose them and the clean-up
+// (Stop, SIGINT/SIGTERM, a watchdog for a killed test binary) are
+// internal/localenv's; this package only adds what needs the testing
+// package, so that the minionvault binary can start the same servers without
+// linking it.
 package testenv
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/minionvault/minion-vault-operator/internal/localenv"
 )
 
-const modulePath = "github.com/minionvault/minion-vault-operator"
+// The environment, its options and its Vault: see internal/localenv.
+type (
+	Env     = localenv.Env
+	Options = localenv.Options
+	Vault   = localenv.Vault
+)
+
+// Environment variables and the AppRole mount: see internal/localenv.
+const (
+	EnvToolsDir         = localenv.EnvToolsDir
+	EnvVaultBin         = localenv.EnvVaultBin
+	EnvUseExistingVault = localenv.EnvUseExistingVault
+	AppRoleMount        = localenv.AppRoleMount
+)
+
+// Start starts an environment without Main (see localenv.Start).
+func Start(ctx context.Context, opts Options) (*Env, error) { return localenv.Start(ctx, opts) }
+
+// ModuleRoot is the folder of this module's go.mod (see localenv.ModuleRoot).
+func ModuleRoot() (string, error) { return localenv.ModuleRoot() }
 
 var (
 	currentMu sync.Mutex
@@ -59,7 +94,7 @@ func run(m *testing.M, opts Options) int {
 				continue
 			}
 			fmt.Fprintf(os.Stderr, "testenv: %v: stopping the test servers\n", sig)
-			env.kill()
+			env.Kill()
 			os.Exit(130)
 		}
 	}()
@@ -100,63 +135,4 @@ func Get(tb testing.TB) *Env {
 		tb.Fatal("testenv: no environment: call testenv.Main(m, testenv.Options{}) from TestMain")
 	}
 	return current
-}
-
-// ModuleRoot is the folder of this module's go.mod: the first one above the
-// working directory (a test runs in its package's folder) that declares the
-// module, else the one above this source file when its path is known.
-func ModuleRoot() (string, error) {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		starts = append(starts, filepath.Dir(file))
-	}
-	for _, dir := range starts {
-		for {
-			if isModuleRoot(dir) {
-				return dir, nil
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	return "", errors.New("testenv: no go.mod of " + modulePath + " above the working directory")
-}
-
-func isModuleRoot(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, "go.mod"))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if fields := strings.Fields(s.Text()); len(fields) >= 2 && fields[0] == "module" {
-			return strings.Trim(fields[1], `"`) == modulePath
-		}
-	}
-	return false
-}
-
-// tails returns the last lines of each non-empty log file, for error messages.
-func tails(paths ...string) string {
-	const lines = 30
-	var b strings.Builder
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil || len(bytes.TrimSpace(data)) == 0 {
-			continue
-		}
-		all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(all) > lines {
-			all = all[len(all)-lines:]
-		}
-		fmt.Fprintf(&b, "\n--- last lines of %s ---\n%s", filepath.Base(p), strings.Join(all, "\n"))
-	}
-	return b.String()
 }

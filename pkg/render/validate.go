@@ -55,10 +55,15 @@ func (c *Compiled) Validate(r *Result) []Violation {
 	t := &c.t
 
 	if !t.TrustMinionGrains {
+		// Everything that decides access: policy names, the entity and
+		// its metadata (which templated ACL policies read), policy texts.
 		for i, p := range c.places.Policies {
 			vs = append(vs, untrustedGrains(fmt.Sprintf("policies.assign[%d]", i), p)...)
 		}
 		vs = append(vs, untrustedGrains("entityName", c.entityName)...)
+		for _, e := range c.places.Entity {
+			vs = append(vs, untrustedGrains("metadata.entity."+e.Key, e.Pattern)...)
+		}
 		for i, d := range c.docs {
 			vs = append(vs, untrustedGrains(fmt.Sprintf("policyDocuments[%d]", i), d.joint)...)
 		}
@@ -76,6 +81,25 @@ func (c *Compiled) Validate(r *Result) []Violation {
 	for _, d := range r.PolicyDocuments {
 		if msg := policyNameProblem(d.Name); msg != "" {
 			vs = append(vs, Violation{ReasonInvalidPolicyName, "policyDocuments", fmt.Sprintf("%q %s", d.Name, msg)})
+			continue
+		}
+		// The operator writes these policies: allowedPolicies bounds
+		// their names as it bounds the names it assigns.
+		if t.AllowedPolicies != nil && !matchAny(t.AllowedPolicies, d.Name) {
+			vs = append(vs, Violation{ReasonPolicyNotAllowed, "policyDocuments", fmt.Sprintf("%q is not in allowedPolicies %q", d.Name, t.AllowedPolicies)})
+		}
+	}
+	// Entity metadata is substituted into templated ACL paths by Vault
+	// ({{identity.entity.metadata.roles__0}}), where a '*' or '+' in the
+	// value is a glob: values with substitutions get the same check as
+	// values substituted into policy documents.
+	for _, kv := range r.EntityMetadata {
+		if !c.substitutedEntityKey(kv.Key) {
+			continue
+		}
+		if msg := widens(kv.Value); msg != "" && kv.Value != "" {
+			vs = append(vs, Violation{ReasonACLPathWidened, "metadata.entity." + kv.Key,
+				fmt.Sprintf("value %q %s; Vault substitutes entity metadata into templated ACL paths", kv.Value, msg)})
 		}
 	}
 	for _, f := range r.docFields {
@@ -98,14 +122,32 @@ func (c *Compiled) Validate(r *Result) []Violation {
 
 // untrustedGrains flags every grain but grains[id]: the rest is reported
 // by the minion itself, so a compromised minion could pick its policies.
+// mapdata too: the parameter stack picks its layers by grains (os_family,
+// osarch, ...) and config lookups fall back to grains.
 func untrustedGrains(field string, p *template.Pattern) []Violation {
 	var vs []Violation
 	for _, f := range p.Fields() {
-		if f != "grains[id]" && (f == "grains" || strings.HasPrefix(f, "grains[") || strings.HasPrefix(f, "grains.")) {
+		switch {
+		case f != "grains[id]" && (f == "grains" || strings.HasPrefix(f, "grains[") || strings.HasPrefix(f, "grains.")):
 			vs = append(vs, Violation{ReasonUntrustedGrain, field, fmt.Sprintf("{%s} is minion-controlled; only {grains[id]} is trusted unless trustMinionGrains is set", f)})
+		case f == "mapdata" || strings.HasPrefix(f, "mapdata[") || strings.HasPrefix(f, "mapdata."):
+			vs = append(vs, Violation{ReasonUntrustedGrain, field, fmt.Sprintf("{%s} depends on minion-controlled grains (the parameter stack picks layers by grains); allowed only with trustMinionGrains", f)})
 		}
 	}
 	return vs
+}
+
+// substitutedEntityKey reports whether the entity metadata key (or the
+// key__N it was expanded into) comes from a pattern with substitutions.
+func (c *Compiled) substitutedEntityKey(key string) bool {
+	for _, e := range c.places.Entity {
+		if key == e.Key || strings.HasPrefix(key, e.Key+"__") {
+			if len(e.Pattern.Fields()) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // policyNameProblem says why Vault should not get this policy name. Vault

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/pkg/template"
+	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 
 func TestValidate(t *testing.T) {
@@ -48,6 +49,14 @@ func TestValidate(t *testing.T) {
 		{name: "reserved metadata key", tpl: Template{SecretMetadata: []template.KV{kv("vault-x", "x")}}, want: []Reason{ReasonMetadataLimit}},
 		{name: "bad ttl", tpl: Template{AppRole: AppRole{SecretIDTTL: "1w"}}, want: []Reason{ReasonInvalidTemplate}},
 		{name: "entity name with slash", tpl: Template{EntityName: "a/{minion}"}, want: []Reason{ReasonInvalidEntityName}},
+		{name: "policy document name not allowed", tpl: Template{PolicyDocuments: doc("admin", "s/a"), AllowedPolicies: []string{"salt_role_*"}}, want: []Reason{ReasonPolicyNotAllowed}},
+		{name: "policy document name allowed", tpl: Template{PolicyDocuments: doc("salt_role_{pillar[roles]}", "s/{pillar[roles]}"), AllowedPolicies: []string{"salt_role_*"}}},
+		{name: "glob into entity metadata", tpl: Template{EntityMetadata: []template.KV{kv("roles", "{pillar[evil]}")}}, want: []Reason{ReasonACLPathWidened, ReasonACLPathWidened}},
+		{name: "slash into entity metadata", tpl: Template{EntityMetadata: []template.KV{kv("team", "t-{pillar[slash]}")}}, want: []Reason{ReasonACLPathWidened, ReasonACLPathWidened}},
+		{name: "list into entity metadata is fine", tpl: Template{EntityMetadata: []template.KV{kv("roles", "{pillar[roles]}")}}},
+		{name: "static slash in entity metadata is the author's", tpl: Template{EntityMetadata: []template.KV{kv("zone", "eu/west")}}},
+		{name: "untrusted grain in entity metadata", tpl: Template{EntityMetadata: []template.KV{kv("os", "{grains[os]}")}}, grains: `{"id":"m","os":"debian"}`, want: []Reason{ReasonUntrustedGrain}},
+		{name: "mapdata in a policy", tpl: Template{Policies: []string{"salt_{mapdata[kv][mount]}"}, Parameters: &Parameters{Root: "fmla", Files: map[string]value.Value{"fmla/parameters/defaults.yaml": value.NewString("values: {kv: {mount: salt}}")}}}, want: []Reason{ReasonUntrustedGrain}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

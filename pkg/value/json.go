@@ -68,6 +68,9 @@ func (c *converter) jsonValue(dec *json.Decoder, depth int) (Value, error) {
 			return NewList(items), nil
 		case '{':
 			pairs := []Pair{}
+			// A linear duplicate-key check per key is quadratic: large
+			// objects (a fleet's grains, one key per minion) use an index.
+			var index map[string]int
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
@@ -81,7 +84,20 @@ func (c *converter) jsonValue(dec *json.Decoder, depth int) (Value, error) {
 				if err != nil {
 					return Value{}, err
 				}
-				pairs = setPair(pairs, NewString(k), v)
+				if index == nil && len(pairs) >= 32 {
+					index = make(map[string]int, 2*len(pairs))
+					for i, p := range pairs {
+						index[p.Key.Str()] = i
+					}
+				}
+				if index == nil {
+					pairs = setPair(pairs, NewString(k), v)
+				} else if i, ok := index[k]; ok {
+					pairs[i].Val = v // the last value wins, in the first one's place
+				} else {
+					index[k] = len(pairs)
+					pairs = append(pairs, Pair{Key: NewString(k), Val: v})
+				}
 			}
 			if _, err := dec.Token(); err != nil {
 				return Value{}, err

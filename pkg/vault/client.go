@@ -259,6 +259,8 @@ func (c *client) send(ctx context.Context, a *api.Client, req request) (*respons
 	switch req.method {
 	case http.MethodGet:
 		resp, err = a.Logical().ReadRawWithContext(ctx, req.path)
+	case "LIST":
+		resp, err = a.Logical().ReadRawWithDataWithContext(ctx, req.path, map[string][]string{"list": {"true"}})
 	case http.MethodDelete:
 		resp, err = a.Logical().DeleteRawWithContext(ctx, req.path)
 	default:
@@ -683,4 +685,20 @@ func (c *client) DeletePolicy(ctx context.Context, name string) error {
 	}
 	_, err = c.call(ctx, request{op: OpDelete, method: http.MethodDelete, path: p, absentOK: true})
 	return err
+}
+
+// ListPolicies implements PolicyLister.
+func (c *client) ListPolicies(ctx context.Context) ([]string, error) {
+	resp, err := c.call(ctx, request{op: OpList, method: "LIST", path: "sys/policies/acl", idempotent: true, absentOK: true})
+	if err != nil || resp.absent() {
+		return nil, err
+	}
+	keys, _ := resp.data()["keys"].([]any)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if s, ok := k.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }

@@ -860,3 +860,21 @@ func randomUUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
+
+// ListPolicies implements PolicyLister, like Vault: sorted, with
+// "default" and "root" besides the written ones.
+func (f *Fake) ListPolicies(context.Context) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.begin("ListPolicies", OpList); err != nil {
+		return nil, err
+	}
+	out := []string{"default", "root"}
+	for name := range f.policies {
+		if name != "default" {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}

@@ -159,3 +159,12 @@ func Transient(err error) bool {
 	}
 	return ve.StatusCode == 0 || ve.StatusCode >= 500 || ve.StatusCode == 429 || ve.StatusCode == 412
 }
+
+// Denied reports whether Vault refused the operator's own token, or its
+// policy does not allow the call (HTTP 401 or 403). That is not the
+// binding's fault: a rotated Secret or a fixed operator policy cures it, so
+// controllers retry it with backoff although it is not Transient.
+func Denied(err error) bool {
+	var ve *Error
+	return errors.As(err, &ve) && (ve.StatusCode == 401 || ve.StatusCode == 403)
+}

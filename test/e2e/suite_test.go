@@ -6,9 +6,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,8 +26,11 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -57,6 +62,44 @@ type suite struct {
 	c      client.Client
 	root   *vaultapi.Client
 	writes *writeCounter
+	// token is the operator's Vault token (the operator policy).
+	token      string
+	metricsURL string
+}
+
+// The operator's namespace and service account (for kubernetes auth).
+const (
+	operatorNamespace      = "minionvault-system"
+	operatorServiceAccount = "minionvault-operator"
+)
+
+// operatorLog holds everything the operator logged in this process.
+var operatorLog syncBuffer
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 var operatorOnce sync.Once
@@ -80,18 +123,42 @@ func start(t *testing.T) *suite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.must(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "minionvault-system"}}))
-	s.must(s.c.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "vault-token", Namespace: "minionvault-system"},
-		StringData: map[string]string{"token": token},
-	}))
+	s.token = token
+	s.must(client.IgnoreAlreadyExists(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})))
+	s.must(client.IgnoreAlreadyExists(s.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorServiceAccount, Namespace: operatorNamespace}})))
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vault-token", Namespace: operatorNamespace}}
+	_, err = controllerutil.CreateOrUpdate(ctx, s.c, secret, func() error {
+		secret.StringData = map[string]string{"token": token}
+		return nil
+	})
+	s.must(err)
 
-	operatorOnce.Do(func() { ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel()))) })
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	operatorOnce.Do(func() {
+		// Every log line goes to operatorLog, where the tests look for
+		// leaked secrets; the terminal sees them with E2E_VERBOSE.
+		sink := zapcore.AddSync(&operatorLog)
+		if os.Getenv("E2E_VERBOSE") != "" {
+			sink = zapcore.NewMultiWriteSyncer(sink, zapcore.AddSync(os.Stderr))
+		}
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.DebugLevel), zap.WriteTo(sink)))
+	})
+	port, err := freePort()
+	s.must(err)
+	s.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  env.Scheme,
+		Metrics: metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port)},
+		// Each test runs its own manager with the same controllers.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cli.Setup(ctx, mgr, cli.SetupOptions{Concurrency: 2, Interval: time.Hour, Observer: s.writes}); err != nil {
+	so := cli.SetupOptions{
+		Concurrency: 2, Interval: time.Hour, Observer: s.writes,
+		ServiceAccount: types.NamespacedName{Namespace: operatorNamespace, Name: operatorServiceAccount},
+	}
+	if err := cli.Setup(ctx, mgr, so); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -211,11 +278,4 @@ func (s *suite) requestReconcile(ns, name string) {
 		}
 		return nil
 	})
-}
-
-func zapLevel() zapcore.Level {
-	if os.Getenv("E2E_VERBOSE") != "" {
-		return zapcore.DebugLevel
-	}
-	return zapcore.ErrorLevel
 }

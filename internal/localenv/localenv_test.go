@@ -1,4 +1,4 @@
-package testenv
+package localenv
 
 import (
 	"context"
@@ -187,7 +187,7 @@ func TestVaultStartRetriesATakenPortAndReportsTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wd.release()
-	_, err = startVault(context.Background(), dir, "", 10*time.Second, wd)
+	_, err = startVault(context.Background(), dir, "", 10*time.Second, wd, os.Getenv)
 	if !errors.Is(err, errAddrInUse) {
 		t.Fatalf("startVault = %v, want address in use", err)
 	}
@@ -199,7 +199,7 @@ func TestVaultStartRetriesATakenPortAndReportsTheLog(t *testing.T) {
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'Error: something else broke'\nexit 2\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err = startVault(context.Background(), t.TempDir(), "", 10*time.Second, wd)
+	_, err = startVault(context.Background(), t.TempDir(), "", 10*time.Second, wd, os.Getenv)
 	if err == nil || !strings.Contains(err.Error(), "something else broke") {
 		t.Fatalf("startVault = %v, want the log's tail", err)
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package testenv
+package localenv
 
 // groupLeaderChildren needs /proc; elsewhere the watchdog only knows Vault,
 // and the API server and etcd rely on Stop and the interrupt handler.

@@ -1,4 +1,4 @@
-package testenv
+package localenv
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 )
 
-// Vault is a Vault server for tests: a dev server started by Start (in
+// Vault is a Vault server for tests and local runs: a dev server started by Start (in
 // memory, unsealed, kv-v2 at secret/), or an existing one
 // (USE_EXISTING_VAULT=true). Either way the AppRole auth method is enabled
 // at AppRoleMount.
@@ -72,11 +72,13 @@ func (v *Vault) ClientWithToken(token string) (*vaultapi.Client, error) {
 	return c, nil
 }
 
-func startVault(ctx context.Context, dir, toolsDir string, timeout time.Duration, wd *watchdog) (*Vault, error) {
-	if strings.EqualFold(os.Getenv(EnvUseExistingVault), "true") {
+// startVault starts a dev server, or connects to an existing Vault. getenv
+// reads the variables that choose (os.Getenv, or one that knows none).
+func startVault(ctx context.Context, dir, toolsDir string, timeout time.Duration, wd *watchdog, getenv func(string) string) (*Vault, error) {
+	if strings.EqualFold(getenv(EnvUseExistingVault), "true") {
 		addr, token := os.Getenv(vaultapi.EnvVaultAddress), os.Getenv(vaultapi.EnvVaultToken)
 		if addr == "" || token == "" {
-			return nil, errors.New("testenv: " + EnvUseExistingVault + "=true needs VAULT_ADDR and VAULT_TOKEN")
+			return nil, errors.New("localenv: " + EnvUseExistingVault + "=true needs VAULT_ADDR and VAULT_TOKEN")
 		}
 		v := &Vault{Addr: addr, RootToken: token}
 		if err := v.connect(ctx); err != nil {
@@ -85,15 +87,15 @@ func startVault(ctx context.Context, dir, toolsDir string, timeout time.Duration
 		return v, nil
 	}
 
-	bin := os.Getenv(EnvVaultBin)
+	bin := getenv(EnvVaultBin)
 	if bin == "" {
 		if toolsDir == "" {
-			return nil, errors.New("testenv: no tools folder: set " + EnvToolsDir + " or " + EnvVaultBin + ", or run the tests inside the repository")
+			return nil, errors.New("localenv: no tools folder: set " + EnvToolsDir + " or " + EnvVaultBin + ", or run inside the repository")
 		}
 		bin = filepath.Join(toolsDir, "vault")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("testenv: vault not found at %s: run `make tools`, or set %s (see docs/development.md)", bin, EnvVaultBin)
+		return nil, fmt.Errorf("localenv: vault not found at %s: run `make tools`, or set %s (see docs/development.md)", bin, EnvVaultBin)
 	}
 	home := filepath.Join(dir, "vault-home")
 	if err := os.Mkdir(home, 0o700); err != nil {
@@ -146,7 +148,7 @@ func launchVault(ctx context.Context, bin, dir, home string, port int, timeout t
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("testenv: starting %s: %w", bin, err)
+		return nil, fmt.Errorf("localenv: starting %s: %w", bin, err)
 	}
 	wd.adopt(cmd.Process.Pid)
 	v := &Vault{Addr: "http://" + addr, RootToken: token, Log: logPath, cmd: cmd, exited: make(chan struct{})}
@@ -159,9 +161,9 @@ func launchVault(ctx context.Context, bin, dir, home string, port int, timeout t
 		_ = v.stop()
 		log, _ := os.ReadFile(logPath)
 		if bytes.Contains(log, []byte("address already in use")) {
-			return nil, fmt.Errorf("testenv: vault on %s: %w", addr, errAddrInUse)
+			return nil, fmt.Errorf("localenv: vault on %s: %w", addr, errAddrInUse)
 		}
-		return nil, fmt.Errorf("testenv: vault dev server on %s: %w%s", addr, err, tails(logPath))
+		return nil, fmt.Errorf("localenv: vault dev server on %s: %w%s", addr, err, tails(logPath))
 	}
 	if err := v.connect(ctx); err != nil {
 		_ = v.stop()
@@ -217,12 +219,12 @@ func (v *Vault) waitHealthy(ctx context.Context, timeout time.Duration) error {
 func (v *Vault) connect(ctx context.Context) error {
 	cfg := vaultapi.DefaultConfig()
 	if cfg.Error != nil {
-		return fmt.Errorf("testenv: vault client config: %w", cfg.Error)
+		return fmt.Errorf("localenv: vault client config: %w", cfg.Error)
 	}
 	cfg.Address = v.Addr
 	c, err := vaultapi.NewClient(cfg)
 	if err != nil {
-		return fmt.Errorf("testenv: vault client: %w", err)
+		return fmt.Errorf("localenv: vault client: %w", err)
 	}
 	c.SetToken(v.RootToken)
 	if v.cmd != nil {
@@ -232,16 +234,16 @@ func (v *Vault) connect(ctx context.Context) error {
 
 	auths, err := c.Sys().ListAuthWithContext(ctx)
 	if err != nil {
-		return fmt.Errorf("testenv: listing vault auth methods: %w", err)
+		return fmt.Errorf("localenv: listing vault auth methods: %w", err)
 	}
 	if m, ok := auths[AppRoleMount+"/"]; ok {
 		if m.Type != "approle" {
-			return fmt.Errorf("testenv: vault has a %s auth method at %s, not approle", m.Type, AppRoleMount)
+			return fmt.Errorf("localenv: vault has a %s auth method at %s, not approle", m.Type, AppRoleMount)
 		}
 		return nil
 	}
 	if err := c.Sys().EnableAuthWithOptionsWithContext(ctx, AppRoleMount, &vaultapi.EnableAuthOptions{Type: "approle"}); err != nil {
-		return fmt.Errorf("testenv: enabling approle at %s: %w", AppRoleMount, err)
+		return fmt.Errorf("localenv: enabling approle at %s: %w", AppRoleMount, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package testenv
+package localenv
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ func startWatchdog(dir string) (*watchdog, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "testenv-watchdog", dir)
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "localenv-watchdog", dir)
 	cmd.Stdin = r
 	// Its own group, so that the terminal's SIGINT to our group does not
 	// reach it before it is needed.

@@ -1,31 +1,30 @@
-// Package testenv starts the real servers the integration suites test
-// against: a Kubernetes API server with etcd (controller-runtime's envtest,
-// with the project's CRDs installed) and a Vault dev server with the AppRole
-// auth method enabled at salt-minions.
+// Package localenv starts real servers on loopback: a Kubernetes API server
+// with etcd (controller-runtime's envtest, with the project's CRDs
+// installed) and a Vault dev server with the AppRole auth method enabled at
+// salt-minions. The integration suites use it through internal/testenv (which
+// adds TestMain and Get); `minionvault dev` uses it directly. It does not
+// import the testing package, so the minionvault binary can link it.
 //
-// Every integration suite uses it from TestMain:
-//
-//	func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}) }
-//
-//	func TestSomething(t *testing.T) {
-//		env := testenv.Get(t)
-//		_ = env.Client.Create(ctx, obj)             // the API server
-//		_, _ = env.Vault.Client.Logical().Read(path) // Vault, as root
-//	}
+//	env, err := localenv.Start(ctx, localenv.Options{})
+//	if err != nil { ... }
+//	defer env.Stop()
+//	_ = env.Client.Create(ctx, obj)             // the API server
+//	_, _ = env.Vault.Client.Logical().Read(path) // Vault, as root
 //
 // The binaries come from `make tools` (bin/ at the module root, or
-// $MINIONVAULT_TOOLS_DIR). KUBEBUILDER_ASSETS (and envtest's TEST_ASSET_*)
-// take precedence for kube-apiserver, etcd and kubectl; VAULT_BIN for vault.
-// USE_EXISTING_CLUSTER=true uses the cluster of the current kubeconfig
-// instead of starting one; USE_EXISTING_VAULT=true with VAULT_ADDR and
-// VAULT_TOKEN uses that Vault instead of starting one.
+// $MINIONVAULT_TOOLS_DIR, or Options.ToolsDir). KUBEBUILDER_ASSETS (and
+// envtest's TEST_ASSET_*) take precedence for kube-apiserver, etcd and
+// kubectl; VAULT_BIN for vault. USE_EXISTING_CLUSTER=true uses the cluster of
+// the current kubeconfig instead of starting one; USE_EXISTING_VAULT=true
+// with VAULT_ADDR and VAULT_TOKEN uses that Vault instead of starting one.
+// Options.IgnoreEnv turns all of these variables off.
 //
 // Every server listens on a free loopback port and every file lives in one
-// temporary folder, so suites in different packages run in parallel. All of
-// it is stopped and removed by Env.Stop, on SIGINT or SIGTERM, and, should the
-// test binary die without cleaning up (a -timeout panic, SIGKILL), by a small
-// watchdog process that notices the test binary is gone.
-package testenv
+// temporary folder, so several environments run in parallel. All of it is
+// stopped and removed by Env.Stop (or Env.Kill), and, should the process die
+// without cleaning up (a -timeout panic, SIGKILL, a second Ctrl-C), by a
+// small watchdog process that notices the process is gone.
+package localenv
 
 import (
 	"context"
@@ -37,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -74,15 +74,30 @@ type Options struct {
 	// NoVault skips Vault (Env.Vault stays nil).
 	NoVault bool
 	// CRDDirectoryPaths are the CRD folders to install. Default: config/crd/bases
-	// at the module root.
+	// at the module root (unless CRDs is set).
 	CRDDirectoryPaths []string
+	// CRDs are CRDs to install besides those of CRDDirectoryPaths; when set
+	// and CRDDirectoryPaths is empty, only these are installed.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// Scheme for Env.Client. Default: client-go's kinds plus api/v1alpha1.
 	Scheme *runtime.Scheme
 	// StartTimeout bounds the start of each server. Default: 60 s.
 	StartTimeout time.Duration
+	// ToolsDir is the folder with kube-apiserver, etcd and vault. Default:
+	// $MINIONVAULT_TOOLS_DIR, else bin/ at the module root.
+	ToolsDir string
+	// IgnoreEnv ignores the variables that point elsewhere
+	// (USE_EXISTING_CLUSTER, USE_EXISTING_VAULT, KUBEBUILDER_ASSETS,
+	// TEST_ASSET_*, VAULT_BIN, KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT,
+	// KUBEBUILDER_CONTROLPLANE_START_TIMEOUT): every server is started here
+	// from the tools folder.
+	IgnoreEnv bool
+	// TempParent is the folder in which Start creates Env.Dir. Default: the
+	// system's temporary folder.
+	TempParent string
 }
 
-// Env is a started test environment.
+// Env is a started environment.
 type Env struct {
 	// Config reaches the API server as a member of system:masters.
 	Config *rest.Config
@@ -95,7 +110,7 @@ type Env struct {
 	// Kubernetes is the underlying envtest environment (nil with NoKubernetes).
 	Kubernetes *envtest.Environment
 	// Dir is a temporary folder removed by Stop; servers keep their data and
-	// logs (etcd.log, kube-apiserver.log, vault.log) here.
+	// logs (etcd.log, kube-apiserver.log, vault-<port>.log) here.
 	Dir string
 
 	watchdog *watchdog
@@ -104,12 +119,19 @@ type Env struct {
 }
 
 // Start starts what opts asks for. On error everything already started has
-// been stopped again. ctx bounds the start only.
+// been stopped again. ctx bounds the start only: when it ends, Start stops
+// what it started and returns ctx's error (the API server's start cannot be
+// cut short, so that may take a few seconds).
 func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 60 * time.Second
 	}
-	dir, err := os.MkdirTemp("", "minionvault-testenv-")
+	if opts.TempParent != "" {
+		if err := os.MkdirAll(opts.TempParent, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp(opts.TempParent, "minionvault-env-")
 	if err != nil {
 		return nil, err
 	}
@@ -131,19 +153,29 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	}()
 	// The watchdog is there before any server, so none can outlive us.
 	if env.watchdog, err = startWatchdog(dir); err != nil {
-		return env, fmt.Errorf("testenv: watchdog: %w", err)
+		return env, fmt.Errorf("localenv: watchdog: %w", err)
 	}
 
 	root, _ := ModuleRoot() // "" outside the repository: reported where it is needed
-	toolsDir := os.Getenv(EnvToolsDir)
+	toolsDir := opts.ToolsDir
+	if toolsDir == "" {
+		toolsDir = os.Getenv(EnvToolsDir)
+	}
 	if toolsDir == "" && root != "" {
 		toolsDir = filepath.Join(root, "bin")
 	}
+	getenv := os.Getenv
+	if opts.IgnoreEnv {
+		getenv = func(string) string { return "" }
+	}
 
 	if !opts.NoVault {
-		if env.Vault, err = startVault(ctx, dir, toolsDir, opts.StartTimeout, env.watchdog); err != nil {
+		if env.Vault, err = startVault(ctx, dir, toolsDir, opts.StartTimeout, env.watchdog, getenv); err != nil {
 			return env, err
 		}
+	}
+	if err = ctx.Err(); err != nil {
+		return env, err
 	}
 	if !opts.NoKubernetes {
 		if err = env.startKubernetes(ctx, opts, root, toolsDir); err != nil {
@@ -154,39 +186,56 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 }
 
 func (e *Env) startKubernetes(ctx context.Context, opts Options, root, toolsDir string) error {
+	lookup := os.LookupEnv
+	if opts.IgnoreEnv {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	getenv := func(k string) string { v, _ := lookup(k); return v }
+
 	crds := opts.CRDDirectoryPaths
-	if len(crds) == 0 {
+	if len(crds) == 0 && len(opts.CRDs) == 0 {
 		if root == "" {
-			return errors.New("testenv: cannot find the module root (go.mod of " + modulePath + ") above the working directory, so not the CRDs either; set Options.CRDDirectoryPaths")
+			return errors.New("localenv: cannot find the module root (go.mod of " + ModulePath + ") above the working directory, so not the CRDs either; set Options.CRDDirectoryPaths or Options.CRDs")
 		}
 		crds = []string{filepath.Join(root, "config", "crd", "bases")}
 	}
 	te := &envtest.Environment{
 		Scheme:                   e.Scheme,
 		CRDDirectoryPaths:        crds,
+		CRDs:                     opts.CRDs,
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: opts.StartTimeout,
 		ControlPlaneStopTimeout:  20 * time.Second,
 	}
-	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") != "" {
+	if getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") != "" {
 		te.ControlPlaneStartTimeout = 0 // envtest reads it
 	}
-	existing := strings.EqualFold(os.Getenv("USE_EXISTING_CLUSTER"), "true")
+	existing := strings.EqualFold(getenv("USE_EXISTING_CLUSTER"), "true")
+	te.UseExistingCluster = &existing
 	var logs []string
 	if !existing {
-		if _, ok := os.LookupEnv("KUBEBUILDER_ASSETS"); !ok {
+		api := &envtest.APIServer{CertDir: filepath.Join(e.Dir, "kube-apiserver")}
+		etcd := &envtest.Etcd{DataDir: filepath.Join(e.Dir, "etcd")}
+		if _, ok := lookup("KUBEBUILDER_ASSETS"); !ok {
 			if toolsDir == "" {
-				return errors.New("testenv: no tools folder: set " + EnvToolsDir + " or KUBEBUILDER_ASSETS, or run the tests inside the repository")
+				return errors.New("localenv: no tools folder: set " + EnvToolsDir + " or KUBEBUILDER_ASSETS, or run inside the repository")
 			}
 			for _, name := range []string{"kube-apiserver", "etcd"} {
-				if _, ok := os.LookupEnv("TEST_ASSET_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))); ok {
+				if _, ok := lookup("TEST_ASSET_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))); ok {
 					continue
 				}
 				if _, err := os.Stat(filepath.Join(toolsDir, name)); err != nil {
-					return fmt.Errorf("testenv: %s not found in %s: run `make tools`, or set KUBEBUILDER_ASSETS to a folder with kube-apiserver, etcd and kubectl (see docs/development.md)", name, toolsDir)
+					return fmt.Errorf("localenv: %s not found in %s: run `make tools`, or set KUBEBUILDER_ASSETS to a folder with kube-apiserver, etcd and kubectl (see docs/development.md)", name, toolsDir)
 				}
 			}
 			te.BinaryAssetsDirectory = toolsDir
+		}
+		if opts.IgnoreEnv {
+			// Explicit paths: envtest would look at TEST_ASSET_* and
+			// KUBEBUILDER_ASSETS first.
+			api.Path = filepath.Join(toolsDir, "kube-apiserver")
+			etcd.Path = filepath.Join(toolsDir, "etcd")
+			te.ControlPlane.KubectlPath = filepath.Join(toolsDir, "kubectl")
 		}
 		// Data, certificates and logs in our folder: removed by Stop, or by
 		// the watchdog when we die.
@@ -201,9 +250,7 @@ func (e *Env) startKubernetes(ctx context.Context, opts Options, root, toolsDir 
 		}
 		defer etcdLog.Close()
 		logs = []string{apiLog.Name(), etcdLog.Name()}
-		api := &envtest.APIServer{CertDir: filepath.Join(e.Dir, "kube-apiserver")}
-		etcd := &envtest.Etcd{DataDir: filepath.Join(e.Dir, "etcd")}
-		if !strings.EqualFold(os.Getenv("KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT"), "true") {
+		if !strings.EqualFold(getenv("KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT"), "true") {
 			api.Out, api.Err = apiLog, apiLog
 			etcd.Out, etcd.Err = etcdLog, etcdLog
 		}
@@ -245,12 +292,12 @@ wait:
 		res.err = ctx.Err()
 	}
 	if res.err != nil {
-		return fmt.Errorf("testenv: starting the API server and etcd: %w%s", res.err, tails(logs...))
+		return fmt.Errorf("localenv: starting the API server and etcd: %w%s", res.err, tails(logs...))
 	}
 	e.Config = res.cfg
 	c, err := client.New(res.cfg, client.Options{Scheme: e.Scheme})
 	if err != nil {
-		return fmt.Errorf("testenv: client: %w", err)
+		return fmt.Errorf("localenv: client: %w", err)
 	}
 	e.Client = c
 	return nil
@@ -287,8 +334,9 @@ func (e *Env) Stop() error {
 	return e.stopErr
 }
 
-// kill is Stop in a hurry, for an interrupt: no graceful shutdown.
-func (e *Env) kill() {
+// Kill is Stop in a hurry, for an interrupt: no graceful shutdown, every
+// server is killed at once and Dir removed.
+func (e *Env) Kill() {
 	if e == nil {
 		return
 	}

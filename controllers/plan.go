@@ -1,0 +1,69 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// `minionvault plan` runs the reconcilers' own apply steps against a
+// vault.DryRun, so that the plan is what the operator would do, not a
+// second implementation of it.
+
+// ApplyBinding runs the binding reconciler's apply step (role, entity,
+// alias) against vc, outside a reconcile; with a vault.DryRun it is a plan.
+// obj's status, if it has one (a binding read from the cluster), tells
+// which metadata keys the operator wrote before.
+func ApplyBinding(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result) error {
+	r := &MinionBindingReconciler{}
+	return r.apply(ctx, vc, obj.DeepCopy(), tpl, res, &bindingScope{})
+}
+
+// ApplyPolicies runs the template reconciler's policy step against vc.
+// desired are the policy documents its bindings render (CollectPolicies),
+// managed the policies it wrote before; it returns the policies it refuses
+// to overwrite (not written by this template, and no adoptPolicies).
+func ApplyPolicies(ctx context.Context, vc vault.Client, tpl *v1alpha1.MinionTemplate, desired map[string]string, managed []string) ([]string, error) {
+	r := &MinionTemplateReconciler{Recorder: discardEvents{}}
+	t := tpl.DeepCopy()
+	t.Status.ManagedPolicies = managed
+	return r.applyPolicies(ctx, vc, t, desired)
+}
+
+// PolicyManagedBy returns the MinionTemplate named in a policy's ownership
+// header.
+func PolicyManagedBy(hcl string) (string, bool) { return policyOwner(hcl) }
+
+// RenderedBinding is one binding's render result, named for messages.
+type RenderedBinding struct {
+	Name   string // namespace/name
+	Result *render.Result
+}
+
+// CollectPolicies gathers the policy documents of a template's bindings:
+// each name once. Two bindings rendering different bodies for one name is
+// a template error, returned as a message.
+func CollectPolicies(bindings []RenderedBinding) (map[string]string, string) {
+	desired := map[string]string{}
+	from := map[string]string{}
+	for _, b := range bindings {
+		for _, d := range b.Result.PolicyDocuments {
+			if prev, ok := desired[d.Name]; ok && prev != d.HCL {
+				return nil, fmt.Sprintf("policy %q renders differently for MinionBindings %s and %s", d.Name, from[d.Name], b.Name)
+			}
+			desired[d.Name] = d.HCL
+			from[d.Name] = b.Name
+		}
+	}
+	return desired, ""
+}
+
+// discardEvents is the event recorder outside a reconcile.
+type discardEvents struct{}
+
+func (discardEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}

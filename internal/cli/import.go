@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/minionvault/minion-vault-operator/internal/importer"
+)
+
+type importOptions struct {
+	configs              []string
+	grains, pillar       string
+	output               string
+	opts                 importer.Options
+	allGrains, allPillar bool
+}
+
+func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := importOptions{}
+	cmd := &cobra.Command{
+		Use:   "import --config master-vault.yaml [--grains grains.json] [--pillar pillar.json]",
+		Short: "Convert a Salt master's vault: configuration and minion data to manifests",
+		Long: `Import reads a Salt master's saltext-vault configuration (the whole master
+config or just the vault: mapping, YAML or JSON; legacy shapes of Salt core's
+vault modules included; the vault ext_pillar path= entries become pillarPaths)
+and writes a VaultConnection, a MinionTemplate and, from the JSON of
+"salt-run cache.grains --out=json" and "salt-run cache.pillar --out=json", one
+MinionBinding per minion (sorted by minion ID), as one YAML stream.
+
+--config may be repeated (master, then master.d files): mappings are merged,
+later files win, as Salt merges them.
+
+Grains kept: by default only "id" and the grains the template's patterns read
+(--all-grains keeps all). Pillar kept: by default only the top-level keys the
+template's patterns read, because the pillar often holds secrets that have no
+business in a manifest (--all-pillar keeps all).
+
+Credentials of the master (auth:token, auth:role_id, auth:secret_id, keys) are
+never copied: the VaultConnection's auth is a placeholder to fill in. Settings
+that are not converted are listed as warnings on stderr, as are minions the
+operator could not render or would refuse (check with "minionvault render").
+
+Binding names: a minion ID that is a valid Kubernetes name is used as is;
+any other is lowercased, other characters become '-', and "-" plus 8 hex
+digits of the ID's SHA-256 is appended (Web_01 -> web-01-92939705).
+spec.minionID keeps the real ID. See docs/migration.md.
+
+Exit status: 0 when the manifests were written (warnings or not), 2 when
+the input could not be converted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runImport(o, stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.configs, "config", "c", nil, "Salt master configuration with the vault: key, or the vault mapping alone (YAML or JSON; repeatable)")
+	f.StringVar(&o.grains, "grains", "", "minion grains: JSON file of \"salt-run cache.grains --out=json\"")
+	f.StringVar(&o.pillar, "pillar", "", "minion pillar: JSON file of \"salt-run cache.pillar --out=json\"")
+	f.StringVar(&o.opts.TemplateName, "template-name", importer.DefaultTemplateName, "name of the MinionTemplate")
+	f.StringVarP(&o.opts.Namespace, "namespace", "n", importer.DefaultNamespace, "namespace of the MinionBindings")
+	f.StringVar(&o.opts.Connection, "connection", importer.DefaultConnection, "name of the VaultConnection")
+	f.BoolVar(&o.allGrains, "all-grains", false, "keep every grain (default: id and the grains the patterns read)")
+	f.BoolVar(&o.allPillar, "all-pillar", false, "keep the whole pillar (default: the top-level keys the patterns read)")
+	f.StringVarP(&o.output, "output", "o", "-", "output file, - for stdout")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func runImport(o importOptions, stdout, stderr io.Writer) error {
+	in := importer.Input{}
+	for _, p := range o.configs {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		in.Config = append(in.Config, importer.File{Name: p, Data: data})
+	}
+	for _, src := range []struct {
+		path string
+		dst  **importer.File
+	}{{o.grains, &in.Grains}, {o.pillar, &in.Pillar}} {
+		if src.path == "" {
+			continue
+		}
+		data, err := os.ReadFile(src.path)
+		if err != nil {
+			return err
+		}
+		*src.dst = &importer.File{Name: src.path, Data: data}
+	}
+	o.opts.AllGrains, o.opts.AllPillar = o.allGrains, o.allPillar
+	out, err := importer.Import(in, o.opts)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := out.WriteYAML(&buf); err != nil {
+		return err
+	}
+	warnings := out.Warnings
+	rendered, err := importer.Check(buf.Bytes())
+	if err != nil {
+		return fmt.Errorf("reading the output back: %w", err)
+	}
+	warnings = append(warnings, importer.Problems(rendered)...)
+
+	if o.output == "-" || o.output == "" {
+		if _, err := stdout.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	} else if err := os.WriteFile(o.output, buf.Bytes(), 0o600); err != nil {
+		// 0600: bindings carry pillar data.
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "minionvault import: warning: %s\n", oneLine(w))
+	}
+	return nil
+}

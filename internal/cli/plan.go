@@ -1,0 +1,584 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers"
+	"github.com/minionvault/minion-vault-operator/internal/convert"
+	"github.com/minionvault/minion-vault-operator/internal/manifest"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// Exit codes of plan.
+const (
+	planInSync  = 0 // Vault matches the manifests
+	planPending = 1 // changes pending
+	planFailed  = 2 // an error, or the operator would refuse a binding or template
+)
+
+type planOptions struct {
+	files        []string
+	output       string
+	address      string
+	namespace    string
+	caCert       string
+	serverName   string
+	skipVerify   bool
+	tokenFile    string
+	appRoleMount string
+	roleID       string
+	secretIDFile string
+	timeout      time.Duration
+}
+
+func newPlanCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan -f MANIFESTS...",
+		Short: "Show what the operator would create, change or delete in Vault for these manifests",
+		Long: `Plan reads MinionTemplates, MinionBindings, their parameter ConfigMaps,
+Namespaces and VaultConnections from files or folders, reads Vault, and
+prints what the operator would write: AppRole roles, entities (metadata),
+entity aliases and ACL policies, as a diff. Nothing is written: the
+operator's own apply steps run against a recording client.
+
+Vault is reached like a VaultConnection: the address, Vault namespace and
+TLS settings come from the VaultConnection the templates refer to when it
+is among the manifests, and flags override them. Credentials: a token
+(VAULT_TOKEN or --token-file) or an AppRole login (--role-id with
+--secret-id-file, or VAULT_SECRET_ID). Reading needs the operator's
+policy minus its writes; to show ACL policies a template no longer renders,
+the token also needs "list" on sys/policies/acl.
+
+Bindings removed from the manifests are not found: the operator deletes a
+minion's objects when its MinionBinding is deleted.
+
+Exit status: 0 when Vault matches, 1 when changes are pending, 2 on an error
+or when the operator would refuse a binding or template (printed).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPlan(cmd.Context(), o, stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.files, "filename", "f", nil, "manifest file or folder (repeatable; folders: *.yaml, *.yml, *.json)")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.StringVar(&o.address, "address", "", "Vault address (default: the VaultConnection's, or VAULT_ADDR)")
+	f.StringVar(&o.namespace, "vault-namespace", "", "Vault Enterprise namespace (default: the VaultConnection's, or VAULT_NAMESPACE)")
+	f.StringVar(&o.caCert, "ca-cert", "", "PEM file with the CA certificates of Vault's TLS certificate (default: VAULT_CACERT)")
+	f.StringVar(&o.serverName, "tls-server-name", "", "server name to verify Vault's certificate against")
+	f.BoolVar(&o.skipVerify, "tls-skip-verify", false, "do not verify Vault's certificate (never in production)")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding a Vault token (default: VAULT_TOKEN)")
+	f.StringVar(&o.appRoleMount, "approle-mount", vault.DefaultAppRoleMount, "AppRole auth mount for --role-id")
+	f.StringVar(&o.roleID, "role-id", "", "log in with this AppRole role ID")
+	f.StringVar(&o.secretIDFile, "secret-id-file", "", "file holding the AppRole secret ID (default: VAULT_SECRET_ID)")
+	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+// planInput is what the manifests hold.
+type planInput struct {
+	templates   []templateDoc
+	bindings    []*v1alpha1.MinionBinding
+	connections map[string]*v1alpha1.VaultConnection
+	namespaces  map[string]map[string]string // name -> labels
+	configMaps  convert.ConfigMapData
+}
+
+type templateDoc struct {
+	obj *v1alpha1.MinionTemplate
+	doc manifest.Document
+}
+
+// PlanResult is the JSON output of plan.
+type PlanResult struct {
+	Templates []TemplatePlan `json:"templates"`
+	Bindings  []BindingPlan  `json:"bindings"`
+	Warnings  []string       `json:"warnings,omitempty"`
+	Summary   PlanSummary    `json:"summary"`
+}
+
+type TemplatePlan struct {
+	Name    string         `json:"name"`
+	Changes []vault.Change `json:"changes"`
+	Refused *Refusal       `json:"refused,omitempty"`
+}
+
+type BindingPlan struct {
+	Namespace string         `json:"namespace"`
+	Name      string         `json:"name"`
+	MinionID  string         `json:"minionID"`
+	Template  string         `json:"template"`
+	Changes   []vault.Change `json:"changes"`
+	Refused   *Refusal       `json:"refused,omitempty"`
+}
+
+// Refusal is why the operator would not write a binding or template: the
+// reason its Ready condition would show, and the message.
+type Refusal struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+type PlanSummary struct {
+	Create  int `json:"create"`
+	Update  int `json:"update"`
+	Delete  int `json:"delete"`
+	Refused int `json:"refused"`
+}
+
+func runPlan(ctx context.Context, o planOptions, stdout, stderr io.Writer) error {
+	if o.output != "text" && o.output != "json" {
+		return fmt.Errorf("--output must be text or json, not %q", o.output)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	in, err := readPlanInput(o.files)
+	if err != nil {
+		return err
+	}
+	if len(in.templates) == 0 {
+		return errors.New("no MinionTemplate among the manifests")
+	}
+	cfg, err := planVaultConfig(o, in)
+	if err != nil {
+		return err
+	}
+	vc, err := vault.New(ctx, cfg, nil)
+	if err != nil {
+		return fmt.Errorf("connecting to Vault at %s: %w", cfg.Address, err)
+	}
+	if c, ok := vc.(io.Closer); ok {
+		defer c.Close()
+	}
+	dry := vault.NewDryRun(vc)
+	plan, err := buildPlan(ctx, dry, in)
+	if err != nil {
+		return err
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(plan); err != nil {
+			return err
+		}
+	} else {
+		writePlanText(stdout, plan)
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(stderr, "minionvault plan: warning: %s\n", w)
+	}
+	switch s := plan.Summary; {
+	case s.Refused > 0:
+		return exitError{planFailed}
+	case s.Create+s.Update+s.Delete > 0:
+		return exitError{planPending}
+	}
+	return nil
+}
+
+// planClient is a vault.DryRun; tests converge Vault with a client that
+// writes and records nothing.
+type planClient interface {
+	vault.Client
+	vault.PolicyLister
+	Changes() []vault.Change
+}
+
+// buildPlan plans every template's bindings, then its policies, in name
+// order, so the output is stable.
+func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult, error) {
+	plan := &PlanResult{Templates: []TemplatePlan{}, Bindings: []BindingPlan{}}
+	byTemplate := map[string][]*v1alpha1.MinionBinding{}
+	known := map[string]bool{}
+	for _, t := range in.templates {
+		known[t.obj.Name] = true
+	}
+	claims := minionIDClaims(in.bindings)
+	for _, b := range in.bindings {
+		if !known[b.Spec.TemplateRef.Name] {
+			plan.Bindings = append(plan.Bindings, refusedBinding(b, v1alpha1.TemplateNotFoundReason,
+				fmt.Sprintf("MinionTemplate %q is not among the manifests", b.Spec.TemplateRef.Name)))
+			continue
+		}
+		byTemplate[b.Spec.TemplateRef.Name] = append(byTemplate[b.Spec.TemplateRef.Name], b)
+	}
+
+	managed, listErr := ownedPolicies(ctx, dry)
+	if listErr != nil {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("cannot list ACL policies (%v): policies a template no longer renders are not shown", listErr))
+	}
+	for _, t := range in.templates {
+		tpl := t.obj
+		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.configMaps, metadataOrder(t.doc))
+		if err != nil {
+			plan.Templates = append(plan.Templates, TemplatePlan{Name: tpl.Name, Changes: []vault.Change{},
+				Refused: &Refusal{Reason: v1alpha1.RenderFailedReason, Message: err.Error()}})
+			for _, b := range byTemplate[tpl.Name] {
+				plan.Bindings = append(plan.Bindings, refusedBinding(b, v1alpha1.RenderFailedReason, fmt.Sprintf("template %q: %v", tpl.Name, err)))
+			}
+			continue
+		}
+		compiled := render.Compile(rt)
+		var rendered []controllers.RenderedBinding
+		for _, b := range byTemplate[tpl.Name] {
+			bp, res, err := planBinding(ctx, dry, in, claims, tpl, compiled, b)
+			if err != nil {
+				return nil, err
+			}
+			if res != nil {
+				rendered = append(rendered, controllers.RenderedBinding{Name: b.Namespace + "/" + b.Name, Result: res})
+			}
+			plan.Bindings = append(plan.Bindings, bp)
+		}
+		tp := TemplatePlan{Name: tpl.Name}
+		desired, conflict := controllers.CollectPolicies(rendered)
+		if conflict != "" {
+			tp.Refused = &Refusal{Reason: v1alpha1.ValidationFailedReason, Message: conflict}
+		} else {
+			mark := len(dry.Changes())
+			notOwned, err := controllers.ApplyPolicies(ctx, dry, tpl, desired, managed[tpl.Name])
+			if err != nil {
+				return nil, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
+			}
+			tp.Changes = dry.Changes()[mark:]
+			if len(notOwned) > 0 {
+				tp.Refused = &Refusal{Reason: v1alpha1.PolicyNotOwnedReason, Message: fmt.Sprintf(
+					"ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s", strings.Join(notOwned, ", "))}
+			}
+		}
+		if tp.Changes == nil {
+			tp.Changes = []vault.Change{}
+		}
+		plan.Templates = append(plan.Templates, tp)
+	}
+	slices.SortStableFunc(plan.Bindings, func(a, b BindingPlan) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	count := func(cs []vault.Change, refused *Refusal) {
+		for _, c := range cs {
+			switch c.Action {
+			case "create":
+				plan.Summary.Create++
+			case "update":
+				plan.Summary.Update++
+			case "delete":
+				plan.Summary.Delete++
+			}
+		}
+		if refused != nil {
+			plan.Summary.Refused++
+		}
+	}
+	for _, t := range plan.Templates {
+		count(t.Changes, t.Refused)
+	}
+	for _, b := range plan.Bindings {
+		count(b.Changes, b.Refused)
+	}
+	return plan, nil
+}
+
+// planBinding applies the binding reconciler's checks in its order, then
+// its apply step against the dry run. res is nil when the binding is
+// refused (it then renders no policy documents either).
+func planBinding(ctx context.Context, dry planClient, in *planInput, claims map[string]*v1alpha1.MinionBinding,
+	tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, b *v1alpha1.MinionBinding) (BindingPlan, *render.Result, error) {
+	if ok, msg := namespaceSelected(tpl, b.Namespace, in.namespaces); !ok {
+		return refusedBinding(b, v1alpha1.NamespaceNotAllowedReason, msg), nil, nil
+	}
+	if owner := claims[strings.ToLower(b.Spec.MinionID)]; owner != b {
+		return refusedBinding(b, v1alpha1.DuplicateMinionIDReason, fmt.Sprintf("minion ID %q is also bound by MinionBinding %s/%s among the manifests",
+			b.Spec.MinionID, owner.Namespace, owner.Name)), nil, nil
+	}
+	rb, err := convert.Binding(&b.Spec)
+	if err != nil {
+		return refusedBinding(b, v1alpha1.RenderFailedReason, err.Error()), nil, nil
+	}
+	res, err := compiled.Render(rb, render.Options{})
+	if err != nil {
+		return refusedBinding(b, v1alpha1.RenderFailedReason, err.Error()), nil, nil
+	}
+	if vs := compiled.Validate(res); len(vs) > 0 {
+		return refusedBinding(b, controllers.ViolationReason(vs), controllers.ViolationMessage(vs)), nil, nil
+	}
+	mark := len(dry.Changes())
+	if err := controllers.ApplyBinding(ctx, dry, b, tpl, res); err != nil {
+		if errors.Is(err, vault.ErrInvalid) || !vault.Transient(err) && !vault.Denied(err) {
+			return refusedBinding(b, v1alpha1.ValidationFailedReason, "Vault would refuse the write: "+err.Error()), nil, nil
+		}
+		return BindingPlan{}, nil, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	bp := bindingPlan(b)
+	bp.Changes = dry.Changes()[mark:]
+	return bp, res, nil
+}
+
+func bindingPlan(b *v1alpha1.MinionBinding) BindingPlan {
+	return BindingPlan{Namespace: b.Namespace, Name: b.Name, MinionID: b.Spec.MinionID, Template: b.Spec.TemplateRef.Name, Changes: []vault.Change{}}
+}
+
+func refusedBinding(b *v1alpha1.MinionBinding, reason, msg string) BindingPlan {
+	bp := bindingPlan(b)
+	bp.Refused = &Refusal{Reason: reason, Message: msg}
+	return bp
+}
+
+// minionIDClaims picks, per minion ID, the binding that keeps it: the
+// operator keeps the oldest claim; files have no creation time, so the
+// first in namespace/name order stands in for it.
+func minionIDClaims(bindings []*v1alpha1.MinionBinding) map[string]*v1alpha1.MinionBinding {
+	claims := map[string]*v1alpha1.MinionBinding{}
+	for _, b := range bindings {
+		k := strings.ToLower(b.Spec.MinionID)
+		if prev, ok := claims[k]; !ok || b.Namespace+"/"+b.Name < prev.Namespace+"/"+prev.Name {
+			claims[k] = b
+		}
+	}
+	return claims
+}
+
+// namespaceSelected applies the template's namespaceSelector to the
+// namespace's labels: those of its manifest among the files, otherwise the
+// one label every namespace has, kubernetes.io/metadata.name.
+func namespaceSelected(tpl *v1alpha1.MinionTemplate, ns string, namespaces map[string]map[string]string) (bool, string) {
+	if tpl.Spec.NamespaceSelector == nil {
+		return true, ""
+	}
+	sel, err := metav1.LabelSelectorAsSelector(tpl.Spec.NamespaceSelector)
+	if err != nil {
+		return false, fmt.Sprintf("template %q has an invalid namespaceSelector: %v", tpl.Name, err)
+	}
+	lbls, ok := namespaces[ns]
+	if !ok {
+		lbls = map[string]string{"kubernetes.io/metadata.name": ns}
+	}
+	if !sel.Matches(labels.Set(lbls)) {
+		return false, fmt.Sprintf("namespace %q is not selected by MinionTemplate %q (namespaceSelector %s)", ns, tpl.Name, sel)
+	}
+	return true, ""
+}
+
+// ownedPolicies lists Vault's ACL policies and returns, per template, the
+// ones whose ownership header names it: what the template reconciler
+// would delete when no binding renders them any more.
+func ownedPolicies(ctx context.Context, dry planClient) (map[string][]string, error) {
+	names, err := dry.ListPolicies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, name := range names {
+		if name == "root" || name == "default" {
+			continue
+		}
+		hcl, found, err := dry.ReadPolicy(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if owner, ok := controllers.PolicyManagedBy(hcl); found && ok {
+			out[owner] = append(out[owner], name)
+		}
+	}
+	return out, nil
+}
+
+// readPlanInput reads every manifest of the files and folders.
+func readPlanInput(paths []string) (*planInput, error) {
+	in := &planInput{connections: map[string]*v1alpha1.VaultConnection{}, namespaces: map[string]map[string]string{}}
+	type cmKey struct{ ns, name string }
+	cms := map[cmKey]map[string]string{}
+	files, err := manifestFiles(paths)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]string{}
+	for _, file := range files {
+		docs, err := manifest.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			var meta struct {
+				Metadata struct {
+					Name, Namespace string
+					Labels          map[string]string
+				}
+			}
+			if err := json.Unmarshal(d.Value.AppendJSON(nil), &meta); err != nil {
+				return nil, fmt.Errorf("%s: %w", file, err)
+			}
+			m := meta.Metadata
+			id := d.Kind + " " + m.Namespace + "/" + m.Name
+			switch d.Kind {
+			case "MinionTemplate", "MinionBinding", "VaultConnection", "ConfigMap", "Namespace":
+				if prev, dup := seen[id]; dup {
+					return nil, fmt.Errorf("%s: %s is also in %s", file, id, prev)
+				}
+				seen[id] = file
+			}
+			switch d.Kind {
+			case "MinionTemplate":
+				t := &v1alpha1.MinionTemplate{}
+				if err := d.Decode(t); err != nil {
+					return nil, fmt.Errorf("%s: %w", file, err)
+				}
+				in.templates = append(in.templates, templateDoc{obj: t, doc: d})
+			case "MinionBinding":
+				b := &v1alpha1.MinionBinding{}
+				if err := d.Decode(b); err != nil {
+					return nil, fmt.Errorf("%s: %w", file, err)
+				}
+				if b.Namespace == "" {
+					b.Namespace = "default"
+				}
+				in.bindings = append(in.bindings, b)
+			case "VaultConnection":
+				c := &v1alpha1.VaultConnection{}
+				if err := d.Decode(c); err != nil {
+					return nil, fmt.Errorf("%s: %w", file, err)
+				}
+				in.connections[c.Name] = c
+			case "ConfigMap":
+				var cm struct{ Data map[string]string }
+				if err := json.Unmarshal(d.Value.AppendJSON(nil), &cm); err != nil {
+					return nil, fmt.Errorf("%s: %w", file, err)
+				}
+				cms[cmKey{m.Namespace, m.Name}] = cm.Data
+			case "Namespace":
+				lbls := map[string]string{"kubernetes.io/metadata.name": m.Name}
+				for k, v := range m.Labels {
+					lbls[k] = v
+				}
+				in.namespaces[m.Name] = lbls
+			}
+		}
+	}
+	slices.SortFunc(in.templates, func(a, b templateDoc) int { return strings.Compare(a.obj.Name, b.obj.Name) })
+	slices.SortFunc(in.bindings, func(a, b *v1alpha1.MinionBinding) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	in.configMaps = func(ns, name string) (map[string]string, error) {
+		if data, ok := cms[cmKey{ns, name}]; ok {
+			return data, nil
+		}
+		return nil, errors.New("ConfigMap not among the manifests")
+	}
+	return in, nil
+}
+
+// manifestFiles expands folders (not recursively) into their YAML and
+// JSON files, skipping kustomization files.
+func manifestFiles(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			name := e.Name()
+			ext := filepath.Ext(name)
+			if e.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") || strings.HasPrefix(name, "kustomization.") {
+				continue
+			}
+			out = append(out, filepath.Join(p, name))
+		}
+	}
+	return out, nil
+}
+
+// planVaultConfig is the VaultConnection of the first template (when it is
+// among the manifests), overridden by flags and the usual VAULT_*
+// variables, with the credentials from flags or the environment.
+func planVaultConfig(o planOptions, in *planInput) (vault.Config, error) {
+	cfg := vault.Config{Timeout: 30 * time.Second}
+	if conn, ok := in.connections[in.templates[0].obj.Spec.ConnectionRef.Name]; ok {
+		cfg.Address, cfg.Namespace = conn.Spec.Address, conn.Spec.Namespace
+		if t := conn.Spec.TLS; t != nil {
+			cfg.ServerName, cfg.InsecureSkipVerify = t.ServerName, t.InsecureSkipVerify
+		}
+		if conn.Spec.Timeout != nil {
+			cfg.Timeout = conn.Spec.Timeout.Duration
+		}
+	}
+	override := func(dst *string, flag, env string) {
+		if flag != "" {
+			*dst = flag
+		} else if v := os.Getenv(env); v != "" && *dst == "" {
+			*dst = v
+		}
+	}
+	override(&cfg.Address, o.address, "VAULT_ADDR")
+	override(&cfg.Namespace, o.namespace, "VAULT_NAMESPACE")
+	if o.serverName != "" {
+		cfg.ServerName = o.serverName
+	}
+	cfg.InsecureSkipVerify = cfg.InsecureSkipVerify || o.skipVerify
+	if cfg.Address == "" {
+		return cfg, errors.New("no Vault address: set --address or VAULT_ADDR, or include the templates' VaultConnection")
+	}
+	caFile := o.caCert
+	if caFile == "" {
+		caFile = os.Getenv("VAULT_CACERT")
+	}
+	if caFile != "" {
+		ca, err := os.ReadFile(caFile)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.CACert = ca
+	}
+	secretFile := func(file, env string) (string, error) {
+		if file == "" {
+			return os.Getenv(env), nil
+		}
+		b, err := os.ReadFile(file)
+		return strings.TrimSpace(string(b)), err
+	}
+	if o.roleID != "" {
+		sid, err := secretFile(o.secretIDFile, "VAULT_SECRET_ID")
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Auth.AppRole = &vault.AppRoleAuth{Mount: o.appRoleMount, RoleID: o.roleID, SecretID: sid}
+		return cfg, nil
+	}
+	tok, err := secretFile(o.tokenFile, "VAULT_TOKEN")
+	if err != nil {
+		return cfg, err
+	}
+	if tok == "" {
+		return cfg, errors.New("no Vault credentials: set VAULT_TOKEN or --token-file, or --role-id with --secret-id-file")
+	}
+	cfg.Auth.Token = tok
+	return cfg, nil
+}

@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// applying converges the fake Vault: buildPlan through it writes for real
+// and records nothing.
+type applying struct{ *vault.Fake }
+
+func (applying) Changes() []vault.Change { return nil }
+
+func samplesInput(t *testing.T, edit func(dir string)) *planInput {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "config", "samples")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".yaml" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if edit != nil {
+		edit(dir)
+	}
+	in, err := readPlanInput([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func replaceIn(t *testing.T, file, old, new string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		t.Fatalf("%s has no %q", file, old)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func changesOf(p *PlanResult) []string {
+	var out []string
+	for _, t := range p.Templates {
+		for _, c := range t.Changes {
+			out = append(out, c.Action+" "+c.Path)
+		}
+	}
+	for _, b := range p.Bindings {
+		for _, c := range b.Changes {
+			out = append(out, c.Action+" "+c.Path)
+		}
+	}
+	return out
+}
+
+func TestPlanNewMinionsThenInSyncThenAnEdit(t *testing.T) {
+	ctx := context.Background()
+	fake := vault.NewFake()
+	fake.EnableAuth("salt-minions")
+
+	// Empty Vault: everything is created, nothing written.
+	p, err := buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fake.Writes() != 0 {
+		t.Fatalf("a plan wrote %d times to Vault", fake.Writes())
+	}
+	got := changesOf(p)
+	for _, want := range []string{
+		"create sys/policies/acl/salt_role_web", "create sys/policies/acl/saltstack/minions",
+		"create auth/salt-minions/role/web01", "create identity/entity/name/salt_minion_web01", "create identity/entity-alias",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("plan lacks %q: %q", want, got)
+		}
+	}
+	if s := p.Summary; s.Update != 0 || s.Delete != 0 || s.Refused != 0 || s.Create != len(got) {
+		t.Errorf("summary %+v for %d changes", s, len(got))
+	}
+
+	// Converged: the same manifests plan to nothing.
+	if _, err := buildPlan(ctx, applying{fake}, samplesInput(t, nil)); err != nil {
+		t.Fatal(err)
+	}
+	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changesOf(p); len(got) != 0 {
+		t.Errorf("in sync, yet the plan has %q", got)
+	}
+
+	// web01 loses "db" and gains "mail": its role and entity change, a new
+	// policy appears; db01 still renders salt_role_db, so nothing is deleted.
+	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, func(dir string) {
+		replaceIn(t, filepath.Join(dir, "minionbinding-web01.yaml"), "roles: [web, db]", "roles: [web, mail]")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"create sys/policies/acl/salt_role_mail", "update auth/salt-minions/role/web01", "update identity/entity/name/salt_minion_web01"}
+	if got := changesOf(p); !slices.Equal(got, want) {
+		t.Errorf("changes %q, want %q", got, want)
+	}
+	var entity vault.Change
+	for _, b := range p.Bindings {
+		if b.Name == "web01" {
+			entity = b.Changes[1]
+		}
+	}
+	var text strings.Builder
+	writeBlock(&text, []vault.Change{entity}, nil)
+	for _, line := range []string{`~ roles: "db,web" -> "mail,web"`, `~ roles__0: "db" -> "mail"`} {
+		if !strings.Contains(text.String(), line) {
+			t.Errorf("entity diff lacks %q:\n%s", line, text.String())
+		}
+	}
+
+	// build01 is removed from the only role rendering salt_role_ci: the
+	// policy the template owns is deleted.
+	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, func(dir string) {
+		replaceIn(t, filepath.Join(dir, "minionbinding-build01.yaml"), "roles: [ci, web]", "roles: [web]")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changesOf(p); !slices.Contains(got, "delete sys/policies/acl/salt_role_ci") {
+		t.Errorf("changes %q lack the deletion of salt_role_ci", got)
+	}
+}
+
+func TestPlanRefusals(t *testing.T) {
+	ctx := context.Background()
+	fake := vault.NewFake()
+	fake.EnableAuth("salt-minions")
+	fake.WritePolicy(ctx, "salt_role_web", `path "x" { capabilities = ["read"] }`)
+	p, err := buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, func(dir string) {
+		replaceIn(t, filepath.Join(dir, "minionbinding-db01.yaml"), "roles: [db]", "roles: ['*']")
+		replaceIn(t, filepath.Join(dir, "minionbinding-build01.yaml"), "minionID: build01", "minionID: web01")
+		replaceIn(t, filepath.Join(dir, "minionbinding-web01.yaml"), "namespace: default", "namespace: other")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, b := range p.Bindings {
+		if b.Refused != nil {
+			reasons[b.Name] = b.Refused.Reason
+		}
+	}
+	want := map[string]string{"db01": "ValidationFailed", "web01": "NamespaceNotAllowed"}
+	for k, v := range want {
+		if reasons[k] != v {
+			t.Errorf("%s refused with %q, want %q (all: %v)", k, reasons[k], v, reasons)
+		}
+	}
+	// build01 now claims minion ID web01 too; without creation times the
+	// first in namespace/name order keeps it: default/build01.
+	if reasons["build01"] != "" {
+		t.Errorf("build01 refused: %v", reasons)
+	}
+	if tp := p.Templates[0]; tp.Refused == nil || tp.Refused.Reason != "PolicyNotOwned" || !strings.Contains(tp.Refused.Message, "salt_role_web") {
+		t.Errorf("template %+v, want PolicyNotOwned for salt_role_web", tp.Refused)
+	}
+	if fake.Writes() != 1 {
+		t.Errorf("writes %d, want only the test's own", fake.Writes())
+	}
+}
+
+func TestLineDiff(t *testing.T) {
+	tests := []struct {
+		before, after string
+		want          []string
+	}{
+		{"", "a\nb\n", []string{"+ a", "+ b"}},
+		{"a\nb\n", "", []string{"- a", "- b"}},
+		{"a\nb\nc\n", "a\nx\nc\n", []string{"  a", "- b", "+ x", "  c"}},
+		{"a\nb\n", "a\nb\n", []string{"  a", "  b"}},
+		{"a\n", "b\na\n", []string{"+ b", "  a"}},
+	}
+	for _, tc := range tests {
+		if got := lineDiff(tc.before, tc.after); !slices.Equal(got, tc.want) {
+			t.Errorf("lineDiff(%q, %q) = %q, want %q", tc.before, tc.after, got, tc.want)
+		}
+	}
+}
+
+func TestMapDiff(t *testing.T) {
+	got := mapDiff(map[string]any{"a": "1", "b": "2", "c": []any{"x"}}, map[string]any{"a": "1", "b": "3", "d": 4})
+	want := []string{`~ b: "2" -> "3"`, `- c: ["x"]`, `+ d: 4`}
+	if !slices.Equal(got, want) {
+		t.Errorf("mapDiff = %q, want %q", got, want)
+	}
+}
