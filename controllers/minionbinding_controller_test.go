@@ -38,7 +38,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithStatusSubresource(&v1alpha1.MinionBinding{}, &v1alpha1.MinionTemplate{}).
+		WithStatusSubresource(&v1alpha1.MinionBinding{}, &v1alpha1.MinionTemplate{}, &v1alpha1.VaultConnection{}).
 		WithIndex(&v1alpha1.MinionBinding{}, minionIDIndex, func(o client.Object) []string {
 			return []string{minionIDKey(o.(*v1alpha1.MinionBinding).Spec.MinionID)}
 		}).

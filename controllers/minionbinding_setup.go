@@ -49,6 +49,7 @@ func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, becameReady))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfSecret)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConfigMap)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
@@ -107,6 +108,41 @@ func (r *MinionBindingReconciler) bindingsOfSecret(ctx context.Context, o client
 	for i := range conns.Items {
 		if usesSecret(&conns.Items[i], o.GetNamespace(), o.GetName()) {
 			out = append(out, r.bindingsOfConnection(ctx, &conns.Items[i])...)
+		}
+	}
+	return out
+}
+
+// bindingsOfConfigMap wakes the bindings of the templates whose parameter
+// stack reads the ConfigMap: a fixed parameter file ends a RenderFailed.
+func (r *MinionBindingReconciler) bindingsOfConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, tpl := range templatesUsingConfigMap(ctx, r.Client, o) {
+		list := &v1alpha1.MinionBindingList{}
+		if err := r.List(ctx, list, client.MatchingFields{templateRefIndex: tpl}); err != nil {
+			return nil
+		}
+		out = append(out, requests(list)...)
+	}
+	return out
+}
+
+// templatesUsingConfigMap names the templates whose parameters.configMapRefs
+// include the ConfigMap.
+func templatesUsingConfigMap(ctx context.Context, c client.Reader, cm client.Object) []string {
+	list := &v1alpha1.MinionTemplateList{}
+	if err := c.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []string
+	for _, t := range list.Items {
+		if p := t.Spec.Parameters; p != nil {
+			for _, ref := range p.ConfigMapRefs {
+				if ref.Namespace == cm.GetNamespace() && ref.Name == cm.GetName() {
+					out = append(out, t.Name)
+					break
+				}
+			}
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"sort"
 	"strings"
@@ -58,6 +59,9 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			o = outcome{kind: outcomeFailed, reason: unavailableReason(retErr), message: retErr.Error()}
 		}
 		tpl.Status.ObservedGeneration = tpl.Generation
+		if v := tpl.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]; v != "" {
+			tpl.Status.LastHandledReconcileAt = v
+		}
 		setConditions(tpl, o)
 		if err := r.Status().Patch(ctx, tpl, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
@@ -272,6 +276,13 @@ func (r *MinionTemplateReconciler) SetupWithManager(mgr ctrl.Manager, opts contr
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.MinionBinding).Spec.TemplateRef.Name}}}
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var out []reconcile.Request
+			for _, name := range templatesUsingConfigMap(ctx, r.Client, o) {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+			}
+			return out
+		})).
 		WithOptions(opts).
 		Named("miniontemplate").
 		Complete(r)

@@ -43,7 +43,7 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		if err := r.Status().Patch(ctx, conn, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
-		if retErr == nil {
+		if retErr == nil && result.RequeueAfter == 0 {
 			result.RequeueAfter = jitter(r.Interval)
 		}
 	}()
@@ -51,6 +51,10 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err == nil {
 		var version string
 		if version, err = vc.Version(ctx); err == nil {
+			// Version needs no token: check that the credentials work too.
+			err = vc.CheckToken(ctx)
+		}
+		if err == nil {
 			conn.Status.VaultVersion = version
 			conn.Status.LastError = ""
 			now := metav1.Now()

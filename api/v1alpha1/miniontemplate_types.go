@@ -24,7 +24,8 @@ const (
 )
 
 // DeletionPolicy says what happens to a binding's Vault objects when the
-// binding (or its template) is deleted.
+// binding is deleted (and, for the template's ACL policies, when the
+// template is deleted).
 // +kubebuilder:validation:Enum=Delete;Retain
 type DeletionPolicy string
 
@@ -44,8 +45,8 @@ type DriftDetectionMode string
 const (
 	// DriftDetectionCorrect rewrites Vault to the rendered state.
 	DriftDetectionCorrect DriftDetectionMode = "Correct"
-	// DriftDetectionDetectOnly reports the drift in conditions and events
-	// and changes nothing.
+	// DriftDetectionDetectOnly reports drift in conditions and events and
+	// does not correct it (new and changed renderings are still written).
 	DriftDetectionDetectOnly DriftDetectionMode = "DetectOnly"
 )
 
@@ -216,9 +217,10 @@ type MinionTemplateSpec struct {
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 
-	// driftDetection says what happens when Vault differs from the rendered
-	// state: Correct rewrites Vault; DetectOnly only reports the drift in the
-	// binding's conditions and events.
+	// driftDetection says what happens when someone changes Vault after the
+	// operator applied a binding's rendering: Correct rewrites Vault;
+	// DetectOnly only reports the drift in the binding's conditions and
+	// events. Either way a new binding, or a changed rendering, is written.
 	// +kubebuilder:default=Correct
 	// +optional
 	DriftDetection DriftDetectionMode `json:"driftDetection,omitempty"`

@@ -47,16 +47,16 @@ const (
 	// template's allowedPolicies globs.
 	PolicyNotAllowedReason = "PolicyNotAllowed"
 
-	// DuplicateMinionIDReason: another MinionBinding already claims the same
-	// minion ID (compared as Vault does, case-insensitively) for the same
-	// connection and AppRole mount.
+	// DuplicateMinionIDReason: another MinionBinding, in any namespace and
+	// for any template, already claims the same minion ID (compared as
+	// Vault does, case-insensitively); the oldest claim keeps it.
 	DuplicateMinionIDReason = "DuplicateMinionID"
 
 	// TemplateNotFoundReason: the referenced MinionTemplate does not exist.
 	TemplateNotFoundReason = "TemplateNotFound"
 
-	// ConnectionNotReadyReason: the referenced VaultConnection does not exist
-	// or is not Ready.
+	// ConnectionNotReadyReason: the referenced VaultConnection does not
+	// exist, or a Secret it names (or a key in it) is missing.
 	ConnectionNotReadyReason = "ConnectionNotReady"
 
 	// VaultUnavailableReason: Vault could not be reached, or answered with a

@@ -184,7 +184,13 @@ func lowerIf(all string, s span, lower bool) string {
 }
 
 func (e *expander) warn(what string, p *Pattern, err *Error) {
-	e.warnings = append(e.warnings, fmt.Sprintf("%s pattern %q: %v", what, p.src, err))
+	if what != "pattern" {
+		what += " pattern"
+	}
+	// A policy document's name and rules are one pattern joined by NUL
+	// bytes (see pkg/render): show them as the user wrote them.
+	src := strings.ReplaceAll(p.src, "\x00", " | ")
+	e.warnings = append(e.warnings, fmt.Sprintf("%s %q: %v", what, src, err))
 }
 
 // list renders policies or pillar paths into e.spans and returns their

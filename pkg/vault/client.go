@@ -396,6 +396,11 @@ func (c *client) Version(ctx context.Context) (string, error) {
 	return v, nil
 }
 
+func (c *client) CheckToken(ctx context.Context) error {
+	_, err := c.call(ctx, request{op: OpLogin, method: http.MethodGet, path: "auth/token/lookup-self", idempotent: true})
+	return err
+}
+
 func (c *client) MountAccessor(ctx context.Context, authMount string) (string, error) {
 	mount := cleanMount(authMount)
 	if err := segments("auth mount", mount); err != nil {

@@ -204,6 +204,13 @@ func (f *Fake) Version(ctx context.Context) (string, error) {
 	return f.version, nil
 }
 
+// CheckToken implements Client; FailNext("CheckToken", ...) makes it fail.
+func (f *Fake) CheckToken(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.begin("CheckToken", OpRead)
+}
+
 func (f *Fake) MountAccessor(ctx context.Context, authMount string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

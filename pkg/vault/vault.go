@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,6 +20,10 @@ import (
 type Client interface {
 	// Version is the server's version (sys/seal-status or sys/health).
 	Version(ctx context.Context) (string, error)
+	// CheckToken looks up the client's own token (auth/token/lookup-self),
+	// logging in again if Vault refuses it: an error means the operator's
+	// credentials do not work now.
+	CheckToken(ctx context.Context) error
 	// MountAccessor returns the accessor of the auth method at mount
 	// (sys/auth), e.g. for "salt-minions".
 	MountAccessor(ctx context.Context, authMount string) (string, error)
@@ -166,5 +171,10 @@ func Transient(err error) bool {
 // controllers retry it with backoff although it is not Transient.
 func Denied(err error) bool {
 	var ve *Error
-	return errors.As(err, &ve) && (ve.StatusCode == 401 || ve.StatusCode == 403)
+	if !errors.As(err, &ve) {
+		return false
+	}
+	// A login with a wrong secret ID or role ID is a 400.
+	login := ve.StatusCode == 400 && strings.HasPrefix(ve.Op, OpLogin+" ")
+	return ve.StatusCode == 401 || ve.StatusCode == 403 || login
 }

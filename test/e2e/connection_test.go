@@ -53,15 +53,15 @@ func TestConnections(t *testing.T) {
 		}))
 		s.waitConnectionReady("vault-k8s")
 		s.must(s.c.Create(ctx, connTemplate("via-k8s", "vault-k8s")))
-		s.must(s.c.Create(ctx, connBinding("k8s01", "via-k8s")))
-		s.waitReady("conn", "k8s01")
-		if role := s.vaultRead("auth/salt-minions/role/k8s01"); role == nil {
-			t.Fatal("role k8s01 not written")
+		s.must(s.c.Create(ctx, connBinding("conn-k8s01", "via-k8s")))
+		s.waitReady("conn", "conn-k8s01")
+		if role := s.vaultRead("auth/salt-minions/role/conn-k8s01"); role == nil {
+			t.Fatal("role conn-k8s01 not written")
 		}
 		// Reconciles reuse the login: one kubernetes login for the
 		// connection and its binding, however often they reconcile.
-		s.requestReconcile("conn", "k8s01")
-		s.requestReconcile("conn", "k8s01")
+		s.requestReconcile("conn", "conn-k8s01")
+		s.requestReconcile("conn", "conn-k8s01")
 		if n := s.metric(`minionvault_vault_logins_total{method="kubernetes",result="success"}`); n != 1 {
 			t.Errorf("kubernetes logins %v, want 1", n)
 		}
@@ -75,16 +75,16 @@ func TestConnections(t *testing.T) {
 		}))
 		s.must(s.c.Create(ctx, tokenConnection("rotating", s.env.Vault.Addr, "rotating-token")))
 		s.must(s.c.Create(ctx, connTemplate("via-rotating", "rotating")))
-		s.must(s.c.Create(ctx, connBinding("rotate01", "via-rotating")))
-		s.waitReady("conn", "rotate01")
+		s.must(s.c.Create(ctx, connBinding("conn-rotate01", "via-rotating")))
+		s.waitReady("conn", "conn-rotate01")
 
 		// Revoke the token in use: the next pass is refused by Vault.
 		s.must(s.root.Auth().Token().RevokeTreeWithContext(ctx, tokenA))
-		s.must(s.patchBinding("conn", "rotate01", func(b *v1alpha1.MinionBinding) {
+		s.must(s.patchBinding("conn", "conn-rotate01", func(b *v1alpha1.MinionBinding) {
 			b.Spec.Pillar = doc(map[string]any{"roles": []string{"web", "mail"}})
 		}))
 		eventually(t, 30*time.Second, "AccessDenied", func() error {
-			c := apimeta.FindStatusCondition(s.binding("conn", "rotate01").Status.Conditions, v1alpha1.ReadyCondition)
+			c := apimeta.FindStatusCondition(s.binding("conn", "conn-rotate01").Status.Conditions, v1alpha1.ReadyCondition)
 			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.AccessDeniedReason {
 				return fmt.Errorf("Ready %+v", c)
 			}
@@ -97,8 +97,8 @@ func TestConnections(t *testing.T) {
 		s.must(s.c.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: "rotating-token"}, sec))
 		sec.Data = map[string][]byte{"token": []byte(tokenB)}
 		s.must(s.c.Update(ctx, sec))
-		s.waitReady("conn", "rotate01")
-		entity := s.vaultRead("identity/entity/name/salt_minion_rotate01")
+		s.waitReady("conn", "conn-rotate01")
+		entity := s.vaultRead("identity/entity/name/salt_minion_conn-rotate01")
 		if got := metadataOf(entity)["roles"]; got != "mail,web" {
 			t.Errorf("roles metadata %q after rotation, want mail,web", got)
 		}
@@ -109,12 +109,12 @@ func TestConnections(t *testing.T) {
 		port, err := freePort()
 		s.must(err)
 		down := fmt.Sprintf("http://127.0.0.1:%d", port)
-		s.must(s.c.Create(ctx, tokenConnection("down", down, "vault-token")))
-		s.must(s.c.Create(ctx, connTemplate("via-down", "down")))
+		s.must(s.c.Create(ctx, tokenConnection("unreachable", down, "vault-token")))
+		s.must(s.c.Create(ctx, connTemplate("via-unreachable", "unreachable")))
 		before := s.transportErrors()
-		s.must(s.c.Create(ctx, connBinding("down01", "via-down")))
+		s.must(s.c.Create(ctx, connBinding("conn-down01", "via-unreachable")))
 		eventually(t, 30*time.Second, "VaultUnavailable", func() error {
-			b := s.binding("conn", "down01")
+			b := s.binding("conn", "conn-down01")
 			c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition)
 			rec := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReconcilingCondition)
 			if c == nil || c.Reason != v1alpha1.VaultUnavailableReason || rec == nil || rec.Status != metav1.ConditionTrue {
@@ -142,17 +142,17 @@ func TestConnections(t *testing.T) {
 		stop := proxy(t, fmt.Sprintf("127.0.0.1:%d", port), strings.TrimPrefix(s.env.Vault.Addr, "http://"))
 		defer stop()
 		up := time.Now()
-		eventually(t, 2*time.Minute, "down01 Ready once Vault is up", func() error {
-			if b := s.binding("conn", "down01"); !isReady(b) {
+		eventually(t, 2*time.Minute, "conn-down01 Ready once Vault is up", func() error {
+			if b := s.binding("conn", "conn-down01"); !isReady(b) {
 				return fmt.Errorf("conditions %+v", b.Status.Conditions)
 			}
 			return nil
 		})
 		t.Logf("Ready %s after Vault came up", time.Since(up).Round(100*time.Millisecond))
 		// Deleted while Vault is up, so the objects go with it.
-		s.must(s.c.Delete(ctx, s.binding("conn", "down01")))
-		eventually(t, 30*time.Second, "down01 deleted", func() error {
-			if s.binding("conn", "down01") != nil {
+		s.must(s.c.Delete(ctx, s.binding("conn", "conn-down01")))
+		eventually(t, 30*time.Second, "conn-down01 deleted", func() error {
+			if s.binding("conn", "conn-down01") != nil {
 				return fmt.Errorf("still there")
 			}
 			return nil
@@ -161,10 +161,10 @@ func TestConnections(t *testing.T) {
 
 	s.run("metrics: Vault requests, logins, drift and refusals on the endpoint", func(t *testing.T) {
 		// A refused binding for the render-failure counter.
-		bad := connBinding("glob01", "via-rotating")
+		bad := connBinding("conn-glob01", "via-rotating")
 		bad.Spec.Pillar = doc(map[string]any{"roles": []string{"*"}})
 		s.must(s.c.Create(ctx, bad))
-		s.waitStalled("conn", "glob01", v1alpha1.ValidationFailedReason, "contains '*'")
+		s.waitStalled("conn", "conn-glob01", v1alpha1.ValidationFailedReason, "contains '*'")
 		body := s.scrape()
 		for _, want := range []*regexp.Regexp{
 			regexp.MustCompile(`(?m)^minionvault_vault_requests_total\{code="200",operation="read"\} [1-9]`),
