@@ -86,6 +86,7 @@ fuzz: ## Run every fuzz target briefly (FUZZTIME each).
 	go test -run='^$$' -fuzz='^FuzzParseSource$$' -fuzztime=$(FUZZTIME) ./pkg/parameters
 	go test -run='^$$' -fuzz='^FuzzStack$$' -fuzztime=$(FUZZTIME) ./pkg/parameters
 	go test -run='^$$' -fuzz='^FuzzDecodeYAML$$' -fuzztime=$(FUZZTIME) ./pkg/value
+	go test -run='^$$' -fuzz='^FuzzImportConfig$$' -fuzztime=$(FUZZTIME) ./internal/importer
 
 .PHONY: vectors
 vectors: build ## Also run the vectors through the project's reference runner, when ../shared has it.

@@ -161,6 +161,7 @@ func TestPlanRefusals(t *testing.T) {
 	p, err := buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, func(dir string) {
 		replaceIn(t, filepath.Join(dir, "minionbinding-db01.yaml"), "roles: [db]", "roles: ['*']")
 		replaceIn(t, filepath.Join(dir, "minionbinding-build01.yaml"), "minionID: build01", "minionID: web01")
+		replaceIn(t, filepath.Join(dir, "minionbinding-build01.yaml"), "id: build01", "id: web01")
 		replaceIn(t, filepath.Join(dir, "minionbinding-web01.yaml"), "namespace: default", "namespace: other")
 	}))
 	if err != nil {

@@ -43,6 +43,10 @@ func (c *Compiled) Render(b Binding, opts Options) (*Result, error) {
 		Mapdata:        mapdata,
 		Warnings:       out.Warnings,
 	}
+	if id, ok := b.Grains.GetString("id"); ok {
+		s := id.PyStr()
+		r.grainsID = &s
+	}
 
 	names, warnings, err := template.Expand(c.entityName, d, template.PolicyVars, false)
 	if err != nil {

@@ -106,6 +106,8 @@ type Result struct {
 	// docFields keeps what each field substituted into policy documents,
 	// for validation.
 	docFields []docField
+	// grainsID is the binding's grains["id"], when it has one.
+	grainsID *string
 }
 
 // RenderedPolicy is one concrete ACL policy: its name and canonical HCL.

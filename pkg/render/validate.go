@@ -54,6 +54,12 @@ func (c *Compiled) Validate(r *Result) []Violation {
 	vs := append([]Violation(nil), c.problems...)
 	t := &c.t
 
+	// {grains[id]} is trusted because Salt sets it to the minion ID; a
+	// binding whose grains say otherwise could claim another minion's
+	// policies through it.
+	if r.grainsID != nil && *r.grainsID != r.Minion {
+		vs = append(vs, Violation{ReasonUntrustedGrain, "grains.id", fmt.Sprintf("grains id %q is not the minion ID %q", *r.grainsID, r.Minion)})
+	}
 	if !t.TrustMinionGrains {
 		// Everything that decides access: policy names, the entity and
 		// its metadata (which templated ACL policies read), policy texts.

@@ -55,6 +55,7 @@ func TestValidate(t *testing.T) {
 		{name: "slash into entity metadata", tpl: Template{EntityMetadata: []template.KV{kv("team", "t-{pillar[slash]}")}}, want: []Reason{ReasonACLPathWidened, ReasonACLPathWidened}},
 		{name: "list into entity metadata is fine", tpl: Template{EntityMetadata: []template.KV{kv("roles", "{pillar[roles]}")}}},
 		{name: "static slash in entity metadata is the author's", tpl: Template{EntityMetadata: []template.KV{kv("zone", "eu/west")}}},
+		{name: "grains id is not the minion ID", tpl: Template{Policies: []string{"saltstack/{grains[id]}"}}, grains: `{"id":"other"}`, want: []Reason{ReasonUntrustedGrain}},
 		{name: "untrusted grain in entity metadata", tpl: Template{EntityMetadata: []template.KV{kv("os", "{grains[os]}")}}, grains: `{"id":"m","os":"debian"}`, want: []Reason{ReasonUntrustedGrain}},
 		{name: "mapdata in a policy", tpl: Template{Policies: []string{"salt_{mapdata[kv][mount]}"}, Parameters: &Parameters{Root: "fmla", Files: map[string]value.Value{"fmla/parameters/defaults.yaml": value.NewString("values: {kv: {mount: salt}}")}}}, want: []Reason{ReasonUntrustedGrain}},
 	}
