@@ -192,11 +192,13 @@ type MinionTemplateSpec struct {
 	// +optional
 	AllowedPolicies []string `json:"allowedPolicies,omitempty"`
 
-	// trustMinionGrains allows policies.assign patterns to use grains other
-	// than grains[id]. Grains are reported by the minion itself, so a
-	// compromised minion could claim any role. When false (the default), a
-	// template whose policies.assign refers to any other grain is refused
-	// (reason ValidationFailed).
+	// trustMinionGrains allows the patterns that decide access
+	// (policies.assign, entityName, metadata.entity, policyDocuments) to use
+	// grains other than grains[id], and {mapdata[...]} (the parameter stack
+	// picks its layers by grains). Grains are reported by the minion itself,
+	// so a compromised minion could claim any role. When false (the
+	// default), bindings of a template whose patterns do so are refused
+	// (reason ValidationFailed, violation UntrustedGrain).
 	// +kubebuilder:default=false
 	// +optional
 	TrustMinionGrains bool `json:"trustMinionGrains,omitempty"`
@@ -228,7 +230,7 @@ type MinionTemplateSpec struct {
 	// adoptPolicies allows the operator to overwrite ACL policies named by
 	// policyDocuments that exist in Vault but were not written by the
 	// operator. When false (the default), such a policy is left alone and
-	// the bindings that render its name report PolicyNotOwned.
+	// the template reports PolicyNotOwned.
 	// +kubebuilder:default=false
 	// +optional
 	AdoptPolicies bool `json:"adoptPolicies,omitempty"`

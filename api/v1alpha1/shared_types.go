@@ -64,7 +64,8 @@ const (
 	VaultUnavailableReason = "VaultUnavailable"
 
 	// AccessDeniedReason: Vault refused the operator's credentials or its
-	// policy does not allow a call (HTTP 401 or 403). Fixed outside the
+	// policy does not allow a call (HTTP 401 or 403, or 400 to a login,
+	// such as a wrong AppRole secret ID). Fixed outside the
 	// binding (a rotated Secret, the operator policy), so the operator
 	// retries with backoff and on a change of the connection's Secrets.
 	AccessDeniedReason = "AccessDenied"
