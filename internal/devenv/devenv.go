@@ -484,7 +484,7 @@ func waitReady(ctx context.Context, kc client.Client, objs []Object, opDone chan
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w; not Ready:\n  %s", ctx.Err(), strings.Join(notReady, "\n  "))
+			return fmt.Errorf("%w; not Ready: %s", ctx.Err(), strings.Join(notReady, "; "))
 		case err := <-opDone:
 			opDone <- err
 			return fmt.Errorf("the operator stopped: %v", err)

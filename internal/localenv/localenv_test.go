@@ -126,6 +126,42 @@ func TestWatchdogReleaseKillsAdoptedGroups(t *testing.T) {
 	wd.release() // twice is fine
 }
 
+// Two environments in one process (minionvault dev starts Vault and the API
+// server separately): the second's adoptChildren leaves the first's servers
+// and watchdog alone, so that each watchdog cleans up its own folder.
+func TestWatchdogsLeaveEachOthersGroupsAlone(t *testing.T) {
+	first, err := startWatchdog(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.release()
+	s := startSleeper(t)
+	first.adopt(s.Process.Pid)
+
+	second, err := startWatchdog(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.release()
+	other := startSleeper(t)
+	second.adoptChildren()
+	second.mu.Lock()
+	got := append([]int(nil), second.pgids...)
+	second.mu.Unlock()
+	for _, pg := range got {
+		if pg == s.Process.Pid || pg == first.cmd.Process.Pid {
+			t.Fatalf("the second watchdog adopted %d, the first's (adopted: %v)", pg, got)
+		}
+	}
+	if len(got) != 1 || got[0] != other.Process.Pid {
+		t.Fatalf("the second watchdog adopted %v, want only its own sleeper %d", got, other.Process.Pid)
+	}
+	second.release()
+	if !alive(s.Process.Pid) {
+		t.Fatal("releasing the second watchdog killed the first's sleeper")
+	}
+}
+
 // When the test binary dies without cleaning up, the watchdog kills what it
 // adopted and removes the folder. A child copy of this test binary plays the
 // dying test binary.

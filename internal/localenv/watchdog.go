@@ -28,6 +28,38 @@ sleep 1
 rm -rf -- "$dir"
 `
 
+// claims maps each process group that a watchdog of this process looks
+// after (and each watchdog's own) to that watchdog, so that an environment's
+// adoptChildren never takes over the servers or the watchdog of another
+// environment started by the same process: killing those is their own
+// watchdog's job, after which it also removes their folder.
+var (
+	claimsMu sync.Mutex
+	claims   = map[int]*watchdog{}
+)
+
+// claim records pgid as w's; false if another watchdog has it.
+func claim(pgid int, w *watchdog) bool {
+	claimsMu.Lock()
+	defer claimsMu.Unlock()
+	if owner, ok := claims[pgid]; ok && owner != w {
+		return false
+	}
+	claims[pgid] = w
+	return true
+}
+
+// unclaim forgets w's claims.
+func unclaim(w *watchdog) {
+	claimsMu.Lock()
+	defer claimsMu.Unlock()
+	for pg, owner := range claims {
+		if owner == w {
+			delete(claims, pg)
+		}
+	}
+}
+
 type watchdog struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -52,7 +84,9 @@ func startWatchdog(dir string) (*watchdog, error) {
 		return nil, err
 	}
 	r.Close()
-	return &watchdog{cmd: cmd, pipe: w}, nil
+	wd := &watchdog{cmd: cmd, pipe: w}
+	claim(cmd.Process.Pid, wd)
+	return wd, nil
 }
 
 // adopt makes the watchdog responsible for process group pgid.
@@ -70,13 +104,16 @@ func (w *watchdog) adopt(pgid int) {
 			return
 		}
 	}
+	if !claim(pgid, w) {
+		return // another environment's
+	}
 	w.pgids = append(w.pgids, pgid)
 	_, _ = fmt.Fprintln(w.pipe, strconv.Itoa(pgid))
 }
 
 // adoptChildren adopts every child of this process that leads its own
 // process group (envtest starts etcd and kube-apiserver that way), except
-// the watchdog itself.
+// the watchdogs and what other environments' watchdogs look after.
 func (w *watchdog) adoptChildren() {
 	if w == nil {
 		return
@@ -107,4 +144,5 @@ func (w *watchdog) release() {
 	_, _ = fmt.Fprintln(w.pipe, "done")
 	_ = w.pipe.Close()
 	_ = w.cmd.Wait()
+	unclaim(w)
 }

@@ -322,6 +322,31 @@ func TestDevInterruptedWhileStarting(t *testing.T) {
 	assertNoLeftovers(t, state)
 }
 
+// Even a SIGKILL leaves nothing running: the watchdogs kill the servers
+// and remove their folders.
+func TestDevKilledLeavesNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd, w, state := startDev(t, ctx)
+	w.waitFor(t, 4*time.Minute, func(l string) bool { return strings.HasPrefix(l, "Ready:") })
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	assertNoLeftovers(t, state)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		dirs, _ := filepath.Glob(filepath.Join(state, "minionvault-env-*"))
+		if len(dirs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server folders left 10 s after a SIGKILL: %v", dirs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
