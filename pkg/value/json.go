@@ -67,10 +67,7 @@ func (c *converter) jsonValue(dec *json.Decoder, depth int) (Value, error) {
 			}
 			return NewList(items), nil
 		case '{':
-			pairs := []Pair{}
-			// A linear duplicate-key check per key is quadratic: large
-			// objects (a fleet's grains, one key per minion) use an index.
-			var index map[string]int
+			var ps pairSet
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
@@ -84,23 +81,14 @@ func (c *converter) jsonValue(dec *json.Decoder, depth int) (Value, error) {
 				if err != nil {
 					return Value{}, err
 				}
-				if index == nil && len(pairs) >= 32 {
-					index = make(map[string]int, 2*len(pairs))
-					for i, p := range pairs {
-						index[p.Key.Str()] = i
-					}
-				}
-				if index == nil {
-					pairs = setPair(pairs, NewString(k), v)
-				} else if i, ok := index[k]; ok {
-					pairs[i].Val = v // the last value wins, in the first one's place
-				} else {
-					index[k] = len(pairs)
-					pairs = append(pairs, Pair{Key: NewString(k), Val: v})
-				}
+				ps.set(NewString(k), v)
 			}
 			if _, err := dec.Token(); err != nil {
 				return Value{}, err
+			}
+			pairs := ps.pairs
+			if pairs == nil {
+				pairs = []Pair{}
 			}
 			return NewMap(pairs), nil
 		}

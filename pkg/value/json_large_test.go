@@ -54,3 +54,17 @@ func BenchmarkDecodeJSONWideObject(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkDecodeYAMLWideMapping(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&sb, "minion-%05d: {id: minion-%05d}\n", i, i)
+	}
+	data := []byte(sb.String())
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := DecodeYAML(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

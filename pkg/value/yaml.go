@@ -78,7 +78,7 @@ func (c *converter) node(n *yaml.Node, depth int) (Value, error) {
 }
 
 func (c *converter) mapping(n *yaml.Node, depth int) (Value, error) {
-	pairs := make([]Pair, 0, len(n.Content)/2)
+	ps := pairSet{pairs: make([]Pair, 0, len(n.Content)/2)}
 	var merged []Pair
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
@@ -101,8 +101,9 @@ func (c *converter) mapping(n *yaml.Node, depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		pairs = setPair(pairs, k, v)
+		ps.set(k, v)
 	}
+	pairs := ps.pairs
 	// Merge keys: explicit keys win; among merged maps, the first wins.
 	if len(merged) > 0 {
 		out := make([]Pair, 0, len(merged)+len(pairs))
@@ -111,10 +112,11 @@ func (c *converter) mapping(n *yaml.Node, depth int) (Value, error) {
 				out = append(out, p)
 			}
 		}
+		all := pairSet{pairs: out}
 		for _, p := range pairs {
-			out = setPair(out, p.Key, p.Val)
+			all.set(p.Key, p.Val)
 		}
-		pairs = out
+		pairs = all.pairs
 	}
 	return NewMap(pairs), nil
 }
