@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -28,6 +29,35 @@ type Connections struct {
 	ServiceAccount types.NamespacedName
 	// NewClient replaces the cache in unit tests.
 	NewClient func(ctx context.Context, conn *v1alpha1.VaultConnection) (vault.Client, error)
+
+	mu   sync.Mutex
+	uids map[string]types.UID // connection name -> UID of its cached client
+}
+
+// Forget closes and drops the cached client of a deleted connection.
+func (c *Connections) Forget(name string) {
+	c.mu.Lock()
+	uid, ok := c.uids[name]
+	delete(c.uids, name)
+	c.mu.Unlock()
+	if ok && c.Cache != nil {
+		c.Cache.Forget(string(uid))
+	}
+}
+
+// track remembers which UID a name has, dropping the client of an earlier
+// connection of the same name (deleted and created again).
+func (c *Connections) track(conn *v1alpha1.VaultConnection) {
+	c.mu.Lock()
+	if c.uids == nil {
+		c.uids = map[string]types.UID{}
+	}
+	old, ok := c.uids[conn.Name]
+	c.uids[conn.Name] = conn.UID
+	c.mu.Unlock()
+	if ok && old != conn.UID && c.Cache != nil {
+		c.Cache.Forget(string(old))
+	}
 }
 
 // errWaiting marks a problem that resolves itself when something else
@@ -60,6 +90,7 @@ func (c *Connections) Get(ctx context.Context, name string) (vault.Client, *v1al
 	if err != nil {
 		return nil, conn, err
 	}
+	c.track(conn)
 	vc, err := c.Cache.Get(ctx, key, cfg, c.Observer)
 	if err != nil {
 		return nil, conn, fmt.Errorf("connecting to Vault at %s: %w", conn.Spec.Address, err)

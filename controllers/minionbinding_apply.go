@@ -145,14 +145,23 @@ func desiredHash(res *render.Result) string {
 // finalize removes the minion's Vault objects (unless the template says
 // Retain) and then the finalizer. It never wedges: an object never written,
 // objects already gone, or a connection that no longer exists let the
-// deletion finish; only an unreachable Vault makes it wait and retry.
+// deletion finish; only an unreachable Vault, or a connection that cannot
+// log in yet (its Secret is missing), makes it wait and retry.
 func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.MinionBinding, sc *bindingScope) error {
 	log := ctrl.LoggerFrom(ctx)
 	st := &obj.Status
+	// The template's current policy; if the template is gone, the one it
+	// had when the binding was last applied (a Retain is not lost by
+	// deleting the template first).
 	policy := v1alpha1.DeletionPolicyDelete
+	if st.DeletionPolicy != "" {
+		policy = st.DeletionPolicy
+	}
 	tpl := &v1alpha1.MinionTemplate{}
 	if err := r.Get(ctx, typesName(obj.Spec.TemplateRef.Name), tpl); err == nil {
 		policy = tpl.Spec.EffectiveDeletionPolicy()
+	} else if !apierrors.IsNotFound(err) {
+		return err
 	}
 	written := st.AppRole != nil || st.Entity != nil
 	switch {
@@ -161,9 +170,16 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 	case policy == v1alpha1.DeletionPolicyRetain:
 		emit(r.Recorder, obj, "Normal", "Retained", "Delete", "Vault objects retained (deletionPolicy Retain)")
 	default:
-		vc, _, err := r.Connections.Get(ctx, st.Connection)
+		vc, conn, err := r.Connections.Get(ctx, st.Connection)
 		switch {
+		case err != nil && isWaiting(err) && conn != nil:
+			// The connection exists but cannot log in yet (its Secret is
+			// missing): wait rather than leave an AppRole that still works.
+			// (The Warning event comes with the condition's transition.)
+			sc.wait(v1alpha1.DeletionBlockedReason, "waiting to delete the Vault objects: "+err.Error())
+			return nil
 		case err != nil && isWaiting(err):
+			// The connection is gone: nothing can reach that Vault any more.
 			emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete",
 				"Vault objects left in place: %v", err)
 		case err != nil:

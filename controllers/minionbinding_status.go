@@ -33,6 +33,9 @@ func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *
 		st.Connection = sc.conn
 		st.Entity = &v1alpha1.EntityStatus{Name: res.EntityName, ID: sc.entityID, Metadata: sc.metadata}
 		st.AppRole = &v1alpha1.AppRoleStatus{Mount: res.AppRole.Mount, Name: res.AppRole.RoleName, RoleID: sc.roleID}
+		if sc.tpl != nil {
+			st.DeletionPolicy = sc.tpl.Spec.EffectiveDeletionPolicy()
+		}
 		now := metav1.Now()
 		st.LastSyncTime = &now
 		// In detect-only mode the drift stays, so the hash stays too.

@@ -33,6 +33,9 @@ type VaultConnectionReconciler struct {
 func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	conn := &v1alpha1.VaultConnection{}
 	if err := r.Get(ctx, req.NamespacedName, conn); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Connections.Forget(req.Name) // no login, no renewals for a deleted connection
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	base := conn.DeepCopy()

@@ -118,6 +118,12 @@ type MinionBindingStatus struct {
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 
+	// deletionPolicy is the template's deletionPolicy when Vault was last
+	// brought to the rendered state. Deleting the binding follows the
+	// template's current one, or this one when the template is gone.
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
 	// lastAppliedHash is a hash of the rendered state last written to Vault;
 	// a change means the next reconcile writes again.
 	// +kubebuilder:validation:MaxLength=128

@@ -85,7 +85,12 @@ func (c *Compiled) Validate(r *Result) []Violation {
 		}
 	}
 	for _, d := range r.PolicyDocuments {
-		if msg := policyNameProblem(d.Name); msg != "" {
+		msg := policyNameProblem(d.Name)
+		if d.Name == "default" {
+			// Vault attaches it to every token: the operator never writes it.
+			msg = "is Vault's default policy, attached to every token"
+		}
+		if msg != "" {
 			vs = append(vs, Violation{ReasonInvalidPolicyName, "policyDocuments", fmt.Sprintf("%q %s", d.Name, msg)})
 			continue
 		}

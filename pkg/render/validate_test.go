@@ -49,6 +49,7 @@ func TestValidate(t *testing.T) {
 		{name: "reserved metadata key", tpl: Template{SecretMetadata: []template.KV{kv("vault-x", "x")}}, want: []Reason{ReasonMetadataLimit}},
 		{name: "bad ttl", tpl: Template{AppRole: AppRole{SecretIDTTL: "1w"}}, want: []Reason{ReasonInvalidTemplate}},
 		{name: "entity name with slash", tpl: Template{EntityName: "a/{minion}"}, want: []Reason{ReasonInvalidEntityName}},
+		{name: "policy document named default", tpl: Template{PolicyDocuments: doc("default", "s/a")}, want: []Reason{ReasonInvalidPolicyName}},
 		{name: "policy document name not allowed", tpl: Template{PolicyDocuments: doc("admin", "s/a"), AllowedPolicies: []string{"salt_role_*"}}, want: []Reason{ReasonPolicyNotAllowed}},
 		{name: "policy document name allowed", tpl: Template{PolicyDocuments: doc("salt_role_{pillar[roles]}", "s/{pillar[roles]}"), AllowedPolicies: []string{"salt_role_*"}}},
 		{name: "glob into entity metadata", tpl: Template{EntityMetadata: []template.KV{kv("roles", "{pillar[evil]}")}}, want: []Reason{ReasonACLPathWidened, ReasonACLPathWidened}},
