@@ -3,5 +3,6 @@
 // its bindings render) and VaultConnection (login and health).
 package controllers
 
-// Leader election (minionvault operator --leader-elect).
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Leader election (minionvault operator --leader-elect) needs Leases in the
+// operator's own namespace only: config/rbac/leader_election_role.yaml, not
+// a marker (markers make cluster-wide rules).

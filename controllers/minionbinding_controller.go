@@ -58,14 +58,15 @@ type bindingScope struct {
 	requeue   time.Duration
 }
 
-// +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings/status,verbs=patch
 // +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings/finalizers,verbs=update
 // +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// TokenRequest (Vault kubernetes auth) for the operator's own ServiceAccount
+// only: config/rbac/token_request_role.yaml, not a cluster-wide marker.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile is one pass: get, finalizer, suspend, work; status is patched

@@ -42,8 +42,8 @@ type MinionTemplateReconciler struct {
 	DefaultInterval time.Duration
 }
 
-// +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates/status,verbs=patch
 // +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates/finalizers,verbs=update
 
 func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {

@@ -28,7 +28,7 @@ type VaultConnectionReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections,verbs=get;list;watch
-// +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections/status,verbs=patch
 
 func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	conn := &v1alpha1.VaultConnection{}

@@ -44,8 +44,8 @@ import (
 	"github.com/minionvault/minion-vault-operator/internal/testenv"
 )
 
-// The API server is enough: nothing here talks to Vault.
-func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{NoVault: true}) }
+// The API server, and Vault for TestOperatorRunsWithTheInstalledRBAC.
+func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{}) }
 
 // What config/default installs, by name.
 const (
@@ -524,9 +524,9 @@ func flatten(rules []rbacv1.PolicyRule) []rule {
 
 // managerRules are the permissions of the manager's ClusterRole, with what
 // needs them. The ClusterRole is generated from the +kubebuilder:rbac markers
-// in controllers/ (config/rbac/role.yaml), less the two rules that
-// config/rbac/manager_role_patch.yaml moves into namespaced Roles. A new
-// marker fails this test until its permission is added here, with a reason.
+// in controllers/ (config/rbac/role.yaml); what only the manager's namespace
+// needs is in namespaced Roles. A new marker fails this test until its
+// permission is added here, with a reason.
 var managerRules = []rbacv1.PolicyRule{
 	// VaultConnection secretRefs (token, AppRole secret ID, CA) in any
 	// namespace, watched so that an edited Secret means a new login.
@@ -537,14 +537,12 @@ var managerRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
 	// Events on bindings and templates (the events.k8s.io recorder).
 	{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-	// The reconciled kinds; patch adds and removes the finalizer. (update:
-	// granted by the markers, the controllers only patch today.)
-	{APIGroups: []string{"minionvault.dev"}, Resources: []string{"minionbindings", "miniontemplates"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
+	// The reconciled kinds; patch adds and removes the finalizer.
+	{APIGroups: []string{"minionvault.dev"}, Resources: []string{"minionbindings", "miniontemplates"}, Verbs: []string{"get", "list", "watch", "patch"}},
 	// VaultConnections are only read.
 	{APIGroups: []string{"minionvault.dev"}, Resources: []string{"vaultconnections"}, Verbs: []string{"get", "list", "watch"}},
-	// Status of the three kinds. (get and update: kubebuilder's convention
-	// in the markers; the controllers patch the status.)
-	{APIGroups: []string{"minionvault.dev"}, Resources: []string{"minionbindings/status", "miniontemplates/status", "vaultconnections/status"}, Verbs: []string{"get", "patch", "update"}},
+	// Status of the three kinds: one merge patch per reconcile.
+	{APIGroups: []string{"minionvault.dev"}, Resources: []string{"minionbindings/status", "miniontemplates/status", "vaultconnections/status"}, Verbs: []string{"patch"}},
 	// kubebuilder's convention for kinds with a finalizer (setting
 	// blockOwnerDeletion on owner references under
 	// OwnerReferencesPermissionEnforcement); unused by the controllers today.
@@ -619,7 +617,7 @@ func TestRBAC(t *testing.T) {
 	}
 	for _, r := range got {
 		if r.resource == "serviceaccounts/token" || r.resource == "leases" {
-			t.Errorf("ClusterRole %s grants %s cluster-wide: only its own namespace needs it (manager_role_patch.yaml)", managerRole, r)
+			t.Errorf("ClusterRole %s grants %s cluster-wide: only its own namespace needs it (a namespaced Role grants it)", managerRole, r)
 		}
 	}
 
@@ -718,19 +716,10 @@ func TestPermissions(t *testing.T) {
 	if strings.EqualFold(os.Getenv("USE_EXISTING_CLUSTER"), "true") {
 		t.Skip("USE_EXISTING_CLUSTER: not installing RBAC objects into a real cluster")
 	}
-	objs := render(t)
 	env := testenv.Get(t)
 	c := env.Client
-	ensureNamespace(t, c, objs)
 	ctx := testContext(t)
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
-			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(fieldOwner)); err != nil {
-				t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
-			}
-		}
-	}
+	installRBAC(t, c)
 
 	user := "system:serviceaccount:" + namespace + ":" + serviceAccount
 	allowed := func(a authorizationv1.ResourceAttributes) (bool, error) {
@@ -776,6 +765,23 @@ func TestPermissions(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("the manager may %s: %v, want %v", tc.what, got, tc.want)
+		}
+	}
+}
+
+// installRBAC applies the ServiceAccount, Roles and bindings of config/default
+// for real (server-side apply: idempotent across tests).
+func installRBAC(t *testing.T, c client.Client) {
+	t.Helper()
+	objs := render(t)
+	ensureNamespace(t, c, objs)
+	ctx := testContext(t)
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(fieldOwner)); err != nil {
+				t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
 		}
 	}
 }
