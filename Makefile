@@ -9,6 +9,9 @@ VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo d
 LDFLAGS    := -s -w -X github.com/minionvault/minion-vault-operator/internal/version.Version=$(VERSION)
 IMG        ?= ghcr.io/minionvault/minion-vault-operator:$(VERSION)
 FUZZTIME   ?= 10s
+# Minimizing each new input for the default 60 s would use up a short
+# FUZZTIME on one input: 1 s keeps the run fuzzing.
+FUZZFLAGS  ?= -fuzzminimizetime=1s
 VECTOR_TOOL ?= ../shared/tools/run_vectors.py
 
 .DEFAULT_GOAL := all
@@ -80,13 +83,14 @@ unit: ## Unit tests, with the race detector.
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target briefly (FUZZTIME each).
-	go test -run='^$$' -fuzz='^FuzzExpand$$' -fuzztime=$(FUZZTIME) ./pkg/template
-	go test -run='^$$' -fuzz='^FuzzMetadata$$' -fuzztime=$(FUZZTIME) ./pkg/template
-	go test -run='^$$' -fuzz='^FuzzAppendFormat$$' -fuzztime=$(FUZZTIME) ./pkg/template
-	go test -run='^$$' -fuzz='^FuzzParseSource$$' -fuzztime=$(FUZZTIME) ./pkg/parameters
-	go test -run='^$$' -fuzz='^FuzzStack$$' -fuzztime=$(FUZZTIME) ./pkg/parameters
-	go test -run='^$$' -fuzz='^FuzzDecodeYAML$$' -fuzztime=$(FUZZTIME) ./pkg/value
-	go test -run='^$$' -fuzz='^FuzzImportConfig$$' -fuzztime=$(FUZZTIME) ./internal/importer
+	go test -run='^$$' -fuzz='^FuzzExpand$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./pkg/template
+	go test -run='^$$' -fuzz='^FuzzMetadata$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./pkg/template
+	go test -run='^$$' -fuzz='^FuzzAppendFormat$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./pkg/template
+	go test -run='^$$' -fuzz='^FuzzParseSource$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./pkg/parameters
+	go test -run='^$$' -fuzz='^FuzzStack$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./pkg/parameters
+	go test -run='^$$' -fuzz='^FuzzDecodeYAML$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./pkg/value
+	go test -run='^$$' -fuzz='^FuzzImportConfig$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/importer
+	go test -run='^$$' -fuzz='^FuzzRender$$' -fuzztime=$(FUZZTIME) $(FUZZFLAGS) ./internal/cli
 
 .PHONY: vectors
 vectors: build ## Also run the vectors through the project's reference runner, when ../shared has it.

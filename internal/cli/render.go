@@ -66,36 +66,14 @@ func runRender(o renderOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var mt v1alpha1.MinionTemplate
-	if err := tdoc.Decode(&mt); err != nil {
-		return fmt.Errorf("%s: %w", o.template, err)
-	}
-	var mb v1alpha1.MinionBinding
-	if err := bdoc.Decode(&mb); err != nil {
-		return fmt.Errorf("%s: %w", o.binding, err)
-	}
 	configMaps, err := readConfigMaps(o.configMaps)
 	if err != nil {
 		return err
 	}
-	rt, err := convert.Template(mt.Name, &mt.Spec, configMaps, metadataOrder(tdoc))
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.template, err)
-	}
-	rb, err := convert.Binding(&mb.Spec)
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.binding, err)
-	}
-	c := render.Compile(rt)
-	res, err := c.Render(rb, render.Options{JID: o.jid, User: o.user})
+	res, violations, err := renderDocuments(o, tdoc, bdoc, configMaps)
 	if err != nil {
 		return err
 	}
-	violations := c.Validate(res)
-	if ref := mb.Spec.TemplateRef.Name; ref != mt.Name {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the binding refers to template %q, rendered with %q", ref, mt.Name))
-	}
-
 	out := resultValue(res, violations)
 	if err := write(stdout, out, o.output); err != nil {
 		return err
@@ -104,6 +82,37 @@ func runRender(o renderOptions, stdout io.Writer) error {
 		return exitError{1}
 	}
 	return nil
+}
+
+// renderDocuments is render without files: decode, convert, compile,
+// render, validate (FuzzRender drives it with arbitrary manifests).
+func renderDocuments(o renderOptions, tdoc, bdoc manifest.Document, configMaps convert.ConfigMapData) (*render.Result, []render.Violation, error) {
+	var mt v1alpha1.MinionTemplate
+	if err := tdoc.Decode(&mt); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", o.template, err)
+	}
+	var mb v1alpha1.MinionBinding
+	if err := bdoc.Decode(&mb); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", o.binding, err)
+	}
+	rt, err := convert.Template(mt.Name, &mt.Spec, configMaps, metadataOrder(tdoc))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", o.template, err)
+	}
+	rb, err := convert.Binding(&mb.Spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", o.binding, err)
+	}
+	c := render.Compile(rt)
+	res, err := c.Render(rb, render.Options{JID: o.jid, User: o.user})
+	if err != nil {
+		return nil, nil, err
+	}
+	violations := c.Validate(res)
+	if ref := mb.Spec.TemplateRef.Name; ref != mt.Name {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the binding refers to template %q, rendered with %q", ref, mt.Name))
+	}
+	return res, violations, nil
 }
 
 // metadataOrder reads the metadata key order from the manifest: the API

@@ -77,6 +77,19 @@ func Find(path, kind string) (Document, error) {
 	if err != nil {
 		return Document{}, err
 	}
+	return find(docs, path, kind)
+}
+
+// FindIn is Find on data read already; name labels errors.
+func FindIn(data []byte, name, kind string) (Document, error) {
+	docs, err := Parse(data)
+	if err != nil {
+		return Document{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return find(docs, name, kind)
+}
+
+func find(docs []Document, path, kind string) (Document, error) {
 	var found []Document
 	for _, d := range docs {
 		if d.Kind == kind {
