@@ -106,6 +106,13 @@ func (r *MinionBindingReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 		base = obj.DeepCopy()
 	}
+	if obj.Status.ObservedGeneration != obj.Generation {
+		markProgressing(obj)
+		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
+		}
+		base = obj.DeepCopy()
+	}
 	if obj.Spec.Suspend {
 		sc.outcome = outcome{kind: outcomeSuspended}
 		return ctrl.Result{}, nil

@@ -90,6 +90,13 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		base = tpl.DeepCopy()
 	}
+	if tpl.Status.ObservedGeneration != tpl.Generation {
+		markProgressing(tpl)
+		if err := r.Status().Patch(ctx, tpl, client.MergeFrom(base)); err != nil {
+			return ctrl.Result{}, err
+		}
+		base = tpl.DeepCopy()
+	}
 
 	compiled, err := r.Templates.Compile(ctx, tpl)
 	if err != nil {
