@@ -103,6 +103,10 @@ vectors: build ## Also run the vectors through the project's reference runner, w
 bench: ## Benchmarks of the templating core and the parameter stack.
 	go test -run='^$$' -bench=. -benchmem ./pkg/template ./pkg/parameters ./pkg/render
 
+.PHONY: bench-fleet
+bench-fleet: $(KUBE_APISERVER) $(ETCD) $(VAULT) ## A fleet of bindings converged and resynced against the real servers.
+	go test -tags integration -run='^$$' -bench=BenchmarkFleet -benchtime=1x ./test/e2e
+
 ##@ Help
 
 .PHONY: help

@@ -106,10 +106,13 @@ var operatorOnce sync.Once
 
 // start runs the operator in-process until the test ends, with a Vault
 // token of exactly the operator policy.
-func start(t *testing.T) *suite {
+func start(t testing.TB) *suite {
 	t.Helper()
 	env := testenv.Get(t)
-	s := &suite{t: t, env: env, c: env.Client, root: env.Vault.Client, writes: &writeCounter{}}
+	s := &suite{env: env, c: env.Client, root: env.Vault.Client, writes: &writeCounter{}}
+	if tt, ok := t.(*testing.T); ok {
+		s.t = tt // benchmarks use the servers, not the suite's helpers
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	root, err := testenv.ModuleRoot()
 	if err != nil {
@@ -124,14 +127,14 @@ func start(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	s.token = token
-	s.must(client.IgnoreAlreadyExists(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})))
-	s.must(client.IgnoreAlreadyExists(s.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorServiceAccount, Namespace: operatorNamespace}})))
+	must(t, client.IgnoreAlreadyExists(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})))
+	must(t, client.IgnoreAlreadyExists(s.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorServiceAccount, Namespace: operatorNamespace}})))
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vault-token", Namespace: operatorNamespace}}
 	_, err = controllerutil.CreateOrUpdate(ctx, s.c, secret, func() error {
 		secret.StringData = map[string]string{"token": token}
 		return nil
 	})
-	s.must(err)
+	must(t, err)
 
 	operatorOnce.Do(func() {
 		// Every log line goes to operatorLog, where the tests look for
@@ -143,7 +146,7 @@ func start(t *testing.T) *suite {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.DebugLevel), zap.WriteTo(sink)))
 	})
 	port, err := freePort()
-	s.must(err)
+	must(t, err)
 	s.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  env.Scheme,
@@ -170,6 +173,13 @@ func start(t *testing.T) *suite {
 		}
 	})
 	return s
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (s *suite) must(err error) {
