@@ -81,8 +81,12 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 	if !tpl.DeletionTimestamp.IsZero() {
 		r.Templates.Forget(tpl.UID)
+		if err := r.finalize(ctx, tpl); err != nil {
+			o = outcome{kind: outcomeFailed, reason: v1alpha1.DeletionBlockedReason, message: "deleting ACL policies: " + err.Error()}
+			return ctrl.Result{}, err
+		}
 		o = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: "deleted"}
-		return ctrl.Result{}, r.finalize(ctx, tpl)
+		return ctrl.Result{}, nil
 	}
 	if controllerutil.AddFinalizer(tpl, v1alpha1.Finalizer) {
 		if err := r.Patch(ctx, tpl, client.MergeFrom(base)); err != nil {
@@ -108,6 +112,11 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			return ctrl.Result{}, err
 		}
 		o = outcome{kind: outcomeStalled, reason: v1alpha1.RenderFailedReason, message: err.Error()}
+		return ctrl.Result{}, nil
+	}
+	if ps := compiled.Problems(); len(ps) > 0 {
+		// Every binding is refused with these; say so where they are.
+		o = outcome{kind: outcomeStalled, reason: ViolationReason(ps), message: ViolationMessage(ps)}
 		return ctrl.Result{}, nil
 	}
 	desired, count, conflict, err := r.desiredPolicies(ctx, tpl, compiled)

@@ -3,10 +3,13 @@ package controllers
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
@@ -54,5 +57,31 @@ func TestWatchMappings(t *testing.T) {
 	}
 	if got := templatesUsingConfigMap(ctx, h.c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "salt", Name: "params"}}); !slices.Equal(got, []string{"with"}) {
 		t.Errorf("templates %q", got)
+	}
+}
+
+// A template whose own patterns are wrong (a rule path placeholder missing
+// from the policy name) says so itself, Stalled, not Ready.
+func TestTemplateWithOwnProblemsIsStalled(t *testing.T) {
+	objs := fixtures(map[string]any{"roles": []string{"web"}})
+	tpl := objs[2].(*v1alpha1.MinionTemplate)
+	tpl.Spec.PolicyDocuments = []v1alpha1.PolicyDocument{{Name: "fixed", Rules: []v1alpha1.PolicyRule{
+		{Path: "salt/data/{pillar[roles]}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}}}
+	h := newHarness(t, objs...)
+	r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, Bindings: h.r}
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.MinionTemplate{}
+	if err := h.c.Get(ctx, types.NamespacedName{Name: "t"}, got); err != nil {
+		t.Fatal(err)
+	}
+	stalled := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.StalledCondition)
+	if stalled == nil || stalled.Status != metav1.ConditionTrue || !strings.Contains(stalled.Message, "used in the rule path but not in the name") {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+	if h.v.Writes() != 0 {
+		t.Errorf("%d Vault writes", h.v.Writes())
 	}
 }

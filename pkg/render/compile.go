@@ -122,3 +122,7 @@ func decodeFiles(files map[string]value.Value) (map[string]value.Value, error) {
 
 // Template returns the template the Compiled was made from.
 func (c *Compiled) Template() *Template { return &c.t }
+
+// Problems are the template's own errors (an invalid pattern or TTL), found
+// while compiling: every binding of the template is refused with them.
+func (c *Compiled) Problems() []Violation { return append([]Violation(nil), c.problems...) }
