@@ -40,6 +40,9 @@ type planOptions struct {
 	tokenFile    string
 	appRoleMount string
 	roleID       string
+	k8sRole      string
+	k8sMount     string
+	jwtFile      string
 	secretIDFile string
 	timeout      time.Duration
 }
@@ -57,9 +60,10 @@ operator's own apply steps run against a recording client.
 
 Vault is reached like a VaultConnection: the address, Vault namespace and
 TLS settings come from the VaultConnection the templates refer to when it
-is among the manifests, and flags override them. Credentials: a token
-(VAULT_TOKEN or --token-file) or an AppRole login (--role-id with
---secret-id-file, or VAULT_SECRET_ID). Reading needs the operator's
+is among the manifests, and flags override them. Credentials: an AppRole
+login (--role-id with --secret-id-file or VAULT_SECRET_ID), a kubernetes
+auth login (--kubernetes-role, with the pod's ServiceAccount token or
+--jwt-file), or a token (VAULT_TOKEN or --token-file). Reading needs the operator's
 policy minus its writes; to show ACL policies a template no longer renders,
 the token also needs "list" on sys/policies/acl.
 
@@ -84,6 +88,9 @@ or when the operator would refuse a binding or template (printed).`,
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding a Vault token (default: VAULT_TOKEN)")
 	f.StringVar(&o.appRoleMount, "approle-mount", vault.DefaultAppRoleMount, "AppRole auth mount for --role-id")
 	f.StringVar(&o.roleID, "role-id", "", "log in with this AppRole role ID")
+	f.StringVar(&o.k8sRole, "kubernetes-role", "", "log in with Vault's kubernetes auth as this role (in a pod: its ServiceAccount token)")
+	f.StringVar(&o.k8sMount, "kubernetes-mount", vault.DefaultKubernetesMount, "kubernetes auth mount for --kubernetes-role")
+	f.StringVar(&o.jwtFile, "jwt-file", "/var/run/secrets/kubernetes.io/serviceaccount/token", "the ServiceAccount token for --kubernetes-role")
 	f.StringVar(&o.secretIDFile, "secret-id-file", "", "file holding the AppRole secret ID (default: VAULT_SECRET_ID)")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
 	_ = cmd.MarkFlagRequired("filename")

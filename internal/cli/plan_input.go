@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -186,12 +187,20 @@ func planVaultConfig(o planOptions, in *planInput) (vault.Config, error) {
 		cfg.Auth.AppRole = &vault.AppRoleAuth{Mount: o.appRoleMount, RoleID: o.roleID, SecretID: sid}
 		return cfg, nil
 	}
+	if o.k8sRole != "" {
+		jwtFile := o.jwtFile
+		cfg.Auth.Kubernetes = &vault.KubernetesAuth{Mount: o.k8sMount, Role: o.k8sRole, JWT: func(context.Context) (string, error) {
+			b, err := os.ReadFile(jwtFile)
+			return strings.TrimSpace(string(b)), err
+		}}
+		return cfg, nil
+	}
 	tok, err := secretFile(o.tokenFile, "VAULT_TOKEN")
 	if err != nil {
 		return cfg, err
 	}
 	if tok == "" {
-		return cfg, errors.New("no Vault credentials: set VAULT_TOKEN or --token-file, or --role-id with --secret-id-file")
+		return cfg, errors.New("no Vault credentials: set VAULT_TOKEN or --token-file, --role-id with --secret-id-file, or --kubernetes-role")
 	}
 	cfg.Auth.Token = tok
 	return cfg, nil

@@ -217,3 +217,41 @@ func TestMapDiff(t *testing.T) {
 		t.Errorf("mapDiff = %q, want %q", got, want)
 	}
 }
+
+func TestPlanVaultConfig(t *testing.T) {
+	in := samplesInput(t, nil) // the samples' VaultConnection: http://127.0.0.1:8200, 30s
+	tests := []struct {
+		name    string
+		o       planOptions
+		env     map[string]string
+		check   func(cfg vault.Config) bool
+		wantErr string
+	}{
+		{"the VaultConnection's address, a token from the environment", planOptions{}, map[string]string{"VAULT_TOKEN": "t"},
+			func(c vault.Config) bool { return c.Address == "http://127.0.0.1:8200" && c.Auth.Token == "t" }, ""},
+		{"flags override", planOptions{address: "https://v:8200", namespace: "ns"}, map[string]string{"VAULT_TOKEN": "t", "VAULT_ADDR": "http://ignored"},
+			func(c vault.Config) bool { return c.Address == "https://v:8200" && c.Namespace == "ns" }, ""},
+		{"AppRole", planOptions{roleID: "r", appRoleMount: "approle"}, map[string]string{"VAULT_SECRET_ID": "s"},
+			func(c vault.Config) bool { return c.Auth.AppRole != nil && c.Auth.AppRole.SecretID == "s" && c.Auth.Token == "" }, ""},
+		{"kubernetes", planOptions{k8sRole: "plan", k8sMount: "kubernetes", jwtFile: "/nonexistent"}, nil,
+			func(c vault.Config) bool { return c.Auth.Kubernetes != nil && c.Auth.Kubernetes.Role == "plan" }, ""},
+		{"no credentials", planOptions{}, nil, nil, "no Vault credentials"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range []string{"VAULT_TOKEN", "VAULT_ADDR", "VAULT_SECRET_ID", "VAULT_NAMESPACE", "VAULT_CACERT"} {
+				t.Setenv(k, tc.env[k])
+			}
+			cfg, err := planVaultConfig(tc.o, in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !tc.check(cfg) {
+				t.Fatalf("config %+v, err %v", cfg, err)
+			}
+		})
+	}
+}
