@@ -232,7 +232,9 @@ func TestPlanVaultConfig(t *testing.T) {
 		{"flags override", planOptions{address: "https://v:8200", namespace: "ns"}, map[string]string{"VAULT_TOKEN": "t", "VAULT_ADDR": "http://ignored"},
 			func(c vault.Config) bool { return c.Address == "https://v:8200" && c.Namespace == "ns" }, ""},
 		{"AppRole", planOptions{roleID: "r", appRoleMount: "approle"}, map[string]string{"VAULT_SECRET_ID": "s"},
-			func(c vault.Config) bool { return c.Auth.AppRole != nil && c.Auth.AppRole.SecretID == "s" && c.Auth.Token == "" }, ""},
+			func(c vault.Config) bool {
+				return c.Auth.AppRole != nil && c.Auth.AppRole.SecretID == "s" && c.Auth.Token == ""
+			}, ""},
 		{"kubernetes", planOptions{k8sRole: "plan", k8sMount: "kubernetes", jwtFile: "/nonexistent"}, nil,
 			func(c vault.Config) bool { return c.Auth.Kubernetes != nil && c.Auth.Kubernetes.Role == "plan" }, ""},
 		{"no credentials", planOptions{}, nil, nil, "no Vault credentials"},

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	vaultapi "github.com/hashicorp/vault/api"
+
+	vaultpolicy "github.com/minionvault/minion-vault-operator/config/vault"
 )
 
 // Vault is a Vault server for tests and local runs: a dev server started by Start (in
@@ -36,6 +38,17 @@ type Vault struct {
 
 	cmd    *exec.Cmd
 	exited chan struct{}
+}
+
+// OperatorPolicyName is the name OperatorToken writes the operator's
+// policy under.
+const OperatorPolicyName = "minionvault-operator"
+
+// OperatorToken returns a new token with exactly the shipped operator
+// policy (config/vault/operator-policy.hcl), as the operator runs in
+// production.
+func (v *Vault) OperatorToken(ctx context.Context) (string, error) {
+	return v.TokenWithPolicy(ctx, OperatorPolicyName, vaultpolicy.OperatorPolicy)
 }
 
 // TokenWithPolicy writes the ACL policy name with the rules hcl (unless hcl

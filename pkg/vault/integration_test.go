@@ -11,14 +11,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	vaultapi "github.com/hashicorp/vault/api"
 
+	vaultpolicy "github.com/minionvault/minion-vault-operator/config/vault"
 	"github.com/minionvault/minion-vault-operator/internal/testenv"
 )
 
@@ -33,12 +32,8 @@ const operatorPolicy = "minionvault-operator"
 func setupOperatorPolicy(t *testing.T) (*testenv.Vault, *vaultapi.Client) {
 	t.Helper()
 	env := testenv.Get(t)
-	hcl, err := os.ReadFile(filepath.Join("..", "..", "config", "vault", "operator-policy.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	root := env.Vault.Client
-	if err := root.Sys().PutPolicyWithContext(context.Background(), operatorPolicy, string(hcl)); err != nil {
+	if err := root.Sys().PutPolicyWithContext(context.Background(), operatorPolicy, vaultpolicy.OperatorPolicy); err != nil {
 		t.Fatal(err)
 	}
 	return env.Vault, root

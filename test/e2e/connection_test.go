@@ -9,8 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/testenv"
 )
 
 // TestConnections covers how the operator reaches Vault: kubernetes auth
@@ -267,11 +264,7 @@ func (s *suite) setupKubernetesAuth(ctx context.Context) {
 // operatorToken is a new token with exactly the operator policy.
 func (s *suite) operatorToken(ctx context.Context) string {
 	s.t.Helper()
-	root, err := testenv.ModuleRoot()
-	s.must(err)
-	hcl, err := os.ReadFile(filepath.Join(root, "config/vault/operator-policy.hcl"))
-	s.must(err)
-	tok, err := s.env.Vault.TokenWithPolicy(ctx, "minionvault-operator", string(hcl))
+	tok, err := s.env.Vault.OperatorToken(ctx)
 	s.must(err)
 	return tok
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,15 +113,7 @@ func start(t testing.TB) *suite {
 		s.t = tt // benchmarks use the servers, not the suite's helpers
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hcl, err := os.ReadFile(filepath.Join(root, "config/vault/operator-policy.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, err := env.Vault.TokenWithPolicy(ctx, "minionvault-operator", string(hcl))
+	token, err := env.Vault.OperatorToken(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

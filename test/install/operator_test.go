@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,15 +38,7 @@ func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hcl, err := os.ReadFile(filepath.Join(root, "config/vault/operator-policy.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, err := env.Vault.TokenWithPolicy(ctx, "minionvault-operator", string(hcl))
+	token, err := env.Vault.OperatorToken(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
