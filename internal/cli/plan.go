@@ -181,6 +181,13 @@ func runPlan(ctx context.Context, o planOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	conns := map[string]bool{}
+	for _, t := range in.templates {
+		conns[t.obj.Spec.ConnectionRef.Name] = true
+	}
+	if len(conns) > 1 {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("the templates refer to %d VaultConnections; all were planned against %s", len(conns), cfg.Address))
+	}
 	if o.output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
