@@ -242,7 +242,7 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 	}
 	for _, t := range in.templates {
 		tpl := t.obj
-		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.configMaps, metadataOrder(t.doc))
+		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.configMaps, t.doc.MetadataOrder())
 		if err != nil {
 			plan.Templates = append(plan.Templates, TemplatePlan{Name: tpl.Name, Changes: []vault.Change{},
 				Refused: &Refusal{Reason: v1alpha1.RenderFailedReason, Message: err.Error()}})

@@ -95,7 +95,7 @@ func renderDocuments(o renderOptions, tdoc, bdoc manifest.Document, configMaps c
 	if err := bdoc.Decode(&mb); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", o.binding, err)
 	}
-	rt, err := convert.Template(mt.Name, &mt.Spec, configMaps, metadataOrder(tdoc))
+	rt, err := convert.Template(mt.Name, &mt.Spec, configMaps, tdoc.MetadataOrder())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", o.template, err)
 	}
@@ -113,20 +113,6 @@ func renderDocuments(o renderOptions, tdoc, bdoc manifest.Document, configMaps c
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the binding refers to template %q, rendered with %q", ref, mt.Name))
 	}
 	return res, violations, nil
-}
-
-// metadataOrder reads the metadata key order from the manifest: the API
-// type holds maps.
-func metadataOrder(d manifest.Document) map[string][]string {
-	order := map[string][]string{}
-	for _, scope := range []string{"entity", "secret"} {
-		if m, ok := d.Lookup("spec", "metadata", scope); ok {
-			for _, p := range m.Pairs() {
-				order[scope] = append(order[scope], p.Key.PyStr())
-			}
-		}
-	}
-	return order
 }
 
 func readConfigMaps(paths []string) (convert.ConfigMapData, error) {

@@ -45,7 +45,7 @@ func Check(stream []byte) ([]Rendered, error) {
 	if err := tdoc.Decode(&mt); err != nil {
 		return nil, err
 	}
-	rt, err := convert.Template(mt.Name, &mt.Spec, nil, metadataOrder(*tdoc))
+	rt, err := convert.Template(mt.Name, &mt.Spec, nil, tdoc.MetadataOrder())
 	if err != nil {
 		return nil, fmt.Errorf("MinionTemplate %s: %w", mt.Name, err)
 	}
@@ -72,20 +72,6 @@ func Check(stream []byte) ([]Rendered, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// metadataOrder is the metadata key order as written (the API type holds
-// maps), as the render command reads it.
-func metadataOrder(d manifest.Document) map[string][]string {
-	order := map[string][]string{}
-	for _, scope := range []string{"entity", "secret"} {
-		if m, ok := d.Lookup("spec", "metadata", scope); ok {
-			for _, p := range m.Pairs() {
-				order[scope] = append(order[scope], p.Key.PyStr())
-			}
-		}
-	}
-	return order
 }
 
 // Problems turns render failures and guard-rail violations into warnings,

@@ -308,7 +308,7 @@ func TestTemplateOutput(t *testing.T) {
 	if s.Metadata == nil || s.Metadata.Entity["minion-id"] != "id:{minion}" || s.Metadata.Secret["job"] != "{jid}" {
 		t.Errorf("metadata %+v", s.Metadata)
 	}
-	if order := metadataOrder(docs[1]); strings.Join(order["entity"], ",") != "roles,minion-id" {
+	if order := docs[1].MetadataOrder(); strings.Join(order["entity"], ",") != "roles,minion-id" {
 		t.Errorf("entity metadata order %v", order)
 	}
 	a := s.AppRole

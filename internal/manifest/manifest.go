@@ -128,3 +128,18 @@ func (d Document) Lookup(keys ...string) (value.Value, bool) {
 	}
 	return v, true
 }
+
+// MetadataOrder is a MinionTemplate's metadata key order as written, per
+// scope ("entity", "secret"): the API type holds maps, and the order is
+// what saltext renders in.
+func (d Document) MetadataOrder() map[string][]string {
+	order := map[string][]string{}
+	for _, scope := range []string{"entity", "secret"} {
+		if m, ok := d.Lookup("spec", "metadata", scope); ok {
+			for _, p := range m.Pairs() {
+				order[scope] = append(order[scope], p.Key.PyStr())
+			}
+		}
+	}
+	return order
+}

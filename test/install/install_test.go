@@ -713,9 +713,6 @@ func TestRBAC(t *testing.T) {
 // server what the manager's ServiceAccount may do: what it needs, and not
 // the neighbouring permissions that least privilege leaves out.
 func TestPermissions(t *testing.T) {
-	if strings.EqualFold(os.Getenv("USE_EXISTING_CLUSTER"), "true") {
-		t.Skip("USE_EXISTING_CLUSTER: not installing RBAC objects into a real cluster")
-	}
 	env := testenv.Get(t)
 	c := env.Client
 	ctx := testContext(t)

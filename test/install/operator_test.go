@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,9 +27,6 @@ import (
 // takes a binding through create, Ready and delete: the generated and
 // hand-written RBAC is not only minimal (TestRBAC) but sufficient.
 func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
-	if strings.EqualFold(os.Getenv("USE_EXISTING_CLUSTER"), "true") {
-		t.Skip("USE_EXISTING_CLUSTER: not installing RBAC objects into a real cluster")
-	}
 	env := testenv.Get(t)
 	admin := env.Client
 	installRBAC(t, admin)
