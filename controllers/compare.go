@@ -3,6 +3,7 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -28,11 +29,46 @@ func roleDiffers(desired []render.Param, actual map[string]any) (bool, string) {
 		if !ok {
 			return true, fmt.Sprintf("%s is missing", p.Name)
 		}
-		if !sameParam(p.Value, got) {
+		want := p.Value
+		if cidrParams[p.Name] {
+			want, got = canonicalCIDRs(want), canonicalCIDRs(got)
+		}
+		if !sameParam(want, got) {
 			return true, fmt.Sprintf("%s is %v, want %v", p.Name, compact(got), compact(p.Value))
 		}
 	}
 	return false, ""
+}
+
+// cidrParams are the role parameters Vault parses as CIDR blocks and
+// answers in its own notation.
+var cidrParams = map[string]bool{"token_bound_cidrs": true, "secret_id_bound_cidrs": true}
+
+// canonicalCIDRs writes a list of CIDR blocks as Vault answers it
+// (go-sockaddr's String): a single address without its /32 or /128, IPv6 in
+// its compressed form, host bits kept; entries that are not addresses stay
+// as they are. Applied to both sides, it is harmless where Vault keeps the
+// text as written.
+func canonicalCIDRs(v any) any {
+	list, ok := stringList(v)
+	if !ok {
+		return v
+	}
+	out := make([]string, len(list))
+	for i, s := range list {
+		s = strings.TrimSpace(s)
+		out[i] = s
+		if p, err := netip.ParsePrefix(s); err == nil {
+			if p.Bits() == p.Addr().BitLen() {
+				out[i] = p.Addr().String()
+			} else {
+				out[i] = p.Addr().String() + "/" + strconv.Itoa(p.Bits())
+			}
+		} else if a, err := netip.ParseAddr(s); err == nil {
+			out[i] = a.String()
+		}
+	}
+	return out
 }
 
 func sameParam(want, got any) bool {

@@ -124,3 +124,39 @@ func TestPolicyOwnership(t *testing.T) {
 		t.Error("policyDiffers")
 	}
 }
+
+// Vault answers CIDR blocks in go-sockaddr's notation: a single address
+// without its prefix length, IPv6 compressed. Desired and actual compare
+// equal when Vault merely rewrote the notation (issue 9: a /32 rewritten on
+// every resync).
+func TestRoleDiffersCIDRs(t *testing.T) {
+	cases := []struct {
+		name          string
+		want, answer  []string
+		param         string
+		wantDiffering bool
+	}{
+		{"/32 answered bare", []string{"127.0.0.1/32"}, []string{"127.0.0.1"}, "token_bound_cidrs", false},
+		{"/128 answered bare", []string{"::1/128"}, []string{"::1"}, "token_bound_cidrs", false},
+		{"IPv6 compressed, lower case", []string{"2001:DB8:0:0::/32"}, []string{"2001:db8::/32"}, "token_bound_cidrs", false},
+		{"network kept", []string{"10.0.0.0/8", "192.168.1.7/32"}, []string{"10.0.0.0/8", "192.168.1.7"}, "token_bound_cidrs", false},
+		{"host bits kept as written", []string{"10.1.2.3/8"}, []string{"10.1.2.3/8"}, "token_bound_cidrs", false},
+		{"secret ID CIDRs kept as written", []string{"127.0.0.1/32"}, []string{"127.0.0.1/32"}, "secret_id_bound_cidrs", false},
+		{"spaces", []string{" 10.0.0.0/8"}, []string{"10.0.0.0/8"}, "token_bound_cidrs", false},
+		{"another block", []string{"10.0.0.0/8"}, []string{"10.0.0.0/16"}, "token_bound_cidrs", true},
+		{"another address", []string{"127.0.0.1/32"}, []string{"127.0.0.2"}, "token_bound_cidrs", true},
+		{"one more", []string{"127.0.0.1/32"}, []string{"127.0.0.1", "10.0.0.1"}, "token_bound_cidrs", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			answer := make([]any, len(c.answer))
+			for i, s := range c.answer {
+				answer[i] = s
+			}
+			got, why := roleDiffers([]render.Param{{Name: c.param, Value: c.want}}, map[string]any{c.param: answer})
+			if got != c.wantDiffering {
+				t.Errorf("roleDiffers = %v (%s), want %v", got, why, c.wantDiffering)
+			}
+		})
+	}
+}

@@ -65,21 +65,6 @@ func setConditions(obj conditioned, o outcome) {
 	obj.SetConditions(conds)
 }
 
-// markProgressing announces a new generation before the work starts, as
-// kstatus expects: Reconciling=True and Ready=Unknown, so that nobody reads
-// the previous generation's Ready=True as the answer for this one.
-func markProgressing(obj conditioned) {
-	conds := obj.GetConditions()
-	gen := obj.GetGeneration()
-	msg := fmt.Sprintf("reconciling generation %d", gen)
-	meta.SetStatusCondition(&conds, metav1.Condition{Type: v1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ProgressingReason, Message: msg, ObservedGeneration: gen})
-	meta.SetStatusCondition(&conds, metav1.Condition{Type: v1alpha1.ReadyCondition, Status: metav1.ConditionUnknown,
-		Reason: v1alpha1.ProgressingReason, Message: msg, ObservedGeneration: gen})
-	meta.RemoveStatusCondition(&conds, v1alpha1.StalledCondition)
-	obj.SetConditions(conds)
-}
-
 // truncate keeps condition messages within the API's 32 KiB limit.
 func truncate(s string) string {
 	const limit = 4096

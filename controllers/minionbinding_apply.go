@@ -5,23 +5,31 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// apply reads the minion's role, entity and alias, and writes only what
-// differs: a binding already in sync costs four reads (role, role ID, entity, mount accessor) and no write.
+// apply brings the minion's role, entity and alias to what res renders,
+// writing only what differs. Its cost is what the fleet pays per binding:
+//
+//   - a binding applied before, Vault in sync: three reads (the role, its
+//     role ID, the entity with its aliases) and no write;
+//   - a new binding: the role written without reading it first (nothing
+//     records it, so it is written either way), its role ID read, the
+//     entity read and created, the alias created: three writes, two reads.
+//
+// The mount's accessor comes from the client's cache (sys/auth is read once
+// per connection, and again when Vault changes).
 func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result, sc *bindingScope) error {
 	log := ctrl.LoggerFrom(ctx)
-	sc.hash = desiredHash(res)
+	sc.hash = desiredHash(sc.conn, res)
 	st := &obj.Status
 	sc.created = st.LastAppliedHash == ""
 	// Nothing changed on our side since the last successful apply: any
@@ -42,95 +50,139 @@ func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, ob
 	}
 
 	mount, role := res.AppRole.Mount, res.AppRole.RoleName
-	actualRole, err := vc.ReadRole(ctx, mount, role)
-	if err != nil {
-		return err
-	}
-	if differs, why := roleDiffers(res.AppRole.Params, actualRole); differs && write("AppRole "+mount+"/"+role, why) {
+	applied := st.LastAppliedHash != "" && st.Connection == sc.conn && st.AppRole != nil &&
+		st.AppRole.Mount == mount && strings.EqualFold(st.AppRole.Name, role)
+	if applied || r.readBeforeEveryWrite {
+		actualRole, err := vc.ReadRole(ctx, mount, role)
+		if err != nil {
+			return fmt.Errorf("reading AppRole %s/%s: %w", mount, role, err)
+		}
+		if differs, why := roleDiffers(res.AppRole.Params, actualRole); differs && write("AppRole "+mount+"/"+role, why) {
+			if err := vc.WriteRole(ctx, mount, role, roleParams(res.AppRole.Params)); err != nil {
+				return fmt.Errorf("writing AppRole %s/%s: %w", mount, role, err)
+			}
+		}
+	} else if write("AppRole "+mount+"/"+role, "not written by this binding yet") {
 		if err := vc.WriteRole(ctx, mount, role, roleParams(res.AppRole.Params)); err != nil {
-			return err
+			return fmt.Errorf("writing AppRole %s/%s: %w", mount, role, err)
 		}
 	}
-	if sc.roleID, err = vc.ReadRoleID(ctx, mount, role); err != nil {
-		return err
+	roleID, err := vc.ReadRoleID(ctx, mount, role)
+	if err != nil {
+		return fmt.Errorf("reading the role ID of AppRole %s/%s: %w", mount, role, err)
 	}
+	sc.roleID = roleID
 
 	entity, err := vc.ReadEntityByName(ctx, res.EntityName)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading entity %s: %w", res.EntityName, err)
 	}
 	var actualMD map[string]string
 	if entity != nil {
 		actualMD = entity.Metadata
 	}
-	previous := make([]string, 0)
+	var previous []string
 	if st.Entity != nil {
 		for k := range st.Entity.Metadata {
 			previous = append(previous, k)
 		}
 	}
 	desired := desiredMetadata(actualMD, res.EntityMetadata, previous)
-	if entity == nil {
-		if write("entity "+res.EntityName, "entity does not exist") {
-			if entity, err = vc.WriteEntityByName(ctx, res.EntityName, desired); err != nil {
-				return err
-			}
-		}
-	} else if differs, why := metadataDiffers(desired, actualMD); differs && write("entity "+res.EntityName, why) {
-		if entity, err = vc.WriteEntityByName(ctx, res.EntityName, desired); err != nil {
-			return err
-		}
-	}
 	sc.metadata = map[string]string{}
 	for _, kv := range res.EntityMetadata {
 		sc.metadata[kv.Key] = kv.Value
 	}
-	if entity == nil || sc.roleID == "" {
-		return nil // detect-only with the objects missing: nothing to link
+	if entity == nil {
+		if !write("entity "+res.EntityName, "entity does not exist") {
+			return nil // detect-only, and nothing to link an alias to
+		}
+		id, err := vc.WriteEntityByName(ctx, res.EntityName, desired)
+		if err != nil {
+			return fmt.Errorf("creating entity %s: %w", res.EntityName, err)
+		}
+		if id == "" {
+			// Created by someone else between our read and write: Vault
+			// updated it instead. Read it for its ID and aliases.
+			if entity, err = vc.ReadEntityByName(ctx, res.EntityName); err != nil || entity == nil {
+				return fmt.Errorf("reading entity %s after writing it: %w", res.EntityName, vaultState(err, "the entity vanished"))
+			}
+		} else {
+			entity = &vault.Entity{ID: id, Name: res.EntityName, Metadata: desired}
+		}
+	} else if differs, why := metadataDiffers(desired, actualMD); differs && write("entity "+res.EntityName, why) {
+		if _, err := vc.WriteEntityByName(ctx, res.EntityName, desired); err != nil {
+			return fmt.Errorf("writing entity %s: %w", res.EntityName, err)
+		}
 	}
 	sc.entityID = entity.ID
+	sc.entity = entity
+	if roleID == "" {
+		return nil // detect-only with the role missing: nothing to link
+	}
 	return r.applyAlias(ctx, vc, mount, entity, sc, write)
 }
 
 // applyAlias links the entity to the AppRole login: an alias named by the
-// role ID on the AppRole mount. It looks before it creates, so a crash
-// between two writes never leaves a duplicate, and it moves an alias that
-// points at another entity.
+// role ID on the AppRole mount. Vault keeps one alias per entity and mount,
+// and one per name and mount, so the alias is never created twice: the
+// entity's alias on the mount is renamed when the role was re-created (its
+// role ID changed), and a create moves an alias of that name that a
+// minion's login attached to an entity Vault made up for it.
 func (r *MinionBindingReconciler) applyAlias(ctx context.Context, vc vault.Client, mount string, entity *vault.Entity, sc *bindingScope, write func(what, why string) bool) error {
 	accessor, err := vc.MountAccessor(ctx, mount)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading the accessor of auth/%s: %w", mount, err)
 	}
-	for _, a := range entity.Aliases {
-		if a.Name == sc.roleID && a.MountAccessor == accessor {
+	if accessor == "" {
+		return vaultState(nil, fmt.Sprintf("no auth method is mounted at auth/%s", mount))
+	}
+	var onMount *vault.Alias
+	for i, a := range entity.Aliases {
+		if a.MountAccessor == accessor {
+			onMount = &entity.Aliases[i]
+		}
+	}
+	what := "entity alias " + sc.roleID
+	switch {
+	case onMount != nil && onMount.Name == sc.roleID:
+		return nil
+	case onMount != nil:
+		if !write(what, fmt.Sprintf("the entity's alias on %s is %s; the role's ID is now %s (the role was re-created)", mount, onMount.Name, sc.roleID)) {
+			return nil
+		}
+		err := vc.UpdateEntityAlias(ctx, onMount.ID, sc.roleID, "", "")
+		if err == nil || !vault.Conflict(err) {
+			return wrapAlias(err, mount)
+		}
+		// A minion logged in with the new role ID before us, and Vault
+		// gave that login an entity of its own with an alias of this name:
+		// drop our stale alias and move that one here.
+		ctrl.LoggerFrom(ctx).Info("Moving the alias of a login to the minion's entity", "alias", sc.roleID, "entity", entity.Name)
+		if err := vc.DeleteEntityAlias(ctx, onMount.ID); err != nil {
+			return wrapAlias(err, mount)
+		}
+	default:
+		if !write(what, "the entity has no alias on "+mount) {
 			return nil
 		}
 	}
-	existing, err := vc.LookupEntityAlias(ctx, sc.roleID, accessor)
-	if err != nil {
-		return err
-	}
-	if existing != nil {
-		if existing.CanonicalID == entity.ID {
-			return nil
-		}
-		if write("entity alias "+sc.roleID, "alias points at entity "+existing.CanonicalID) {
-			return vc.UpdateEntityAlias(ctx, existing.ID, sc.roleID, accessor, entity.ID)
-		}
+	_, err = vc.CreateEntityAlias(ctx, sc.roleID, accessor, entity.ID)
+	return wrapAlias(err, mount)
+}
+
+func wrapAlias(err error, mount string) error {
+	if err == nil {
 		return nil
 	}
-	if write("entity alias "+sc.roleID, "alias does not exist") {
-		_, err := vc.CreateEntityAlias(ctx, sc.roleID, accessor, entity.ID)
-		return err
-	}
-	return nil
+	return fmt.Errorf("writing the entity alias on auth/%s: %w", mount, err)
 }
 
 // desiredHash fingerprints what the binding renders for Vault, to tell
 // "we changed" from "Vault drifted".
-func desiredHash(res *render.Result) string {
+func desiredHash(conn string, res *render.Result) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
+	_ = enc.Encode(conn)
 	_ = enc.Encode(res.AppRole)
 	_ = enc.Encode(res.EntityName)
 	md := make([]string, 0, len(res.EntityMetadata))
@@ -142,90 +194,27 @@ func desiredHash(res *render.Result) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// finalize removes the minion's Vault objects (unless the template says
-// Retain) and then the finalizer. It never wedges: an object never written,
-// objects already gone, or a connection that no longer exists let the
-// deletion finish; only an unreachable Vault, or a connection that cannot
-// log in yet (its Secret is missing), makes it wait and retry.
-func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.MinionBinding, sc *bindingScope) error {
-	log := ctrl.LoggerFrom(ctx)
-	st := &obj.Status
-	// The template's current policy; if the template is gone, the one it
-	// had when the binding was last applied (a Retain is not lost by
-	// deleting the template first).
-	policy := v1alpha1.DeletionPolicyDelete
-	if st.DeletionPolicy != "" {
-		policy = st.DeletionPolicy
-	}
-	tpl := &v1alpha1.MinionTemplate{}
-	if err := r.Get(ctx, typesName(obj.Spec.TemplateRef.Name), tpl); err == nil {
-		policy = tpl.Spec.EffectiveDeletionPolicy()
-	} else if !apierrors.IsNotFound(err) {
-		return err
-	}
-	written := st.AppRole != nil || st.Entity != nil
-	switch {
-	case !written:
-		log.V(1).Info("Nothing was written to Vault; removing the finalizer")
-	case policy == v1alpha1.DeletionPolicyRetain:
-		emit(r.Recorder, obj, "Normal", "Retained", "Delete", "Vault objects retained (deletionPolicy Retain)")
-	default:
-		vc, conn, err := r.Connections.Get(ctx, st.Connection)
-		switch {
-		case err != nil && isWaiting(err) && conn != nil:
-			// The connection exists but cannot log in yet (its Secret is
-			// missing): wait rather than leave an AppRole that still works.
-			// (The Warning event comes with the condition's transition.)
-			sc.wait(v1alpha1.DeletionBlockedReason, "waiting to delete the Vault objects: "+err.Error())
-			return nil
-		case err != nil && isWaiting(err):
-			// The connection is gone: nothing can reach that Vault any more.
-			emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete",
-				"Vault objects left in place: %v", err)
-		case err != nil:
-			sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
-			return err
-		default:
-			if err := r.deleteVaultObjects(ctx, vc, st); err != nil {
-				sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
-				return err
-			}
-			emit(r.Recorder, obj, "Normal", "Deleted", "Delete", "AppRole, entity alias and entity deleted from Vault")
-		}
-	}
-	base := obj.DeepCopy()
-	if controllerutil.RemoveFinalizer(obj, v1alpha1.Finalizer) {
-		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-	}
-	sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: "deleted"}
-	return nil
+// errVaultState is Vault's state refusing the operator (a mount missing,
+// an object vanishing between two requests): repaired by Vault or the next
+// try, so it is retried with backoff like vault.Conflict.
+type errVaultState struct {
+	msg string
+	err error
 }
 
-func (r *MinionBindingReconciler) deleteVaultObjects(ctx context.Context, vc vault.Client, st *v1alpha1.MinionBindingStatus) error {
-	if st.AppRole != nil {
-		if st.AppRole.RoleID != "" {
-			accessor, err := vc.MountAccessor(ctx, st.AppRole.Mount)
-			if err != nil {
-				return err
-			}
-			if a, err := vc.LookupEntityAlias(ctx, st.AppRole.RoleID, accessor); err != nil {
-				return err
-			} else if a != nil {
-				if err := vc.DeleteEntityAlias(ctx, a.ID); err != nil {
-					return err
-				}
-			}
-		}
-		if err := vc.DeleteRole(ctx, st.AppRole.Mount, st.AppRole.Name); err != nil {
-			return err
-		}
+func (e *errVaultState) Error() string {
+	if e.err != nil {
+		return e.msg + ": " + e.err.Error()
 	}
-	if st.Entity != nil && st.Entity.Name != "" {
-		if err := vc.DeleteEntityByName(ctx, st.Entity.Name); err != nil {
-			return err
-		}
+	return e.msg
+}
+
+func (e *errVaultState) Unwrap() error { return e.err }
+
+// vaultState returns err when it is a Vault error, else a state error.
+func vaultState(err error, msg string) error {
+	if err != nil {
+		return err
 	}
-	return nil
+	return &errVaultState{msg: msg}
 }

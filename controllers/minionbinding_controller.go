@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -37,6 +38,10 @@ type MinionBindingReconciler struct {
 	Metrics     *Metrics
 	// DefaultInterval applies when a template sets no interval.
 	DefaultInterval time.Duration
+
+	// readBeforeEveryWrite: read the role even for a binding never applied
+	// (a plan reports what would change, so it cannot write blindly).
+	readBeforeEveryWrite bool
 }
 
 // bindingScope records what one reconcile saw and did; status and events
@@ -48,11 +53,13 @@ type bindingScope struct {
 	conn    string
 	hash    string
 	written []string // what was written, for events
+	deleted []string // what was removed (old placements, deletion)
 	created bool     // first successful write of this binding
 	drift   []string // differences found although nothing changed on our side
 	// corrected: drift was written back (false in detect-only mode).
 	corrected bool
 	entityID  string
+	entity    *vault.Entity // the minion's entity as read or created
 	roleID    string
 	metadata  map[string]string // the entity metadata keys the operator owns, as written
 	requeue   time.Duration
@@ -69,22 +76,29 @@ type bindingScope struct {
 // only: config/rbac/token_request_role.yaml, not a cluster-wide marker.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile is one pass: get, finalizer, suspend, work; status is patched
-// once at the end whatever happened.
+// Reconcile is one pass: get, deletion, suspend, work; status is patched
+// once at the end whatever happened, and not at all when nothing in it
+// changed (a fleet in sync costs no Kubernetes writes). The finalizer is
+// added together with the record of what will be written (see placement),
+// so a new binding costs two writes: that one, and its status.
 func (r *MinionBindingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &v1alpha1.MinionBinding{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("minionID", obj.Spec.MinionID))
-	base := obj.DeepCopy()
+	statusBefore := obj.Status.DeepCopy()
 	sc := &bindingScope{}
 	before := readyCondition(obj)
 
 	defer func() {
 		r.finishStatus(obj, sc, retErr)
-		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching status: %w", err)})
+		if !equality.Semantic.DeepEqual(*statusBefore, obj.Status) {
+			base := obj.DeepCopy()
+			base.Status = *statusBefore
+			if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+				retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching status: %w", err)})
+			}
 		}
 		r.events(obj, sc, before)
 		r.Metrics.observeBinding(obj, sc)
@@ -99,19 +113,6 @@ func (r *MinionBindingReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 	if !obj.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, obj, sc)
-	}
-	if controllerutil.AddFinalizer(obj, v1alpha1.Finalizer) {
-		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
-		base = obj.DeepCopy()
-	}
-	if obj.Status.ObservedGeneration != obj.Generation {
-		markProgressing(obj)
-		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
-		}
-		base = obj.DeepCopy()
 	}
 	if obj.Spec.Suspend {
 		sc.outcome = outcome{kind: outcomeSuspended}
@@ -138,6 +139,12 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 	}
 	if owner, err := r.minionIDOwner(ctx, obj); err != nil {
 		return err
+	} else if owner != nil && !owner.DeletionTimestamp.IsZero() {
+		// Its finalizer is removing the minion's objects: starting now
+		// would interleave two bindings' writes to one role. Its deletion
+		// wakes this binding.
+		sc.wait(v1alpha1.MinionIDReleasingReason, fmt.Sprintf("minion ID %q is being released by MinionBinding %s/%s, which is being deleted", obj.Spec.MinionID, owner.Namespace, owner.Name))
+		return nil
 	} else if owner != nil {
 		sc.stall(v1alpha1.DuplicateMinionIDReason, fmt.Sprintf("minion ID %q is already bound by MinionBinding %s/%s", obj.Spec.MinionID, owner.Namespace, owner.Name))
 		return nil
@@ -170,6 +177,11 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 		sc.stall(ViolationReason(vs), ViolationMessage(vs))
 		return nil
 	}
+	recorded, err := recordedPlacements(obj)
+	if err != nil {
+		sc.stall(v1alpha1.ValidationFailedReason, err.Error())
+		return nil
+	}
 
 	vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 	if err != nil {
@@ -181,19 +193,86 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 		return err
 	}
 	sc.conn = tpl.Spec.ConnectionRef.Name
-	if err := r.apply(ctx, vc, obj, tpl, res, sc); err != nil {
-		if !vault.Transient(err) && !vault.Denied(err) && !errors.Is(err, context.Canceled) {
-			// Vault refused what we sent: retrying the same write cannot
-			// help until the binding or template changes.
-			sc.stall(v1alpha1.ValidationFailedReason, "Vault refused the write: "+err.Error())
-			return nil
-		}
-		sc.fail(unavailableReason(err), err.Error())
+
+	// Record where we are about to write, with the finalizer, before the
+	// first write.
+	cur := placement{Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName}
+	if err := r.recordBeforeWriting(ctx, obj, recorded, cur); err != nil {
 		return err
+	}
+	if err := r.apply(ctx, vc, obj, tpl, res, sc); err != nil {
+		return r.vaultFailed(sc, err)
+	}
+	if len(recorded) > 1 || (len(recorded) == 1 && !recorded[0].same(cur)) {
+		keep, err := r.removeStale(ctx, obj, addPlacement(recorded, cur), &cur, r.stalePolicy(obj), sc)
+		if rerr := r.record(ctx, obj, keep); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		if err != nil {
+			return r.vaultFailed(sc, err)
+		}
 	}
 	sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: readyMessage(res)}
 	sc.requeue = jitter(templateInterval(tpl, r.DefaultInterval))
 	return nil
+}
+
+// recordBeforeWriting adds the finalizer and cur to the record, in one
+// patch, when either is missing.
+func (r *MinionBindingReconciler) recordBeforeWriting(ctx context.Context, obj *v1alpha1.MinionBinding, recorded []placement, cur placement) error {
+	if controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) && slices.ContainsFunc(recorded, cur.same) &&
+		obj.Annotations[v1alpha1.VaultObjectsAnnotation] != "" {
+		return nil
+	}
+	base := obj.DeepCopy()
+	controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
+	setPlacements(obj, addPlacement(recorded, cur))
+	if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("recording the Vault objects to write, with the finalizer: %w", err)
+	}
+	return nil
+}
+
+// stalePolicy is the deletion policy for objects a switch left behind: the
+// one recorded when they were written.
+func (r *MinionBindingReconciler) stalePolicy(obj *v1alpha1.MinionBinding) v1alpha1.DeletionPolicy {
+	if obj.Status.DeletionPolicy != "" {
+		return obj.Status.DeletionPolicy
+	}
+	return v1alpha1.DeletionPolicyDelete
+}
+
+// vaultFailed sorts a Vault error into the three classes: refused input
+// stalls; credentials, Vault's state and its availability are retried with
+// backoff.
+func (r *MinionBindingReconciler) vaultFailed(sc *bindingScope, err error) error {
+	switch classify(err) {
+	case vault.ClassInvalid:
+		// Vault refused what we sent: retrying the same write cannot
+		// help until the binding or template changes.
+		sc.stall(v1alpha1.ValidationFailedReason, "Vault refused the write: "+err.Error())
+		return nil
+	case vault.ClassConflict:
+		sc.fail(v1alpha1.VaultConflictReason, err.Error())
+	case vault.ClassDenied:
+		sc.fail(v1alpha1.AccessDeniedReason, err.Error())
+	default:
+		sc.fail(v1alpha1.VaultUnavailableReason, err.Error())
+	}
+	return err
+}
+
+// classify is vault.Classify, plus the operator's own view of Vault's
+// state and of a cancelled reconcile.
+func classify(err error) vault.Class {
+	var st *errVaultState
+	switch {
+	case errors.As(err, &st):
+		return vault.ClassConflict
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return vault.ClassTransient
+	}
+	return vault.Classify(err)
 }
 
 // unavailableReason tells a refused credential from an unreachable Vault.
@@ -270,32 +349,32 @@ func (r *MinionBindingReconciler) namespaceSelected(ctx context.Context, tpl *v1
 
 // minionIDOwner returns the binding that owns the minion ID when it is not
 // obj: the oldest claim wins (creation time, then namespace/name), so the
-// answer is the same whichever binding is reconciled.
+// answer is the same whichever binding is reconciled. A binding being
+// deleted keeps its claim until it is gone: its finalizer is still removing
+// the minion's objects.
 func (r *MinionBindingReconciler) minionIDOwner(ctx context.Context, obj *v1alpha1.MinionBinding) (*v1alpha1.MinionBinding, error) {
 	list := &v1alpha1.MinionBindingList{}
 	if err := r.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(obj.Spec.MinionID)}); err != nil {
 		return nil, err
 	}
-	claims := make([]*v1alpha1.MinionBinding, 0, len(list.Items))
+	var owner *v1alpha1.MinionBinding
 	for i := range list.Items {
-		if b := &list.Items[i]; b.DeletionTimestamp.IsZero() || b.UID == obj.UID {
-			claims = append(claims, b)
+		b := &list.Items[i]
+		if owner == nil || claimsBefore(b, owner) {
+			owner = b
 		}
 	}
-	if len(claims) <= 1 {
+	if owner == nil || owner.UID == obj.UID {
 		return nil, nil
 	}
-	sort.Slice(claims, func(i, j int) bool {
-		a, b := claims[i], claims[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-	})
-	if claims[0].UID == obj.UID {
-		return nil, nil
+	return owner, nil
+}
+
+func claimsBefore(a, b *v1alpha1.MinionBinding) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
-	return claims[0], nil
+	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 }
 
 func minionIDKey(id string) string { return strings.ToLower(id) }

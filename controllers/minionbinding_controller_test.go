@@ -199,7 +199,7 @@ func TestBindingRefusedWritesNothing(t *testing.T) {
 
 func TestBindingVaultDownIsTransient(t *testing.T) {
 	h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
-	h.v.FailNext("ReadRole", &vault.Error{Op: "read auth/salt-minions/role/web01", StatusCode: 503})
+	h.v.FailNext("WriteRole", &vault.Error{Op: "write auth/salt-minions/role/web01", StatusCode: 503})
 	_, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "salt", Name: "web01"}})
 	if err == nil {
 		t.Fatal("a 503 should be returned for backoff")

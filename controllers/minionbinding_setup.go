@@ -47,16 +47,13 @@ func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 		Watches(&v1alpha1.MinionTemplate{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, becameReady))).
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, becameReady, identityChanged))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfSecret)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConfigMap)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
-			builder.WithPredicates(predicate.Funcs{
-				CreateFunc: func(event.CreateEvent) bool { return false },
-				UpdateFunc: func(ev event.UpdateEvent) bool { return !ev.ObjectNew.GetDeletionTimestamp().IsZero() },
-			})).
+			builder.WithPredicates(claimReleased)).
 		WithOptions(opts).
 		Named("minionbinding").
 		Complete(r)
@@ -156,8 +153,9 @@ func (r *MinionBindingReconciler) bindingsInNamespace(ctx context.Context, o cli
 	return requests(list)
 }
 
-// sameMinionID wakes the other claimants of a minion ID when one goes away,
-// so the next in line takes it over.
+// sameMinionID wakes the other claimants of a minion ID when one starts
+// being deleted (they now wait for it) and when it is gone (the next in
+// line takes the ID over).
 func (r *MinionBindingReconciler) sameMinionID(ctx context.Context, o client.Object) []reconcile.Request {
 	b := o.(*v1alpha1.MinionBinding)
 	list := &v1alpha1.MinionBindingList{}
@@ -179,6 +177,38 @@ func requests(list *v1alpha1.MinionBindingList) []reconcile.Request {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
 	}
 	return out
+}
+
+// claimReleased passes a binding that starts being deleted, or is gone.
+var claimReleased = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	UpdateFunc:  deletionStarted.UpdateFunc,
+}
+
+// deletionStarted passes an object whose deletion timestamp was just set.
+var deletionStarted = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(ev event.UpdateEvent) bool {
+		return !ev.ObjectNew.GetDeletionTimestamp().IsZero() && ev.ObjectOld.GetDeletionTimestamp().IsZero()
+	},
+}
+
+// identityChanged passes a VaultConnection whose Vault changed identity
+// (re-initialised, restored, an AppRole mount re-created): everything
+// written there must be checked now, not at the next interval.
+var identityChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(ev event.UpdateEvent) bool {
+		o, ok1 := ev.ObjectOld.(*v1alpha1.VaultConnection)
+		n, ok2 := ev.ObjectNew.(*v1alpha1.VaultConnection)
+		return ok1 && ok2 && o.Status.Identity != "" && n.Status.Identity != "" && o.Status.Identity != n.Status.Identity
+	},
 }
 
 // becameReady passes a VaultConnection whose Ready condition turned True:

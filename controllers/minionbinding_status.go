@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -10,6 +11,11 @@ import (
 )
 
 func typesName(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
+
+// lastSyncRefresh is how old status.lastSyncTime may get while Vault is
+// found in sync: moving it on every resync would cost a status write per
+// binding per interval, for a timestamp.
+const lastSyncRefresh = 24 * time.Hour
 
 // finishStatus derives the status from what the reconcile saw.
 func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope, err error) {
@@ -28,16 +34,23 @@ func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *
 			st.PolicyDocuments = append(st.PolicyDocuments, d.Name)
 		}
 	}
-	if sc.outcome.kind == outcomeReady && sc.result != nil {
-		res := sc.result
+	// What was written is recorded even when a later write failed, so that
+	// deletion can tell the entity it created from someone else's.
+	if res := sc.result; res != nil && (sc.roleID != "" || sc.entityID != "") {
 		st.Connection = sc.conn
-		st.Entity = &v1alpha1.EntityStatus{Name: res.EntityName, ID: sc.entityID, Metadata: sc.metadata}
 		st.AppRole = &v1alpha1.AppRoleStatus{Mount: res.AppRole.Mount, Name: res.AppRole.RoleName, RoleID: sc.roleID}
+		if sc.entityID != "" {
+			st.Entity = &v1alpha1.EntityStatus{Name: res.EntityName, ID: sc.entityID, Metadata: sc.metadata}
+		}
 		if sc.tpl != nil {
 			st.DeletionPolicy = sc.tpl.Spec.EffectiveDeletionPolicy()
 		}
+	}
+	if sc.outcome.kind == outcomeReady && sc.result != nil {
 		now := metav1.Now()
-		st.LastSyncTime = &now
+		if len(sc.written) > 0 || len(sc.deleted) > 0 || st.LastSyncTime == nil || now.Sub(st.LastSyncTime.Time) > lastSyncRefresh {
+			st.LastSyncTime = &now
+		}
 		// In detect-only mode the drift stays, so the hash stays too.
 		if len(sc.drift) == 0 || sc.corrected {
 			st.LastAppliedHash = sc.hash
@@ -68,6 +81,9 @@ func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindin
 		emit(r.Recorder, obj, "Normal", "Created", "Reconcile", "Written to Vault: %s", strings.Join(sc.written, ", "))
 	case len(sc.written) > 0:
 		emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(sc.written, ", "))
+	}
+	if len(sc.deleted) > 0 && obj.DeletionTimestamp.IsZero() {
+		emit(r.Recorder, obj, "Normal", "Removed", "Reconcile", "Removed from Vault, no longer rendered: %s", strings.Join(sc.deleted, ", "))
 	}
 	if after != nil && after.Status != metav1.ConditionTrue && sc.outcome.kind != outcomeSuspended {
 		if before == nil || before.Reason != after.Reason || before.Message != after.Message {

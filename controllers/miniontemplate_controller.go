@@ -3,36 +3,38 @@ package controllers
 import (
 	"context"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
-	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
 // MinionTemplateReconciler writes the ACL policies a template's bindings
 // render (each concrete policy once, with an ownership header), deletes
 // those no binding renders any more, and refuses to overwrite policies it
 // does not own.
+//
+// Its queue holds two kinds of keys. A template's key (no namespace) is a
+// full scan when one is due (after a start, a change of the template or
+// its ConfigMaps, every interval): every binding rendered from the cache,
+// every wanted policy compared with Vault. Otherwise it only refreshes the
+// template's status from memory. A binding's key (namespaced) is a delta:
+// that binding is rendered, the policy index updated, and Vault touched
+// only for the names whose desired state changed. A burst of ten thousand
+// new bindings is ten thousand deltas and one status update a second, not
+// ten thousand scans.
 type MinionTemplateReconciler struct {
 	client.Client
 	Recorder        events.EventRecorder
@@ -40,18 +42,34 @@ type MinionTemplateReconciler struct {
 	Templates       *Templates
 	Bindings        *MinionBindingReconciler // for the binding checks it shares
 	DefaultInterval time.Duration
+
+	index  *policyIndex
+	owners policyOwners
+	// refresh asks for a delayed status refresh of a template (see
+	// SetupWithManager); nil in unit tests that call Reconcile directly.
+	refresh func(template string)
 }
 
 // +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates/status,verbs=patch
 // +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates/finalizers,verbs=update
 
-func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.index == nil {
+		r.index = newPolicyIndex()
+	}
+	if req.Namespace != "" {
+		return ctrl.Result{}, r.reconcileBinding(ctx, req.NamespacedName)
+	}
+	return r.reconcileTemplate(ctx, req.Name)
+}
+
+func (r *MinionTemplateReconciler) reconcileTemplate(ctx context.Context, name string) (result ctrl.Result, retErr error) {
 	tpl := &v1alpha1.MinionTemplate{}
-	if err := r.Get(ctx, req.NamespacedName, tpl); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, tpl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	base := tpl.DeepCopy()
+	statusBefore := tpl.Status.DeepCopy()
 	var o outcome
 	before := readyCondition(tpl)
 	defer func() {
@@ -63,17 +81,21 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			tpl.Status.LastHandledReconcileAt = v
 		}
 		setConditions(tpl, o)
-		if err := r.Status().Patch(ctx, tpl, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-			retErr = kerrors.NewAggregate([]error{retErr, err})
+		if !equality.Semantic.DeepEqual(*statusBefore, tpl.Status) {
+			base := tpl.DeepCopy()
+			base.Status = *statusBefore
+			if err := r.Status().Patch(ctx, tpl, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+				retErr = kerrors.NewAggregate([]error{retErr, err})
+			}
 		}
 		if after := readyCondition(tpl); after != nil && after.Status != metav1.ConditionTrue &&
 			(before == nil || before.Reason != after.Reason || before.Message != after.Message) {
 			emit(r.Recorder, tpl, "Warning", after.Reason, "Reconcile", "%s", after.Message)
 		}
 		if o.kind == outcomeStalled {
-			result, retErr = ctrl.Result{}, nil
-		} else if retErr == nil && o.kind == outcomeReady {
-			result.RequeueAfter = jitter(templateInterval(tpl, r.DefaultInterval))
+			// Input that cannot succeed: no backoff. A scan is still due at
+			// the interval (the policies that can be managed are).
+			retErr = nil
 		} else if retErr == nil && o.kind == outcomeWaiting {
 			result.RequeueAfter = 2 * time.Minute
 		}
@@ -88,18 +110,10 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		o = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: "deleted"}
 		return ctrl.Result{}, nil
 	}
-	if controllerutil.AddFinalizer(tpl, v1alpha1.Finalizer) {
+	if base := tpl.DeepCopy(); controllerutil.AddFinalizer(tpl, v1alpha1.Finalizer) {
 		if err := r.Patch(ctx, tpl, client.MergeFrom(base)); err != nil {
 			return ctrl.Result{}, err
 		}
-		base = tpl.DeepCopy()
-	}
-	if tpl.Status.ObservedGeneration != tpl.Generation {
-		markProgressing(tpl)
-		if err := r.Status().Patch(ctx, tpl, client.MergeFrom(base)); err != nil {
-			return ctrl.Result{}, err
-		}
-		base = tpl.DeepCopy()
 	}
 
 	compiled, err := r.Templates.Compile(ctx, tpl)
@@ -119,144 +133,248 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		o = outcome{kind: outcomeStalled, reason: ViolationReason(ps), message: ViolationMessage(ps)}
 		return ctrl.Result{}, nil
 	}
-	desired, count, conflict, err := r.desiredPolicies(ctx, tpl, compiled)
-	if err != nil {
-		return ctrl.Result{}, err
+
+	interval := templateInterval(tpl, r.DefaultInterval)
+	identity := r.vaultIdentity(ctx, tpl.Spec.ConnectionRef.Name)
+	ti := r.index.template(tpl.Name)
+	r.index.mu.Lock()
+	if ti.identity != identity {
+		// Another Vault, or the same one re-initialised or restored: what
+		// was found there is no longer known.
+		ti.identity, ti.discovered = identity, false
+		r.owners.forget(tpl.Spec.ConnectionRef.Name)
 	}
-	tpl.Status.Bindings = int32(count)
-	if conflict != "" {
-		o = outcome{kind: outcomeStalled, reason: v1alpha1.ValidationFailedReason, message: conflict}
-		return ctrl.Result{}, nil
+	due := !ti.built || !ti.discovered || ti.compiled != compiled || time.Since(ti.lastScan) >= interval-interval/10 ||
+		tpl.Annotations[v1alpha1.ReconcileRequestAnnotation] != statusBefore.LastHandledReconcileAt
+	r.index.mu.Unlock()
+	if due {
+		if o, err = r.fullScan(ctx, tpl, compiled, ti); err != nil || o.kind != outcomeReady {
+			return ctrl.Result{}, err
+		}
 	}
-	if len(desired) == 0 && len(tpl.Status.ManagedPolicies) == 0 {
-		o = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: fmt.Sprintf("%d bindings, no policy documents", count)}
-		return ctrl.Result{}, nil
+	o = r.summarize(tpl)
+	r.index.mu.Lock()
+	next := interval - time.Since(ti.lastScan)
+	r.index.mu.Unlock()
+	if o.kind != outcomeStalled {
+		result.RequeueAfter = jitter(max(next, time.Second))
+	}
+	return result, nil
+}
+
+// fullScan renders every binding of the template from the cache, rebuilds
+// its part of the index, lists Vault's policies once after a start to find
+// the template's own, and brings every wanted policy to its body.
+func (r *MinionTemplateReconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, ti *templateIndex) (outcome, error) {
+	ti.scan.Lock()
+	defer ti.scan.Unlock()
+	list := &v1alpha1.MinionBindingList{}
+	if err := r.List(ctx, list, client.MatchingFields{templateRefIndex: tpl.Name}); err != nil {
+		return outcome{}, err
+	}
+	scanned := make(map[types.NamespacedName]bindingDocs, len(list.Items))
+	for i := range list.Items {
+		b := &list.Items[i]
+		docs, err := r.bindingDocs(ctx, tpl, compiled, b)
+		if err != nil {
+			return outcome{}, err
+		}
+		scanned[client.ObjectKeyFromObject(b)] = bindingDocs{template: tpl.Name, member: b.DeletionTimestamp.IsZero(), docs: docs}
+	}
+	r.index.rebuild(tpl.Name, compiled, scanned)
+	desired, owned := r.index.snapshot(tpl.Name)
+	r.index.mu.Lock()
+	discovered := ti.discovered
+	r.index.mu.Unlock()
+	if len(desired) == 0 && len(owned) == 0 && discovered {
+		return outcome{kind: outcomeReady}, nil
 	}
 	vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 	if err != nil {
 		if isWaiting(err) {
-			o = outcome{kind: outcomeWaiting, reason: v1alpha1.ConnectionNotReadyReason, message: err.Error()}
-			return ctrl.Result{}, nil
+			return outcome{kind: outcomeWaiting, reason: v1alpha1.ConnectionNotReadyReason, message: err.Error()}, nil
 		}
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
-	notOwned, err := r.applyPolicies(ctx, vc, tpl, desired)
+	if !discovered {
+		found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, tpl.Spec.ConnectionRef.Name)
+		if err != nil {
+			return outcome{}, err
+		}
+		owned = append(owned, found...)
+		r.index.resetOwned(tpl.Name, owned)
+		r.index.mu.Lock()
+		ti.discovered = true
+		r.index.mu.Unlock()
+	}
+	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, owned)
+	r.index.observe(tpl.Name, pass)
+	r.policyEvents(tpl, pass)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
-	if len(notOwned) > 0 {
-		o = outcome{kind: outcomeStalled, reason: v1alpha1.PolicyNotOwnedReason,
-			message: fmt.Sprintf("ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s", strings.Join(notOwned, ", "))}
-		return ctrl.Result{}, nil
-	}
-	o = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: fmt.Sprintf("%d bindings, %d ACL policies", count, len(desired))}
-	return ctrl.Result{}, nil
+	return outcome{kind: outcomeReady}, nil
 }
 
-// desiredPolicies renders every binding of the template and collects the
-// policy documents. Bindings the binding reconciler refuses (namespace not
-// selected, violations, duplicate minion ID) contribute nothing. Two
-// bindings rendering different bodies for one name is a template error.
-func (r *MinionTemplateReconciler) desiredPolicies(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled) (map[string]string, int, string, error) {
-	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.MatchingFields{templateRefIndex: tpl.Name}); err != nil {
-		return nil, 0, "", err
+// summarize derives the template's status from the index.
+func (r *MinionTemplateReconciler) summarize(tpl *v1alpha1.MinionTemplate) outcome {
+	s := r.index.summary(tpl.Name)
+	tpl.Status.Bindings = int32(s.members)
+	tpl.Status.Policies = &v1alpha1.PolicySummary{Count: int64(s.owned), Digest: s.digest}
+	switch {
+	case len(s.conflicts) > 0:
+		return outcome{kind: outcomeStalled, reason: v1alpha1.ValidationFailedReason, message: strings.Join(firstN(s.conflicts, 10), "; ")}
+	case len(s.notOwned) > 0:
+		return outcome{kind: outcomeStalled, reason: v1alpha1.PolicyNotOwnedReason,
+			message: fmt.Sprintf("%d ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s",
+				len(s.notOwned), strings.Join(firstN(s.notOwned, 20), ", "))}
 	}
-	var rendered []RenderedBinding
-	for i := range list.Items {
-		b := &list.Items[i]
-		if !b.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if ok, _, err := r.Bindings.namespaceSelected(ctx, tpl, b.Namespace); err != nil {
-			return nil, 0, "", err
-		} else if !ok {
-			continue
-		}
-		if owner, err := r.Bindings.minionIDOwner(ctx, b); err != nil {
-			return nil, 0, "", err
-		} else if owner != nil {
-			continue
-		}
-		rb, err := convert.Binding(&b.Spec)
-		if err != nil {
-			continue
-		}
-		res, err := compiled.Render(rb, render.Options{})
-		if err != nil || len(compiled.Validate(res)) > 0 {
-			continue
-		}
-		rendered = append(rendered, RenderedBinding{Name: b.Namespace + "/" + b.Name, Result: res})
-	}
-	desired, conflict := CollectPolicies(rendered)
-	return desired, len(list.Items), conflict, nil
+	return outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: fmt.Sprintf("%d bindings, %d ACL policies", s.members, s.owned)}
 }
 
-// applyPolicies writes what differs, deletes what the operator owns and no
-// binding renders, and returns the policies it refused to take over.
-func (r *MinionTemplateReconciler) applyPolicies(ctx context.Context, vc vault.Client, tpl *v1alpha1.MinionTemplate, desired map[string]string) ([]string, error) {
-	log := ctrl.LoggerFrom(ctx)
-	header := ownershipHeader(tpl.Name)
-	var notOwned, managed, written []string
-	names := make([]string, 0, len(desired))
-	for n := range desired {
-		names = append(names, n)
+// vaultIdentity is the identity the template's VaultConnection reports
+// (status.identity), "" when unknown.
+func (r *MinionTemplateReconciler) vaultIdentity(ctx context.Context, conn string) string {
+	vc := &v1alpha1.VaultConnection{}
+	if err := r.Get(ctx, types.NamespacedName{Name: conn}, vc); err != nil {
+		return ""
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		want := header + desired[name]
-		actual, found, err := vc.ReadPolicy(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if found {
-			owner, ours := policyOwner(actual)
-			if (!ours || owner != tpl.Name) && !tpl.Spec.AdoptPolicies {
-				notOwned = append(notOwned, name)
-				continue
-			}
-			if !policyDiffers(want, actual) {
-				managed = append(managed, name)
-				continue
-			}
-		}
-		log.Info("Writing ACL policy", "policy", name)
-		if err := vc.WritePolicy(ctx, name, want); err != nil {
-			return nil, err
-		}
-		managed = append(managed, name)
-		written = append(written, name)
-	}
-	var deleted []string
-	for _, name := range tpl.Status.ManagedPolicies {
-		if _, ok := desired[name]; ok {
-			continue
-		}
-		actual, found, err := vc.ReadPolicy(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if owner, ours := policyOwner(actual); found && ours && owner == tpl.Name {
-			log.Info("Deleting ACL policy no binding renders", "policy", name)
-			if err := vc.DeletePolicy(ctx, name); err != nil {
-				return nil, err
-			}
-			deleted = append(deleted, name)
-		}
-	}
-	slices.Sort(managed)
-	tpl.Status.ManagedPolicies = managed
-	if len(written) > 0 {
-		emit(r.Recorder, tpl, "Normal", "PoliciesWritten", "Reconcile", "ACL policies written: %s", strings.Join(written, ", "))
-	}
-	if len(deleted) > 0 {
-		emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", "Reconcile", "ACL policies deleted: %s", strings.Join(deleted, ", "))
-	}
-	return notOwned, nil
+	return vc.Status.Identity
 }
 
+func firstN(ss []string, n int) []string {
+	if len(ss) <= n {
+		return ss
+	}
+	return append(ss[:n:n], fmt.Sprintf("and %d more", len(ss)-n))
+}
+
+// reconcileBinding is a delta: one binding's policy documents, rendered
+// and counted in or out, and Vault touched for the names whose desired
+// state changed.
+func (r *MinionTemplateReconciler) reconcileBinding(ctx context.Context, key types.NamespacedName) error {
+	b := &v1alpha1.MinionBinding{}
+	next := bindingDocs{}
+	if err := r.Get(ctx, key, b); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	} else if err == nil {
+		next.template = b.Spec.TemplateRef.Name
+		next.member = b.DeletionTimestamp.IsZero()
+	}
+	var ti *templateIndex
+	if next.template != "" {
+		ti = r.index.template(next.template)
+		ti.scan.RLock()
+		defer ti.scan.RUnlock()
+		r.index.mu.Lock()
+		built := ti.built
+		r.index.mu.Unlock()
+		if built {
+			tpl := &v1alpha1.MinionTemplate{}
+			if err := r.Get(ctx, types.NamespacedName{Name: next.template}, tpl); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			} else if err == nil {
+				compiled, err := r.Templates.Compile(ctx, tpl)
+				if err == nil {
+					if next.docs, err = r.bindingDocs(ctx, tpl, compiled, b); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	touched := r.index.set(key, next)
+	for template, names := range touched {
+		if err := r.syncNames(ctx, template, names); err != nil {
+			return err
+		}
+	}
+	for template := range touched {
+		r.requestRefresh(template)
+	}
+	if next.template != "" {
+		r.requestRefresh(next.template) // the binding count
+	}
+	return nil
+}
+
+// syncNames brings the named policies of a template to the index's wanted
+// state (written, or deleted when no binding renders them).
+func (r *MinionTemplateReconciler) syncNames(ctx context.Context, template string, names []string) error {
+	tpl := &v1alpha1.MinionTemplate{}
+	if err := r.Get(ctx, types.NamespacedName{Name: template}, tpl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !tpl.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
+	if err != nil {
+		if isWaiting(err) {
+			return nil // the template's own reconcile waits for it and scans
+		}
+		return err
+	}
+	desired := map[string]string{}
+	var stale []string
+	for _, n := range names {
+		if body, ok := r.index.desiredOf(template, n); ok {
+			desired[n] = body
+		} else {
+			stale = append(stale, n)
+		}
+	}
+	pass, err := syncPolicies(ctx, vc, template, tpl.Spec.AdoptPolicies, desired, stale)
+	r.index.observe(template, pass)
+	r.policyEvents(tpl, pass)
+	return err
+}
+
+func (r *MinionTemplateReconciler) requestRefresh(template string) {
+	if r.refresh != nil {
+		r.refresh(template)
+	}
+}
+
+// bindingDocs renders the policy documents of one binding; bindings the
+// binding reconciler refuses (being deleted, namespace not selected, minion
+// ID held by another, render errors, guard rails) contribute none.
+func (r *MinionTemplateReconciler) bindingDocs(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, b *v1alpha1.MinionBinding) (map[string]string, error) {
+	if !b.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	if ok, _, err := r.Bindings.namespaceSelected(ctx, tpl, b.Namespace); err != nil || !ok {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if owner, err := r.Bindings.minionIDOwner(ctx, b); err != nil || owner != nil {
+		return nil, err
+	}
+	rb, err := convert.Binding(&b.Spec)
+	if err != nil {
+		return nil, nil
+	}
+	res, err := compiled.Render(rb, render.Options{})
+	if err != nil || len(compiled.Validate(res)) > 0 {
+		return nil, nil
+	}
+	return docsOf(res), nil
+}
+
+func (r *MinionTemplateReconciler) policyEvents(tpl *v1alpha1.MinionTemplate, pass policyPass) {
+	if n := len(pass.written); n > 0 {
+		emit(r.Recorder, tpl, "Normal", "PoliciesWritten", "Reconcile", "%d ACL policies written: %s", n, strings.Join(firstN(pass.written, 20), ", "))
+	}
+	if n := len(pass.deleted); n > 0 {
+		emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", "Reconcile", "%d ACL policies deleted: %s", n, strings.Join(firstN(pass.deleted, 20), ", "))
+	}
+}
+
+// finalize deletes every policy whose header names the template (unless
+// its deletionPolicy is Retain), then the finalizer. After a start the
+// template's policies are found by listing Vault's; none is missed however
+// many there are, because none is recorded in status.
 func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.MinionTemplate) error {
-	if len(tpl.Status.ManagedPolicies) > 0 && tpl.Spec.EffectiveDeletionPolicy() == v1alpha1.DeletionPolicyDelete {
+	if tpl.Spec.EffectiveDeletionPolicy() == v1alpha1.DeletionPolicyDelete {
 		vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 		switch {
 		case err != nil && isWaiting(err):
@@ -264,42 +382,37 @@ func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.M
 		case err != nil:
 			return err
 		default:
-			for _, name := range tpl.Status.ManagedPolicies {
-				actual, found, err := vc.ReadPolicy(ctx, name)
+			ti := r.index.template(tpl.Name)
+			ti.scan.Lock()
+			_, owned := r.index.snapshot(tpl.Name)
+			r.index.mu.Lock()
+			discovered := ti.discovered
+			r.index.mu.Unlock()
+			if !discovered {
+				found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, tpl.Spec.ConnectionRef.Name)
 				if err != nil {
+					ti.scan.Unlock()
 					return err
 				}
-				if owner, ours := policyOwner(actual); found && ours && owner == tpl.Name {
-					if err := vc.DeletePolicy(ctx, name); err != nil {
-						return err
-					}
-				}
+				owned = append(owned, found...)
+			}
+			pass, err := syncPolicies(ctx, vc, tpl.Name, false, nil, owned)
+			r.index.observe(tpl.Name, pass)
+			ti.scan.Unlock()
+			if err != nil {
+				return err
+			}
+			if len(pass.deleted) > 0 {
+				emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", "Delete", "%d ACL policies deleted", len(pass.deleted))
 			}
 		}
 	}
 	base := tpl.DeepCopy()
 	if controllerutil.RemoveFinalizer(tpl, v1alpha1.Finalizer) {
-		return client.IgnoreNotFound(r.Patch(ctx, tpl, client.MergeFrom(base)))
+		if err := client.IgnoreNotFound(r.Patch(ctx, tpl, client.MergeFrom(base))); err != nil {
+			return err
+		}
 	}
+	r.index.forget(tpl.Name)
 	return nil
-}
-
-// SetupWithManager watches templates and their bindings.
-func (r *MinionTemplateReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.MinionTemplate{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.(*v1alpha1.MinionBinding).Spec.TemplateRef.Name}}}
-		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			var out []reconcile.Request
-			for _, name := range templatesUsingConfigMap(ctx, r.Client, o) {
-				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
-			}
-			return out
-		})).
-		WithOptions(opts).
-		Named("miniontemplate").
-		Complete(r)
 }

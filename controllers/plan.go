@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -20,7 +21,7 @@ import (
 // obj's status, if it has one (a binding read from the cluster), tells
 // which metadata keys the operator wrote before.
 func ApplyBinding(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result) error {
-	r := &MinionBindingReconciler{}
+	r := &MinionBindingReconciler{readBeforeEveryWrite: true}
 	return r.apply(ctx, vc, obj.DeepCopy(), tpl, res, &bindingScope{})
 }
 
@@ -29,10 +30,9 @@ func ApplyBinding(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBind
 // managed the policies it wrote before; it returns the policies it refuses
 // to overwrite (not written by this template, and no adoptPolicies).
 func ApplyPolicies(ctx context.Context, vc vault.Client, tpl *v1alpha1.MinionTemplate, desired map[string]string, managed []string) ([]string, error) {
-	r := &MinionTemplateReconciler{Recorder: discardEvents{}}
-	t := tpl.DeepCopy()
-	t.Status.ManagedPolicies = managed
-	return r.applyPolicies(ctx, vc, t, desired)
+	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, managed)
+	slices.Sort(pass.notOwned)
+	return pass.notOwned, err
 }
 
 // PolicyManagedBy returns the MinionTemplate named in a policy's ownership

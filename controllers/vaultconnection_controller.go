@@ -2,14 +2,20 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -17,15 +23,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// VaultConnectionReconciler logs in (through the shared client cache) and
-// reports whether Vault is reachable, and its version.
+// VaultConnectionReconciler logs in (through the shared client cache),
+// reports whether Vault is reachable, its version, and its identity: every
+// spec.checkInterval it checks that the token works and that Vault is still
+// the Vault the operator wrote to. A changed identity (status.identity)
+// wakes every binding and template of the connection.
 type VaultConnectionReconciler struct {
 	client.Client
+	Recorder    events.EventRecorder
 	Connections *Connections
-	Interval    time.Duration
 }
+
+// lastLoginRefresh: a check that succeeds moves status.lastLoginTime only
+// when it is this old, so that a healthy connection is not a status write
+// every checkInterval.
+const lastLoginRefresh = 10 * time.Minute
 
 // +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections,verbs=get;list;watch
 // +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections/status,verbs=patch
@@ -38,31 +53,47 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	base := conn.DeepCopy()
+	statusBefore := conn.Status.DeepCopy()
 	var o outcome
 	defer func() {
 		conn.Status.ObservedGeneration = conn.Generation
 		setConditions(conn, o)
-		if err := r.Status().Patch(ctx, conn, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-			retErr = kerrors.NewAggregate([]error{retErr, err})
+		if !equality.Semantic.DeepEqual(*statusBefore, conn.Status) {
+			base := conn.DeepCopy()
+			base.Status = *statusBefore
+			if err := r.Status().Patch(ctx, conn, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+				retErr = kerrors.NewAggregate([]error{retErr, err})
+			}
 		}
 		if retErr == nil && result.RequeueAfter == 0 {
-			result.RequeueAfter = jitter(r.Interval)
+			result.RequeueAfter = jitter(conn.EffectiveCheckInterval())
 		}
 	}()
 	vc, _, err := r.Connections.Get(ctx, conn.Name)
 	if err == nil {
-		var version string
-		if version, err = vc.Version(ctx); err == nil {
-			// Version needs no token: check that the credentials work too.
+		var info vault.ServerInfo
+		var mounts map[string]vault.AuthMount
+		if info, err = vc.ServerInfo(ctx); err == nil {
+			// ServerInfo needs no token: check that the credentials work too.
 			err = vc.CheckToken(ctx)
 		}
 		if err == nil {
-			conn.Status.VaultVersion = version
-			conn.Status.LastError = ""
-			now := metav1.Now()
-			conn.Status.LastLoginTime = &now
-			o = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: fmt.Sprintf("connected to Vault %s", version)}
+			mounts, err = vc.AuthMounts(ctx)
+		}
+		if err == nil {
+			st := &conn.Status
+			identity := vaultIdentity(info.ClusterID, mounts)
+			if st.Identity != "" && st.Identity != identity && r.Recorder != nil {
+				emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
+					"Vault's identity changed (cluster ID %s, was %s; or an AppRole mount was re-created): reconciling every binding and template of this connection now",
+					info.ClusterID, st.ClusterID)
+			}
+			st.VaultVersion, st.ClusterID, st.Identity = info.Version, info.ClusterID, identity
+			st.LastError = ""
+			if now := metav1.Now(); st.LastLoginTime == nil || now.Sub(st.LastLoginTime.Time) > lastLoginRefresh {
+				st.LastLoginTime = &now
+			}
+			o = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: fmt.Sprintf("connected to Vault %s", info.Version)}
 			return ctrl.Result{}, nil
 		}
 	}
@@ -75,11 +106,23 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	return ctrl.Result{}, err
 }
 
+// vaultIdentity fingerprints a Vault: its cluster ID and the accessors of
+// its AppRole mounts (a mount disabled and enabled again has a new
+// accessor, and none of its roles).
+func vaultIdentity(clusterID string, mounts map[string]vault.AuthMount) string {
+	var parts []string
+	for path, m := range mounts {
+		if m.Type == "approle" {
+			parts = append(parts, path+"="+m.Accessor)
+		}
+	}
+	slices.Sort(parts)
+	sum := sha256.Sum256([]byte(clusterID + "\n" + strings.Join(parts, "\n")))
+	return hex.EncodeToString(sum[:8])
+}
+
 // SetupWithManager watches connections and the Secrets they read.
 func (r *VaultConnectionReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.Interval == 0 {
-		r.Interval = 5 * time.Minute
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.VaultConnection{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsOfSecret)).

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"testing"
-	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +32,7 @@ func TestVaultConnectionStatus(t *testing.T) {
 			if tc.fail != nil {
 				h.v.FailNext("CheckToken", tc.fail)
 			}
-			r := &VaultConnectionReconciler{Client: h.c, Connections: h.r.Connections, Interval: time.Hour}
+			r := &VaultConnectionReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections}
 			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "vault"}})
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err %v, want error %v", err, tc.wantErr)

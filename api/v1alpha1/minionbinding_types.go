@@ -113,8 +113,9 @@ type MinionBindingStatus struct {
 	// +optional
 	Connection string `json:"connection,omitempty"`
 
-	// lastSyncTime is when Vault was last found or made equal to the
-	// rendered state.
+	// lastSyncTime is when Vault was last made equal to the rendered state,
+	// or found equal to it: a resync that finds Vault in sync moves it only
+	// when it is a day old, so that a fleet in sync costs no status writes.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 
@@ -196,7 +197,10 @@ type MinionBinding struct {
 	// +required
 	Spec MinionBindingSpec `json:"spec"`
 
-	// status is what was last written to Vault for the minion.
+	// status is what was last written to Vault for the minion. A new
+	// object starts with observedGeneration -1, so that kstatus sees it in
+	// progress.
+	// +kubebuilder:default={observedGeneration:-1}
 	// +optional
 	Status MinionBindingStatus `json:"status,omitzero"`
 }

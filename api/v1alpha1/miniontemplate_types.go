@@ -204,10 +204,12 @@ type MinionTemplateSpec struct {
 	TrustMinionGrains bool `json:"trustMinionGrains,omitempty"`
 
 	// interval is how often every binding is compared with Vault and drift
-	// is handled (see driftDetection), a Go duration such as "1h" or "30m".
+	// is handled (see driftDetection), a Go duration such as "1h" or "30m",
+	// at least 1m: each binding costs three reads per interval.
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="interval must be at least 1m"
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
@@ -563,13 +565,13 @@ type MinionTemplateStatus struct {
 	// +optional
 	Bindings int32 `json:"bindings"`
 
-	// managedPolicies are the names of the ACL policies the operator has
-	// written to Vault for this template's policyDocuments, sorted.
-	// +kubebuilder:validation:MaxItems=4096
-	// +kubebuilder:validation:items:MaxLength=1024
-	// +listType=atomic
+	// policies counts the ACL policies the operator keeps in Vault for this
+	// template's policyDocuments. The names are not listed here, because a
+	// template with a policy per minion has as many as it has bindings:
+	// each binding's status.policyDocuments names its own, and every policy
+	// carries an ownership header naming the template.
 	// +optional
-	ManagedPolicies []string `json:"managedPolicies,omitempty"`
+	Policies *PolicySummary `json:"policies,omitempty"`
 
 	// lastHandledReconcileAt is the last value of the
 	// reconcile.minionvault.dev/requestedAt annotation that was handled.
@@ -578,11 +580,27 @@ type MinionTemplateStatus struct {
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
+// PolicySummary describes a set of ACL policy names without listing them.
+type PolicySummary struct {
+	// count is the number of policies.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Count int64 `json:"count"`
+
+	// digest is a hash of the set of names, independent of their order
+	// (the XOR of the SHA-256 of each name, first 16 bytes in hex): equal
+	// digests mean equal sets.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Digest string `json:"digest,omitempty"`
+}
+
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=mt,categories=minionvault
 // +kubebuilder:printcolumn:name="Connection",type=string,JSONPath=`.spec.connectionRef.name`
 // +kubebuilder:printcolumn:name="Bindings",type=integer,JSONPath=`.status.bindings`
+// +kubebuilder:printcolumn:name="Policies",type=integer,JSONPath=`.status.policies.count`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
@@ -609,7 +627,9 @@ type MinionTemplate struct {
 	// +required
 	Spec MinionTemplateSpec `json:"spec"`
 
-	// status is the observed state of the template.
+	// status is the observed state of the template. A new object starts
+	// with observedGeneration -1, so that kstatus sees it in progress.
+	// +kubebuilder:default={observedGeneration:-1}
 	// +optional
 	Status MinionTemplateStatus `json:"status,omitzero"`
 }

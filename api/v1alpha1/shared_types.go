@@ -52,6 +52,17 @@ const (
 	// Vault does, case-insensitively); the oldest claim keeps it.
 	DuplicateMinionIDReason = "DuplicateMinionID"
 
+	// MinionIDReleasingReason: the MinionBinding that held the minion ID is
+	// being deleted; this one waits until its Vault objects are gone, then
+	// takes the ID over (a handover never interleaves two bindings' writes).
+	MinionIDReleasingReason = "MinionIDReleasing"
+
+	// VaultConflictReason: Vault refused a write because of its current
+	// state (for example an alias left by a role deleted by hand, or a
+	// mount re-created meanwhile). The operator repairs what it can and
+	// retries with backoff; it is never Stalled for it.
+	VaultConflictReason = "VaultConflict"
+
 	// TemplateNotFoundReason: the referenced MinionTemplate does not exist.
 	TemplateNotFoundReason = "TemplateNotFound"
 
@@ -88,6 +99,16 @@ const (
 	// manages, so that the Vault state can be removed or retained (see
 	// MinionTemplateSpec.DeletionPolicy) before the object disappears.
 	Finalizer = "minionvault.dev/finalizer"
+
+	// VaultObjectsAnnotation on a MinionBinding records, before the
+	// operator writes to Vault, where it writes: a JSON list of
+	// {"connection", "mount", "entity"} (the AppRole role is always named by
+	// the minion ID). A crash or a failed write never loses track of an
+	// object, and a switch of template, mount, entity name or connection
+	// removes the objects of the old place. The operator maintains it; it
+	// only ever deletes, from an edited value, the roles named by the
+	// binding's own minion ID and entities it can prove are the binding's.
+	VaultObjectsAnnotation = "minionvault.dev/vault-objects"
 
 	// ReconcileRequestAnnotation, when set or changed to any value (a
 	// timestamp by convention), asks the operator to reconcile the object

@@ -16,6 +16,7 @@ const (
 	DefaultSecretIDSecretKey   = "secret-id"
 	DefaultTokenSecretKey      = "token"
 	DefaultConnectionTimeout   = 30 * time.Second
+	DefaultCheckInterval       = 30 * time.Second
 )
 
 // VaultConnectionSpec describes how the operator reaches and logs in to one
@@ -60,6 +61,20 @@ type VaultConnectionSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// checkInterval is how often the operator checks the connection: that
+	// its login still works, and that Vault is still the same Vault (its
+	// cluster ID and the accessors of its AppRole auth mounts, see
+	// status.identity). When Vault was re-initialised or restored, or an
+	// AppRole mount re-created, every binding and template of the
+	// connection is reconciled at once instead of at its next interval. A
+	// Go duration of at least 5s; each check costs three requests.
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s')",message="checkInterval must be at least 5s"
+	// +optional
+	CheckInterval *metav1.Duration `json:"checkInterval,omitempty"`
 }
 
 // VaultTLS configures TLS verification of the Vault server.
@@ -285,6 +300,21 @@ type VaultConnectionStatus struct {
 	// token auth, last looked up or renewed its token) successfully.
 	// +optional
 	LastLoginTime *metav1.Time `json:"lastLoginTime,omitempty"`
+
+	// clusterID is the cluster ID Vault reports (sys/seal-status). It
+	// changes when Vault is initialised anew.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// identity is a fingerprint of the Vault the operator talks to: its
+	// cluster ID and the accessors of its AppRole auth mounts. A change
+	// means that Vault lost or replaced the objects the operator wrote
+	// (re-initialised, restored, a mount re-created): every binding and
+	// template of the connection is then reconciled at once.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Identity string `json:"identity,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -306,7 +336,9 @@ type VaultConnection struct {
 	// +required
 	Spec VaultConnectionSpec `json:"spec"`
 
-	// status is the observed state of the connection.
+	// status is the observed state of the connection. A new object starts
+	// with observedGeneration -1, so that kstatus sees it in progress.
+	// +kubebuilder:default={observedGeneration:-1}
 	// +optional
 	Status VaultConnectionStatus `json:"status,omitzero"`
 }
@@ -319,6 +351,14 @@ func (in *VaultConnection) GetConditions() []metav1.Condition {
 // SetConditions replaces the status conditions.
 func (in *VaultConnection) SetConditions(conditions []metav1.Condition) {
 	in.Status.Conditions = conditions
+}
+
+// EffectiveCheckInterval returns spec.checkInterval, or its default.
+func (in *VaultConnection) EffectiveCheckInterval() time.Duration {
+	if in.Spec.CheckInterval != nil && in.Spec.CheckInterval.Duration > 0 {
+		return in.Spec.CheckInterval.Duration
+	}
+	return DefaultCheckInterval
 }
 
 // EffectiveTimeout returns spec.timeout, or its default.

@@ -62,6 +62,13 @@ path "sys/policies/acl/*" {
   capabilities = ["create", "read", "update", "delete"]
 }
 
+# Their names: after a start, and to delete a template's policies, the
+# operator lists them and reads the ownership header of those it has no
+# record of (a template with a policy per minion keeps no list of names).
+path "sys/policies/acl" {
+  capabilities = ["list"]
+}
+
 # The operator's own token: learn its TTL, renew it.
 path "auth/token/lookup-self" {
   capabilities = ["read"]

@@ -35,6 +35,7 @@ import (
 type OperatorOptions struct {
 	MetricsAddr     string
 	ProbeAddr       string
+	PprofAddr       string
 	LeaderElection  bool
 	LeaderNamespace string
 	Concurrency     int
@@ -101,6 +102,9 @@ func newOperatorCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	// Off by default: profiles show the operator's memory, which can hold
+	// Vault tokens, so only bind it where nobody else can connect.
+	f.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof endpoints, for profiling (0 disables it; bind it to loopback only)")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader, for more than one replica")
 	f.StringVar(&o.LeaderNamespace, "leader-election-namespace", "", "namespace of the leader-election lease (default: the pod's)")
 	f.IntVar(&o.Concurrency, "concurrency", 4, "bindings reconciled in parallel")
@@ -149,6 +153,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.leaderElectionID(),
 		LeaderElectionNamespace: o.LeaderNamespace,
@@ -223,12 +228,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
 		if err := (&controllers.MinionTemplateReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
 			Connections: conns, Templates: templates, Bindings: bindings, DefaultInterval: interval,
-		}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
+		}).SetupWithManager(mgr, opts); err != nil {
 			return err
 		}
 	}
 	if run(controllerConnections) {
-		return (&controllers.VaultConnectionReconciler{Client: mgr.GetClient(), Connections: conns}).
+		return (&controllers.VaultConnectionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"), Connections: conns}).
 			SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1})
 	}
 	return nil

@@ -213,7 +213,6 @@ func runPlan(ctx context.Context, o planOptions, stdout, stderr io.Writer) error
 // writes and records nothing.
 type planClient interface {
 	vault.Client
-	vault.PolicyLister
 	Changes() []vault.Change
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers"
 	"github.com/minionvault/minion-vault-operator/internal/localenv"
 )
 
@@ -53,22 +54,20 @@ func (r *Runner) report(ctx context.Context, cfg *rest.Config, kc client.Client,
 	}
 
 	fmt.Fprintf(out, "\nVault at %s:\n", v.Addr)
-	var managed []string
-	for _, tpl := range templates {
-		managed = append(managed, tpl.Status.ManagedPolicies...)
-	}
-	slices.Sort(managed)
-	managed = slices.Compact(managed)
 	all, err := v.Client.Sys().ListPoliciesWithContext(ctx)
 	if err != nil {
 		return fmt.Errorf("listing Vault policies: %w", err)
 	}
 	sort.Strings(all)
 	fmt.Fprintln(out, "  ACL policies (vault policy list); * = written by the operator from the MinionTemplates' policyDocuments:")
+	var managed []string
 	for _, p := range all {
 		mark := " "
-		if slices.Contains(managed, p) {
-			mark = "*"
+		if hcl, err := v.Client.Sys().GetPolicyWithContext(ctx, p); err == nil {
+			if _, ok := controllers.PolicyManagedBy(hcl); ok {
+				mark = "*"
+				managed = append(managed, p)
+			}
 		}
 		fmt.Fprintf(out, "    %s %s\n", mark, p)
 	}

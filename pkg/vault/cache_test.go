@@ -236,7 +236,7 @@ func TestCacheWithRealClient(t *testing.T) {
 		t.Errorf("%d logins", n)
 	}
 	c.Forget("prod/1")
-	if _, err := cl.Version(context.Background()); !errors.Is(err, ErrClosed) {
+	if _, err := cl.ServerInfo(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Errorf("forgotten client: %v", err)
 	}
 }

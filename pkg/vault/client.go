@@ -51,6 +51,9 @@ type client struct {
 	mu     sync.Mutex // guards sess and closed; held while logging in or renewing
 	sess   *session
 	closed bool
+
+	accessorsMu sync.Mutex
+	accessors   map[string]string // auth mount -> accessor; nil: read sys/auth
 }
 
 var _ io.Closer = (*client)(nil)
@@ -233,6 +236,9 @@ func (c *client) call(ctx context.Context, req request) (*response, error) {
 			}
 			return nil, err
 		}
+		if Conflict(err) && strings.Contains(strings.ToLower(err.Error()), "invalid mount accessor") {
+			c.forgetAccessors()
+		}
 		if req.idempotent && retries < maxReadRetries && Transient(err) && ctx.Err() == nil {
 			retries++
 			t := time.NewTimer(readBackoff(retries))
@@ -383,17 +389,19 @@ func invalid(op, path string, err error) error { return &Error{Op: op + " " + pa
 
 // Client methods.
 
-func (c *client) Version(ctx context.Context) (string, error) {
+func (c *client) ServerInfo(ctx context.Context) (ServerInfo, error) {
 	req := request{op: OpRead, method: http.MethodGet, path: "sys/seal-status", idempotent: true}
 	resp, err := c.call(ctx, req)
 	if err != nil {
-		return "", err
+		return ServerInfo{}, err
 	}
-	v, _ := resp.body["version"].(string)
-	if v == "" {
-		return "", c.newError(req, resp.status, nil, errors.New("the response has no version"))
+	info := ServerInfo{}
+	info.Version, _ = resp.body["version"].(string)
+	info.ClusterID, _ = resp.body["cluster_id"].(string)
+	if info.Version == "" {
+		return ServerInfo{}, c.newError(req, resp.status, nil, errors.New("the response has no version"))
 	}
-	return v, nil
+	return info, nil
 }
 
 func (c *client) CheckToken(ctx context.Context) error {
@@ -401,22 +409,62 @@ func (c *client) CheckToken(ctx context.Context) error {
 	return err
 }
 
+// MountAccessor answers from the accessors sys/auth returned last: a
+// reconcile would otherwise read sys/auth every time for a value that only
+// changes when the mount is disabled. The cache is refreshed by AuthMounts
+// (the VaultConnection's periodic check) and dropped when Vault answers
+// "invalid mount accessor" (see call); a mount not in it is looked up.
 func (c *client) MountAccessor(ctx context.Context, authMount string) (string, error) {
 	mount := cleanMount(authMount)
 	if err := segments("auth mount", mount); err != nil {
 		return "", invalid(OpRead, "sys/auth", err)
 	}
-	resp, err := c.call(ctx, request{op: OpRead, method: http.MethodGet, path: "sys/auth", idempotent: true})
+	c.accessorsMu.Lock()
+	acc, ok := c.accessors[mount]
+	c.accessorsMu.Unlock()
+	if ok {
+		return acc, nil
+	}
+	mounts, err := c.AuthMounts(ctx)
 	if err != nil {
 		return "", err
 	}
-	mounts := resp.data()
-	if mounts == nil {
-		mounts = resp.body // before Vault 0.6.1 there was no "data"
+	return mounts[mount].Accessor, nil
+}
+
+func (c *client) AuthMounts(ctx context.Context) (map[string]AuthMount, error) {
+	resp, err := c.call(ctx, request{op: OpRead, method: http.MethodGet, path: "sys/auth", idempotent: true})
+	if err != nil {
+		return nil, err
 	}
-	m, _ := mounts[mount+"/"].(map[string]any)
-	acc, _ := m["accessor"].(string)
-	return acc, nil
+	data := resp.data()
+	if data == nil {
+		data = resp.body // before Vault 0.6.1 there was no "data"
+	}
+	out := map[string]AuthMount{}
+	accessors := map[string]string{}
+	for path, v := range data {
+		m, ok := v.(map[string]any)
+		if !ok || !strings.HasSuffix(path, "/") {
+			continue
+		}
+		am := AuthMount{}
+		am.Type, _ = m["type"].(string)
+		am.Accessor, _ = m["accessor"].(string)
+		out[strings.TrimSuffix(path, "/")] = am
+		accessors[strings.TrimSuffix(path, "/")] = am.Accessor
+	}
+	c.accessorsMu.Lock()
+	c.accessors = accessors
+	c.accessorsMu.Unlock()
+	return out, nil
+}
+
+// forgetAccessors drops the cached accessors: Vault no longer knows one.
+func (c *client) forgetAccessors() {
+	c.accessorsMu.Lock()
+	c.accessors = nil
+	c.accessorsMu.Unlock()
 }
 
 func rolePath(mount, name string) (string, error) {
@@ -528,11 +576,11 @@ func parseAlias(m map[string]any) Alias {
 }
 
 // WriteEntityByName creates the entity (Vault answers 200 with its ID) or
-// replaces its metadata (Vault answers 204, so the entity is read back).
-func (c *client) WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (*Entity, error) {
+// replaces its metadata (Vault answers 204).
+func (c *client) WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (string, error) {
 	p, err := entityPath(name)
 	if err != nil {
-		return nil, invalid(OpWrite, "identity/entity/name/"+name, err)
+		return "", invalid(OpWrite, "identity/entity/name/"+name, err)
 	}
 	md := map[string]string{}
 	for k, v := range metadata {
@@ -540,25 +588,10 @@ func (c *client) WriteEntityByName(ctx context.Context, name string, metadata ma
 	}
 	resp, err := c.call(ctx, request{op: OpWrite, method: http.MethodPost, path: p, body: map[string]any{"metadata": md}})
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	if d := resp.data(); d != nil {
-		e := parseEntity(d)
-		if e.Name == "" {
-			e.Name = name
-		}
-		e.Metadata = md
-		e.Aliases = nil // a new entity has none (Vault lists alias IDs only)
-		return e, nil
-	}
-	e, err := c.ReadEntityByName(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if e == nil { // deleted in between: report what was written
-		return &Entity{Name: name, Metadata: md}, nil
-	}
-	return e, nil
+	id, _ := resp.data()["id"].(string)
+	return id, nil
 }
 
 func (c *client) DeleteEntityByName(ctx context.Context, name string) error {
@@ -568,42 +601,6 @@ func (c *client) DeleteEntityByName(ctx context.Context, name string) error {
 	}
 	_, err = c.call(ctx, request{op: OpDelete, method: http.MethodDelete, path: p, absentOK: true})
 	return err
-}
-
-// LookupEntityAlias asks identity/lookup/entity for the entity that has the
-// alias, then picks the alias from its list: exactly the name first, then
-// the same name in another case (Vault's identity store is case-insensitive
-// by default).
-func (c *client) LookupEntityAlias(ctx context.Context, name, mountAccessor string) (*Alias, error) {
-	const p = "identity/lookup/entity"
-	if name == "" || mountAccessor == "" {
-		return nil, invalid(OpRead, p, fmt.Errorf("%w: alias lookup needs a name and a mount accessor", ErrInvalid))
-	}
-	resp, err := c.call(ctx, request{
-		op: OpRead, method: http.MethodPost, path: p, idempotent: true, absentOK: true,
-		body: map[string]any{"alias_name": name, "alias_mount_accessor": mountAccessor},
-	})
-	if err != nil || resp.absent() || resp.data() == nil {
-		return nil, err
-	}
-	e := parseEntity(resp.data())
-	var fold *Alias
-	for i := range e.Aliases {
-		a := &e.Aliases[i]
-		if a.MountAccessor != mountAccessor {
-			continue
-		}
-		if a.CanonicalID == "" {
-			a.CanonicalID = e.ID
-		}
-		if a.Name == name {
-			return a, nil
-		}
-		if fold == nil && strings.EqualFold(a.Name, name) {
-			fold = a
-		}
-	}
-	return fold, nil
 }
 
 func (c *client) CreateEntityAlias(ctx context.Context, name, mountAccessor, canonicalID string) (string, error) {
@@ -618,18 +615,10 @@ func (c *client) CreateEntityAlias(ctx context.Context, name, mountAccessor, can
 	if err != nil {
 		return "", err
 	}
-	if id, _ := resp.data()["id"].(string); id != "" {
-		return id, nil
-	}
-	// 204: the alias existed already with exactly these values.
-	a, err := c.LookupEntityAlias(ctx, name, mountAccessor)
-	if err != nil {
-		return "", err
-	}
-	if a == nil {
-		return "", c.newError(request{op: OpWrite, path: p}, resp.status, nil, errors.New("Vault returned no alias ID and the alias cannot be found"))
-	}
-	return a.ID, nil
+	// Vault answers a create and a move with the alias's ID; nothing (204)
+	// when the alias was already exactly so.
+	id, _ := resp.data()["id"].(string)
+	return id, nil
 }
 
 func (c *client) UpdateEntityAlias(ctx context.Context, id, name, mountAccessor, canonicalID string) error {
@@ -692,7 +681,6 @@ func (c *client) DeletePolicy(ctx context.Context, name string) error {
 	return err
 }
 
-// ListPolicies implements PolicyLister.
 func (c *client) ListPolicies(ctx context.Context) ([]string, error) {
 	resp, err := c.call(ctx, request{op: OpList, method: "LIST", path: "sys/policies/acl", idempotent: true, absentOK: true})
 	if err != nil || resp.absent() {

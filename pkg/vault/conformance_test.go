@@ -36,9 +36,9 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 	}
 
 	t.Run("version and accessor", func(t *testing.T) {
-		v, err := c.Version(ctx)
-		if err != nil || !regexp.MustCompile(`^\d+\.\d+\.\d+`).MatchString(v) {
-			t.Errorf("Version = %q, %v", v, err)
+		info, err := c.ServerInfo(ctx)
+		if err != nil || !regexp.MustCompile(`^\d+\.\d+\.\d+`).MatchString(info.Version) || !uuidRE.MatchString(info.ClusterID) {
+			t.Errorf("ServerInfo = %+v, %v", info, err)
 		}
 		acc, err := c.MountAccessor(ctx, mount)
 		if err != nil || !regexp.MustCompile(`^auth_approle_[0-9a-f]+$`).MatchString(acc) {
@@ -50,6 +50,10 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 		}
 		if acc, err := c.MountAccessor(ctx, "no-such-mount"); err != nil || acc != "" {
 			t.Errorf("absent mount: %q, %v", acc, err)
+		}
+		mounts, err := c.AuthMounts(ctx)
+		if err != nil || mounts[mount] != (AuthMount{Type: "approle", Accessor: acc}) || mounts["token"].Type != "token" {
+			t.Errorf("AuthMounts = %+v, %v", mounts, err)
 		}
 	})
 
@@ -163,40 +167,39 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 			t.Fatalf("absent entity: %v, %v", e, err)
 		}
 		md := map[string]string{"minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}
-		e, err := c.WriteEntityByName(ctx, name, md)
+		id, err := c.WriteEntityByName(ctx, name, md)
 		must(err)
-		if !uuidRE.MatchString(e.ID) || e.Name != name || !maps.Equal(e.Metadata, md) || len(e.Aliases) != 0 {
-			t.Errorf("created %+v", e)
+		if !uuidRE.MatchString(id) {
+			t.Errorf("created entity ID %q", id)
 		}
 		got, err := c.ReadEntityByName(ctx, name)
 		must(err)
-		if got == nil || got.ID != e.ID || got.Name != name || !maps.Equal(got.Metadata, md) {
+		if got == nil || got.ID != id || got.Name != name || !maps.Equal(got.Metadata, md) || len(got.Aliases) != 0 {
 			t.Errorf("read %+v", got)
 		}
-		// Metadata is replaced wholesale: a key left out is gone.
+		// Metadata is replaced wholesale: a key left out is gone. An update
+		// answers no ID.
 		md2 := map[string]string{"minion-id": "web01", "roles": "web", "roles__0": "web"}
-		e2, err := c.WriteEntityByName(ctx, name, md2)
-		must(err)
-		if e2.ID != e.ID || !maps.Equal(e2.Metadata, md2) {
-			t.Errorf("updated %+v", e2)
+		if again, err := c.WriteEntityByName(ctx, name, md2); err != nil || again != "" {
+			t.Errorf("update answered %q, %v", again, err)
 		}
 		got, err = c.ReadEntityByName(ctx, name)
 		must(err)
-		if !maps.Equal(got.Metadata, md2) {
-			t.Errorf("metadata after removing a key: %v", got.Metadata)
+		if got.ID != id || !maps.Equal(got.Metadata, md2) {
+			t.Errorf("metadata after removing a key: %+v", got)
 		}
-		e3, err := c.WriteEntityByName(ctx, name, nil)
+		_, err = c.WriteEntityByName(ctx, name, nil)
 		must(err)
-		if e3.ID != e.ID || len(e3.Metadata) != 0 {
-			t.Errorf("cleared %+v", e3)
+		if got, _ := c.ReadEntityByName(ctx, name); got.ID != id || len(got.Metadata) != 0 {
+			t.Errorf("cleared %+v", got)
 		}
 		// Names are case-insensitive; writing another case renames.
-		if got, err := c.ReadEntityByName(ctx, prefix+"SALT_minion_web01"); err != nil || got == nil || got.ID != e.ID || got.Name != name {
+		if got, err := c.ReadEntityByName(ctx, prefix+"SALT_minion_web01"); err != nil || got == nil || got.ID != id || got.Name != name {
 			t.Errorf("read by another case: %+v, %v", got, err)
 		}
-		renamed, err := c.WriteEntityByName(ctx, prefix+"Salt_Minion_Web01", nil)
+		_, err = c.WriteEntityByName(ctx, prefix+"Salt_Minion_Web01", nil)
 		must(err)
-		if renamed.ID != e.ID || renamed.Name != prefix+"Salt_Minion_Web01" {
+		if renamed, _ := c.ReadEntityByName(ctx, name); renamed.ID != id || renamed.Name != prefix+"Salt_Minion_Web01" {
 			t.Errorf("write by another case: %+v", renamed)
 		}
 		// Vault's metadata rules, answered with 500.
@@ -218,8 +221,10 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 			}
 		}
 		edge := map[string]string{strings.Repeat("k", 128): strings.Repeat("v", 512), "a=b/c+d_e-f": ""}
-		if e, err := c.WriteEntityByName(ctx, name, edge); err != nil || !maps.Equal(e.Metadata, edge) {
+		if _, err := c.WriteEntityByName(ctx, name, edge); err != nil {
 			t.Errorf("metadata at the limits: %v", err)
+		} else if got, _ := c.ReadEntityByName(ctx, name); !maps.Equal(got.Metadata, edge) {
+			t.Errorf("metadata at the limits: %v", got.Metadata)
 		}
 		must(c.DeleteEntityByName(ctx, name))
 		if got, err := c.ReadEntityByName(ctx, name); err != nil || got != nil {
@@ -231,92 +236,117 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 	t.Run("aliases", func(t *testing.T) {
 		acc, err := c.MountAccessor(ctx, mount)
 		must(err)
-		e1, err := c.WriteEntityByName(ctx, prefix+"alias-one", map[string]string{"n": "1"})
+		id1, err := c.WriteEntityByName(ctx, prefix+"alias-one", map[string]string{"n": "1"})
 		must(err)
-		e2, err := c.WriteEntityByName(ctx, prefix+"alias-two", map[string]string{"n": "2"})
+		id2, err := c.WriteEntityByName(ctx, prefix+"alias-two", map[string]string{"n": "2"})
 		must(err)
-		aname := prefix + "role-id-0001"
-		if a, err := c.LookupEntityAlias(ctx, aname, acc); err != nil || a != nil {
-			t.Fatalf("absent alias: %+v, %v", a, err)
+		// aliases returns the aliases of both entities, as "entity:name".
+		aliases := func() []string {
+			t.Helper()
+			var out []string
+			for _, n := range []string{"alias-one", "alias-two"} {
+				e, err := c.ReadEntityByName(ctx, prefix+n)
+				must(err)
+				if e == nil {
+					continue
+				}
+				for _, a := range e.Aliases {
+					if a.MountAccessor != acc || a.CanonicalID != e.ID {
+						t.Errorf("alias %+v of entity %s", a, e.ID)
+					}
+					out = append(out, n+":"+a.Name)
+				}
+			}
+			return out
 		}
-		id, err := c.CreateEntityAlias(ctx, aname, acc, e1.ID)
+		want := func(what string, w ...string) {
+			t.Helper()
+			if got := aliases(); strings.Join(got, " ") != strings.Join(w, " ") {
+				t.Errorf("%s: aliases %q, want %q", what, got, w)
+			}
+		}
+		aname := prefix + "role-id-0001"
+		want("none yet")
+		id, err := c.CreateEntityAlias(ctx, aname, acc, id1)
 		must(err)
 		if !uuidRE.MatchString(id) {
 			t.Errorf("alias ID %q", id)
 		}
-		a, err := c.LookupEntityAlias(ctx, aname, acc)
-		must(err)
-		if a == nil || *a != (Alias{ID: id, Name: aname, MountAccessor: acc, CanonicalID: e1.ID}) {
-			t.Errorf("lookup %+v", a)
-		}
+		want("created", "alias-one:"+aname)
 		got, err := c.ReadEntityByName(ctx, prefix+"alias-one")
 		must(err)
-		if len(got.Aliases) != 1 || got.Aliases[0] != *a {
+		if len(got.Aliases) != 1 || got.Aliases[0] != (Alias{ID: id, Name: aname, MountAccessor: acc, CanonicalID: id1}) {
 			t.Errorf("entity aliases %+v", got.Aliases)
 		}
 		// The entity's alias survives a metadata write.
-		e1b, err := c.WriteEntityByName(ctx, prefix+"alias-one", map[string]string{"n": "1b"})
+		_, err = c.WriteEntityByName(ctx, prefix+"alias-one", map[string]string{"n": "1b"})
 		must(err)
-		if len(e1b.Aliases) != 1 {
-			t.Errorf("aliases after a metadata update: %+v", e1b.Aliases)
-		}
+		want("after a metadata update", "alias-one:"+aname)
 
-		// Creating the same alias again (same entity) answers its ID.
-		again, err := c.CreateEntityAlias(ctx, aname, acc, e1.ID)
-		must(err)
-		if again != id {
-			t.Errorf("re-created alias ID %q, want %q", again, id)
+		// Creating the same alias again (same entity) changes nothing.
+		if again, err := c.CreateEntityAlias(ctx, aname, acc, id1); err != nil || (again != "" && again != id) {
+			t.Errorf("re-created alias: %q, %v", again, err)
 		}
-		// An entity has one alias per mount.
-		_, err = c.CreateEntityAlias(ctx, aname+"-other", acc, e1.ID)
-		if status(err) != 400 {
-			t.Errorf("second alias on one mount: %v", err)
+		// An entity has one alias per mount: a conflict with Vault's state.
+		_, err = c.CreateEntityAlias(ctx, aname+"-other", acc, id1)
+		if status(err) != 400 || Classify(err) != ClassConflict {
+			t.Errorf("second alias on one mount: %v (%s)", err, Classify(err))
 		}
+		// Renaming it (a role re-created with a new role ID).
+		must(c.UpdateEntityAlias(ctx, id, aname+"-renamed", "", ""))
+		want("renamed", "alias-one:"+aname+"-renamed")
+		must(c.UpdateEntityAlias(ctx, id, aname, "", ""))
 
 		// Point it at the other entity.
-		must(c.UpdateEntityAlias(ctx, id, aname, acc, e2.ID))
-		a, err = c.LookupEntityAlias(ctx, aname, acc)
-		must(err)
-		if a == nil || a.ID != id || a.CanonicalID != e2.ID {
-			t.Errorf("after the update %+v", a)
-		}
-		if got, _ := c.ReadEntityByName(ctx, prefix+"alias-one"); len(got.Aliases) != 0 {
-			t.Errorf("the old entity still has %+v", got.Aliases)
-		}
-		if got, _ := c.ReadEntityByName(ctx, prefix+"alias-two"); len(got.Aliases) != 1 || got.Aliases[0].ID != id {
-			t.Errorf("the new entity has %+v", got.Aliases)
-		}
+		must(c.UpdateEntityAlias(ctx, id, aname, acc, id2))
+		want("moved", "alias-two:"+aname)
 		// Creating the pair for another entity moves the alias back.
-		moved, err := c.CreateEntityAlias(ctx, aname, acc, e1.ID)
+		moved, err := c.CreateEntityAlias(ctx, aname, acc, id1)
 		must(err)
-		if a, _ := c.LookupEntityAlias(ctx, aname, acc); moved != id || a == nil || a.CanonicalID != e1.ID {
-			t.Errorf("create of an existing pair: %q %+v", moved, a)
+		if moved != id {
+			t.Errorf("create of an existing pair answered %q, want %q", moved, id)
 		}
+		want("moved back by a create", "alias-one:"+aname)
+		// But not onto an entity that has an alias on the mount already.
+		other, err := c.CreateEntityAlias(ctx, aname+"-two", acc, id2)
+		must(err)
+		_, err = c.CreateEntityAlias(ctx, aname+"-two", acc, id1)
+		if status(err) != 400 || Classify(err) != ClassConflict {
+			t.Errorf("move onto an entity with an alias: %v (%s)", err, Classify(err))
+		}
+		err = c.UpdateEntityAlias(ctx, id, aname+"-two", "", "")
+		if status(err) != 400 || Classify(err) != ClassConflict {
+			t.Errorf("rename onto a taken name: %v (%s)", err, Classify(err))
+		}
+		must(c.DeleteEntityAlias(ctx, other))
 
-		err = c.UpdateEntityAlias(ctx, "00000000-0000-0000-0000-000000000000", aname, acc, e1.ID)
-		if status(err) != 400 {
-			t.Errorf("update of an unknown alias: %v", err)
+		err = c.UpdateEntityAlias(ctx, "00000000-0000-0000-0000-000000000000", aname, acc, id1)
+		if status(err) != 400 || Classify(err) != ClassConflict {
+			t.Errorf("update of an unknown alias: %v (%s)", err, Classify(err))
 		}
-		if _, err := c.CreateEntityAlias(ctx, aname+"-x", "auth_approle_00000000", e1.ID); status(err) != 400 {
-			t.Errorf("unknown accessor: %v", err)
+		if _, err := c.CreateEntityAlias(ctx, aname+"-x", "auth_approle_00000000", id1); status(err) != 400 || Classify(err) != ClassConflict {
+			t.Errorf("unknown accessor: %v (%s)", err, Classify(err))
 		}
-		if _, err := c.CreateEntityAlias(ctx, aname+"-x", acc, "00000000-0000-0000-0000-000000000000"); status(err) != 400 {
-			t.Errorf("unknown entity: %v", err)
+		if _, err := c.CreateEntityAlias(ctx, aname+"-x", acc, "00000000-0000-0000-0000-000000000000"); status(err) != 400 || Classify(err) != ClassConflict {
+			t.Errorf("unknown entity: %v (%s)", err, Classify(err))
 		}
 
 		must(c.DeleteEntityAlias(ctx, id))
-		if a, err := c.LookupEntityAlias(ctx, aname, acc); err != nil || a != nil {
-			t.Errorf("deleted alias: %+v, %v", a, err)
-		}
+		want("deleted")
 		must(c.DeleteEntityAlias(ctx, id)) // absent: fine
 
-		// Deleting an entity deletes its aliases.
-		id, err = c.CreateEntityAlias(ctx, aname, acc, e2.ID)
+		// Deleting an entity deletes its aliases: a new entity of the same
+		// name has none, and the pair is free again.
+		_, err = c.CreateEntityAlias(ctx, aname, acc, id2)
 		must(err)
 		must(c.DeleteEntityByName(ctx, prefix+"alias-two"))
-		if a, err := c.LookupEntityAlias(ctx, aname, acc); err != nil || a != nil {
-			t.Errorf("alias %s of a deleted entity: %+v, %v", id, a, err)
+		id2, err = c.WriteEntityByName(ctx, prefix+"alias-two", nil)
+		must(err)
+		want("after deleting the entity")
+		if _, err := c.CreateEntityAlias(ctx, aname, acc, id2); err != nil {
+			t.Errorf("the pair after its entity was deleted: %v", err)
 		}
+		must(c.DeleteEntityByName(ctx, prefix+"alias-two"))
 		must(c.DeleteEntityByName(ctx, prefix+"alias-one"))
 	})
 

@@ -3,7 +3,6 @@ package vault
 import (
 	"context"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -135,22 +134,24 @@ func (d *DryRun) ReadEntityByName(ctx context.Context, name string) (*Entity, er
 	return d.Client.ReadEntityByName(ctx, name)
 }
 
-func (d *DryRun) WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (*Entity, error) {
+func (d *DryRun) WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (string, error) {
 	before, err := d.ReadEntityByName(ctx, name)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	after := &Entity{ID: Placeholder, Name: name, Metadata: maps.Clone(metadata)}
 	c := Change{Action: "create", Kind: "entity", Path: "identity/entity/name/" + name, After: maps.Clone(metadata)}
+	created := Placeholder
 	if before != nil {
 		c.Action, c.Before = "update", maps.Clone(before.Metadata)
 		after.ID, after.Aliases = before.ID, before.Aliases
+		created = ""
 	}
 	d.record(c)
 	d.mu.Lock()
 	d.entities[name] = after
 	d.mu.Unlock()
-	return cloneEntity(after), nil
+	return created, nil
 }
 
 func (d *DryRun) DeleteEntityByName(ctx context.Context, name string) error {
@@ -163,13 +164,6 @@ func (d *DryRun) DeleteEntityByName(ctx context.Context, name string) error {
 	d.entities[name] = nil
 	d.mu.Unlock()
 	return nil
-}
-
-func (d *DryRun) LookupEntityAlias(ctx context.Context, name, mountAccessor string) (*Alias, error) {
-	if name == Placeholder {
-		return nil, nil // a role not created yet has no alias
-	}
-	return d.Client.LookupEntityAlias(ctx, name, mountAccessor)
 }
 
 func aliasFields(name, mountAccessor, canonicalID string) map[string]any {
@@ -231,25 +225,6 @@ func (d *DryRun) DeletePolicy(ctx context.Context, name string) error {
 	d.policies[strings.ToLower(name)] = nil
 	d.mu.Unlock()
 	return nil
-}
-
-// ListPolicies lists the ACL policies, when the wrapped client can
-// (PolicyLister); the operator's own policy does not grant it, a plan
-// token may.
-func (d *DryRun) ListPolicies(ctx context.Context) ([]string, error) {
-	l, ok := d.Client.(PolicyLister)
-	if !ok {
-		return nil, &Error{Op: "list sys/policies/acl", StatusCode: http.StatusNotImplemented, Err: ErrInvalid}
-	}
-	return l.ListPolicies(ctx)
-}
-
-// PolicyLister lists ACL policy names (sys/policies/acl, LIST). It is not
-// part of Client: the operator never lists, so its policy does not grant
-// it; `minionvault plan` uses it to find policies a template no longer
-// renders.
-type PolicyLister interface {
-	ListPolicies(ctx context.Context) ([]string, error)
 }
 
 func cloneEntity(e *Entity) *Entity {

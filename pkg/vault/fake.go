@@ -49,9 +49,10 @@ import (
 // counts the calls that change something. FailNext makes the next call
 // fail.
 type Fake struct {
-	mu       sync.Mutex
-	init     bool
-	version  string
+	mu        sync.Mutex
+	init      bool
+	version   string
+	clusterID string
 	mounts   map[string]string         // auth mount -> accessor
 	roles    map[string]map[string]any // "<mount>/<name>" -> parameters
 	roleIDs  map[string]string         // "<mount>/<name>" -> role ID
@@ -82,6 +83,7 @@ func (f *Fake) lazyInit() {
 	if f.version == "" {
 		f.version = "1.21.4"
 	}
+	f.clusterID = randomUUID()
 	f.mounts = map[string]string{"token": "auth_token_" + randomHex(4), "salt-minions": "auth_approle_" + randomHex(4)}
 	f.roles = map[string]map[string]any{}
 	f.roleIDs = map[string]string{}
@@ -107,7 +109,26 @@ func (f *Fake) EnableAuth(mount string) string {
 	return acc
 }
 
-// SetVersion sets what Version returns.
+// Reset makes the Fake a new Vault, as a dev server restarted with no
+// storage: a new cluster ID, nothing written, the AppRole mounts enabled
+// again with new accessors. The counters stay.
+func (f *Fake) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lazyInit()
+	mounts := f.mounts
+	calls, failNext, version := f.calls, f.failNext, f.version
+	f.init = false
+	f.lazyInit()
+	f.calls, f.failNext, f.version = calls, failNext, version
+	for m := range mounts {
+		if _, ok := f.mounts[m]; !ok {
+			f.mounts[m] = "auth_approle_" + randomHex(4)
+		}
+	}
+}
+
+// SetVersion sets the version ServerInfo returns.
 func (f *Fake) SetVersion(v string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -195,13 +216,13 @@ func fakeErr(op, path string, code int, msg string) *Error {
 	return e
 }
 
-func (f *Fake) Version(ctx context.Context) (string, error) {
+func (f *Fake) ServerInfo(ctx context.Context) (ServerInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("Version", OpRead); err != nil {
-		return "", err
+	if err := f.begin("ServerInfo", OpRead); err != nil {
+		return ServerInfo{}, err
 	}
-	return f.version, nil
+	return ServerInfo{Version: f.version, ClusterID: f.clusterID}, nil
 }
 
 // CheckToken implements Client; FailNext("CheckToken", ...) makes it fail.
@@ -222,6 +243,23 @@ func (f *Fake) MountAccessor(ctx context.Context, authMount string) (string, err
 		return "", invalid(OpRead, "sys/auth", err)
 	}
 	return f.mounts[mount], nil
+}
+
+func (f *Fake) AuthMounts(ctx context.Context) (map[string]AuthMount, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.begin("AuthMounts", OpRead); err != nil {
+		return nil, err
+	}
+	out := map[string]AuthMount{}
+	for m, acc := range f.mounts {
+		typ := "approle"
+		if m == "token" {
+			typ = "token"
+		}
+		out[m] = AuthMount{Type: typ, Accessor: acc}
+	}
+	return out, nil
 }
 
 // role checks mount and name and returns the role key, lowercased.
@@ -487,31 +525,33 @@ func fakeValidateMetadata(md map[string]string) error {
 	return nil
 }
 
-func (f *Fake) WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (*Entity, error) {
+func (f *Fake) WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.begin("WriteEntityByName", OpWrite); err != nil {
-		return nil, err
+		return "", err
 	}
 	p, err := entityPath(name)
 	if err != nil {
-		return nil, invalid(OpWrite, "identity/entity/name/"+name, err)
+		return "", invalid(OpWrite, "identity/entity/name/"+name, err)
 	}
 	if err := fakeValidateMetadata(metadata); err != nil {
 		// Vault 1.21 answers these with a 500.
-		return nil, fakeErr(OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* invalid entity metadata: "+err.Error()+"\n\n")
+		return "", fakeErr(OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* invalid entity metadata: "+err.Error()+"\n\n")
 	}
+	created := ""
 	e := f.entityByName(name)
 	if e == nil {
 		e = &Entity{ID: randomUUID()}
 		f.entities[e.ID] = e
+		created = e.ID
 	}
 	e.Name = name // another case renames it
 	e.Metadata = maps.Clone(metadata)
 	if e.Metadata == nil {
 		e.Metadata = map[string]string{}
 	}
-	return f.entityCopy(e), nil
+	return created, nil
 }
 
 func (f *Fake) DeleteEntityByName(ctx context.Context, name string) error {
@@ -559,23 +599,6 @@ func (f *Fake) aliasByFactors(name, acc string) *Alias {
 		}
 	}
 	return fold
-}
-
-func (f *Fake) LookupEntityAlias(ctx context.Context, name, mountAccessor string) (*Alias, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.begin("LookupEntityAlias", OpRead); err != nil {
-		return nil, err
-	}
-	if name == "" || mountAccessor == "" {
-		return nil, invalid(OpRead, "identity/lookup/entity", fmt.Errorf("%w: alias lookup needs a name and a mount accessor", ErrInvalid))
-	}
-	a := f.aliasByFactors(name, mountAccessor)
-	if a == nil {
-		return nil, nil
-	}
-	out := *a
-	return &out, nil
 }
 
 func (f *Fake) CreateEntityAlias(ctx context.Context, name, mountAccessor, canonicalID string) (string, error) {
@@ -868,7 +891,7 @@ func randomUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// ListPolicies implements PolicyLister, like Vault: sorted, with
+// ListPolicies implements Client, like Vault: sorted, with
 // "default" and "root" besides the written ones.
 func (f *Fake) ListPolicies(context.Context) ([]string, error) {
 	f.mu.Lock()

@@ -51,8 +51,8 @@ func TestFakeCountersAndFailures(t *testing.T) {
 
 	f.FailNext("write", errors.New("any write"))
 	f.FailNext("*", errors.New("any call"))
-	if _, err := f.Version(ctx); err == nil || err.Error() != "any call" {
-		t.Errorf("Version: %v", err)
+	if _, err := f.ServerInfo(ctx); err == nil || err.Error() != "any call" {
+		t.Errorf("ServerInfo: %v", err)
 	}
 	if err := f.WritePolicy(ctx, "p", `path "x" { capabilities = ["read"] }`); err == nil || err.Error() != "any write" {
 		t.Errorf("WritePolicy: %v", err)
@@ -61,8 +61,8 @@ func TestFakeCountersAndFailures(t *testing.T) {
 		t.Errorf("second WritePolicy: %v", err)
 	}
 
-	if f.Calls("WriteRole") != 2 || f.Calls("WritePolicy") != 2 || f.Calls("ReadRole") != 2 || f.Calls("Version") != 1 {
-		t.Errorf("calls: WriteRole %d WritePolicy %d ReadRole %d Version %d", f.Calls("WriteRole"), f.Calls("WritePolicy"), f.Calls("ReadRole"), f.Calls("Version"))
+	if f.Calls("WriteRole") != 2 || f.Calls("WritePolicy") != 2 || f.Calls("ReadRole") != 2 || f.Calls("ServerInfo") != 1 {
+		t.Errorf("calls: WriteRole %d WritePolicy %d ReadRole %d ServerInfo %d", f.Calls("WriteRole"), f.Calls("WritePolicy"), f.Calls("ReadRole"), f.Calls("ServerInfo"))
 	}
 	if f.Writes() != 4 || f.Calls(OpWrite) != 4 || f.Calls(OpRead) != 3 || f.Calls("*") != 7 {
 		t.Errorf("Writes %d write %d read %d all %d", f.Writes(), f.Calls(OpWrite), f.Calls(OpRead), f.Calls("*"))
@@ -104,8 +104,9 @@ func TestFakeReturnsCopies(t *testing.T) {
 	f := NewFake()
 	ctx := context.Background()
 	md := map[string]string{"a": "1"}
-	e, _ := f.WriteEntityByName(ctx, "e", md)
+	_, _ = f.WriteEntityByName(ctx, "e", md)
 	md["a"] = "changed"
+	e, _ := f.ReadEntityByName(ctx, "e")
 	e.Metadata["b"] = "2"
 	got, _ := f.ReadEntityByName(ctx, "e")
 	if len(got.Metadata) != 1 || got.Metadata["a"] != "1" {

@@ -289,8 +289,8 @@ func TestIntegrationVersionAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := c.Version(ctx); err != nil || got != want.Version {
-		t.Errorf("Version = %q, %v; want %q", got, err, want.Version)
+	if got, err := c.ServerInfo(ctx); err != nil || got.Version != want.Version || got.ClusterID != want.ClusterID {
+		t.Errorf("ServerInfo = %+v, %v; want %q %q", got, err, want.Version, want.ClusterID)
 	}
 	// A mount that does not exist: denied by the policy (403), not "absent".
 	_, err = c.ReadRole(ctx, "no-such-mount", "x")

@@ -18,15 +18,22 @@ import (
 // Client is what the controllers may do in Vault. Reads of absent objects
 // return nil (or "", false) and no error.
 type Client interface {
-	// Version is the server's version (sys/seal-status or sys/health).
-	Version(ctx context.Context) (string, error)
+	// ServerInfo is what sys/seal-status says of the server: its version,
+	// and its cluster ID, which changes when Vault is initialised anew (a
+	// dev server restarted, storage lost).
+	ServerInfo(ctx context.Context) (ServerInfo, error)
 	// CheckToken looks up the client's own token (auth/token/lookup-self),
 	// logging in again if Vault refuses it: an error means the operator's
 	// credentials do not work now.
 	CheckToken(ctx context.Context) error
 	// MountAccessor returns the accessor of the auth method at mount
-	// (sys/auth), e.g. for "salt-minions".
+	// (sys/auth), e.g. for "salt-minions"; "" when nothing is mounted
+	// there. Accessors never change while a mount exists, so clients may
+	// answer from a cache, which AuthMounts refreshes.
 	MountAccessor(ctx context.Context, authMount string) (string, error)
+	// AuthMounts reads sys/auth: the auth methods by mount path (without
+	// the trailing "/"), with their type and accessor.
+	AuthMounts(ctx context.Context) (map[string]AuthMount, error)
 
 	// ReadRole reads auth/<mount>/role/<name>; nil when absent.
 	ReadRole(ctx context.Context, mount, name string) (map[string]any, error)
@@ -38,16 +45,20 @@ type Client interface {
 	// ReadEntityByName reads identity/entity/name/<name>; nil when absent.
 	ReadEntityByName(ctx context.Context, name string) (*Entity, error)
 	// WriteEntityByName creates or updates identity/entity/name/<name>
-	// with exactly this metadata (Vault replaces the whole map).
-	WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (*Entity, error)
+	// with exactly this metadata (Vault replaces the whole map). It returns
+	// the new entity's ID when Vault created it, and "" when it updated an
+	// existing one (whose ID the caller read before).
+	WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (createdID string, err error)
 	DeleteEntityByName(ctx context.Context, name string) error
 
-	// LookupEntityAlias finds the alias with this name on this mount
-	// (identity/lookup/entity-alias... or the entity lookup); nil when absent.
-	LookupEntityAlias(ctx context.Context, name, mountAccessor string) (*Alias, error)
-	// CreateEntityAlias creates identity/entity-alias and returns its ID.
+	// CreateEntityAlias posts identity/entity-alias and returns the
+	// alias's ID. Vault keeps one alias per name and mount: when one
+	// exists already (a minion's login created it on an entity of its
+	// own), the post moves it to canonicalID instead of creating a second.
+	// An entity has at most one alias per mount: a second is refused (400).
 	CreateEntityAlias(ctx context.Context, name, mountAccessor, canonicalID string) (string, error)
-	// UpdateEntityAlias points an alias at another entity.
+	// UpdateEntityAlias renames an alias or points it at another entity
+	// (empty arguments keep the alias's value).
 	UpdateEntityAlias(ctx context.Context, id, name, mountAccessor, canonicalID string) error
 	DeleteEntityAlias(ctx context.Context, id string) error
 
@@ -55,6 +66,23 @@ type Client interface {
 	ReadPolicy(ctx context.Context, name string) (hcl string, found bool, err error)
 	WritePolicy(ctx context.Context, name, hcl string) error
 	DeletePolicy(ctx context.Context, name string) error
+	// ListPolicies lists the ACL policy names (LIST sys/policies/acl), to
+	// find the policies the operator wrote (their ownership header says
+	// so) when it has no record of them: after a restart, or to delete a
+	// template's policies.
+	ListPolicies(ctx context.Context) ([]string, error)
+}
+
+// ServerInfo is a Vault server's identity.
+type ServerInfo struct {
+	Version   string
+	ClusterID string
+}
+
+// AuthMount is one enabled auth method.
+type AuthMount struct {
+	Type     string // "approle", "kubernetes", "token", ...
+	Accessor string
 }
 
 // Entity is an identity entity.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers"
 )
 
 func doc(v any) *v1alpha1.Document {
@@ -58,6 +59,12 @@ func strs(v any) []string {
 		out = append(out, fmt.Sprint(it))
 	}
 	return out
+}
+
+// managesExactly: the template's status counts exactly these policies.
+func managesExactly(mt *v1alpha1.MinionTemplate, names ...string) bool {
+	p := mt.Status.Policies
+	return p != nil && p.Count == int64(len(names)) && p.Digest == controllers.PolicySetDigest(names)
 }
 
 func metadataOf(data map[string]any) map[string]string {
@@ -136,7 +143,7 @@ func TestOperator(t *testing.T) {
 			if err := s.c.Get(ctx, types.NamespacedName{Name: "salt-minions"}, mt); err != nil {
 				return err
 			}
-			if mt.Status.Bindings != 2 || !slices.Equal(mt.Status.ManagedPolicies, []string{"salt_role_db", "salt_role_web"}) {
+			if mt.Status.Bindings != 2 || !managesExactly(mt, "salt_role_db", "salt_role_web") {
 				return fmt.Errorf("status %+v", mt.Status)
 			}
 			return nil

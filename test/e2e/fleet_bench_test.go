@@ -129,7 +129,7 @@ func waitFleet(b *testing.B, s *suite, ns, tpl string, policies int) {
 		if err := s.c.Get(context.Background(), types.NamespacedName{Name: tpl}, mt); err != nil {
 			b.Fatal(err)
 		}
-		if ready == fleetSize && len(mt.Status.ManagedPolicies) == policies && apimeta.IsStatusConditionTrue(mt.Status.Conditions, v1alpha1.ReadyCondition) {
+		if ready == fleetSize && mt.Status.Policies != nil && mt.Status.Policies.Count == int64(policies) && apimeta.IsStatusConditionTrue(mt.Status.Conditions, v1alpha1.ReadyCondition) {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -115,7 +115,7 @@ func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
 		if err := admin.Get(ctx, types.NamespacedName{Name: "rbac"}, mt); err != nil {
 			return err
 		}
-		if !apimeta.IsStatusConditionTrue(mt.Status.Conditions, v1alpha1.ReadyCondition) || len(mt.Status.ManagedPolicies) != 2 {
+		if !apimeta.IsStatusConditionTrue(mt.Status.Conditions, v1alpha1.ReadyCondition) || mt.Status.Policies == nil || mt.Status.Policies.Count != 2 {
 			return fmt.Errorf("status %+v", mt.Status)
 		}
 		return nil
