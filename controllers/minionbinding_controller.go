@@ -348,10 +348,11 @@ func (r *MinionBindingReconciler) namespaceSelected(ctx context.Context, tpl *v1
 }
 
 // minionIDOwner returns the binding that owns the minion ID when it is not
-// obj: the oldest claim wins (creation time, then namespace/name), so the
-// answer is the same whichever binding is reconciled. A binding being
-// deleted keeps its claim until it is gone: its finalizer is still removing
-// the minion's objects.
+// obj: a binding that holds it (it has recorded Vault objects: its
+// finalizer is set) keeps it; otherwise the oldest claim wins (creation
+// time, then namespace/name), so the answer is the same whichever binding
+// is reconciled. A binding being deleted keeps its claim until it is gone:
+// its finalizer is still removing the minion's objects.
 func (r *MinionBindingReconciler) minionIDOwner(ctx context.Context, obj *v1alpha1.MinionBinding) (*v1alpha1.MinionBinding, error) {
 	list := &v1alpha1.MinionBindingList{}
 	if err := r.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(obj.Spec.MinionID)}); err != nil {
@@ -371,6 +372,12 @@ func (r *MinionBindingReconciler) minionIDOwner(ctx context.Context, obj *v1alph
 }
 
 func claimsBefore(a, b *v1alpha1.MinionBinding) bool {
+	// Creation times have a resolution of one second: without this, a
+	// binding created in the same second with a name sorting first would
+	// take over from one that has written Vault already.
+	if ha, hb := controllerutil.ContainsFinalizer(a, v1alpha1.Finalizer), controllerutil.ContainsFinalizer(b, v1alpha1.Finalizer); ha != hb {
+		return ha
+	}
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}

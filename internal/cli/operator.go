@@ -96,7 +96,13 @@ func newOperatorCmd() *cobra.Command {
 		Short: "Run the controllers: MinionBindings, MinionTemplates and VaultConnections into Vault",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return RunOperator(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), o)
+			// Not GetConfigOrDie: it exits before the logger is set up,
+			// with nothing said.
+			cfg, err := ctrl.GetConfig()
+			if err != nil {
+				return fmt.Errorf("no Kubernetes API server to talk to (in a Pod, its service account; outside, --kubeconfig or KUBECONFIG): %w", err)
+			}
+			return RunOperator(ctrl.SetupSignalHandler(), cfg, o)
 		},
 	}
 	f := cmd.Flags()

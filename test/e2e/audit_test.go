@@ -1,0 +1,119 @@
+//go:build integration
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	vaultapi "github.com/hashicorp/vault/api"
+)
+
+// auditLog counts Vault requests from Vault's own file audit device, not
+// from the operator's client: what Vault saw is the measure.
+type auditLog struct {
+	path string
+}
+
+var (
+	auditOnce sync.Once
+	audit     *auditLog
+	auditErr  error
+)
+
+// vaultAudit enables a file audit device on the suite's Vault (once), with
+// token accessors in clear so that requests can be told apart by token.
+func (s *suite) vaultAudit(t testing.TB) *auditLog {
+	t.Helper()
+	auditOnce.Do(func() {
+		path := filepath.Join(s.env.Dir, "vault-audit.log")
+		auditErr = s.root.Sys().EnableAuditWithOptionsWithContext(context.Background(), "e2e-file", &vaultapi.EnableAuditOptions{
+			Type: "file", Options: map[string]string{"file_path": path, "hmac_accessor": "false"},
+		})
+		audit = &auditLog{path: path}
+	})
+	if auditErr != nil {
+		t.Fatal(auditErr)
+	}
+	return audit
+}
+
+// accessorOf returns a token's accessor.
+func (s *suite) accessorOf(t testing.TB, token string) string {
+	t.Helper()
+	sec, err := s.root.Auth().Token().Lookup(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, _ := sec.Data["accessor"].(string)
+	return acc
+}
+
+// vaultCalls are the requests one token made, from the audit log.
+type vaultCalls struct {
+	Reads, Writes int
+	Paths         []string // "operation path" of the writes
+}
+
+// mark is the log's current size: count from there.
+func (a *auditLog) mark(t testing.TB) int64 {
+	t.Helper()
+	st, err := os.Stat(a.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// since counts the responses to requests made with the token of accessor
+// after offset. The token's own upkeep (auth/token/*) is left out: it is
+// not work on minions.
+func (a *auditLog) since(t testing.TB, offset int64, accessor string) vaultCalls {
+	t.Helper()
+	f, err := os.Open(a.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, 0); err != nil {
+		t.Fatal(err)
+	}
+	var out vaultCalls
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e struct {
+			Type string `json:"type"`
+			Auth struct {
+				Accessor string `json:"accessor"`
+			} `json:"auth"`
+			Request struct {
+				Operation string `json:"operation"`
+				Path      string `json:"path"`
+			} `json:"request"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Type != "response" || e.Auth.Accessor != accessor {
+			continue
+		}
+		if strings.HasPrefix(e.Request.Path, "auth/token/") {
+			continue
+		}
+		switch e.Request.Operation {
+		case "read", "list":
+			out.Reads++
+		default:
+			out.Writes++
+			out.Paths = append(out.Paths, e.Request.Operation+" "+e.Request.Path)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
