@@ -43,7 +43,13 @@ func (r *MinionBindingReconciler) removePlacement(ctx context.Context, vc vault.
 	if sc.roleID != "" {
 		ours = append(ours, sc.roleID)
 	}
-	if roleStale {
+	// The old mount's accessor; "" when nothing is mounted there any more
+	// (then no role or alias of it is left either).
+	accessor, err := vc.MountAccessor(ctx, p.Mount)
+	if err != nil {
+		return fmt.Errorf("reading the accessor of auth/%s: %w", p.Mount, err)
+	}
+	if roleStale && accessor != "" {
 		id, err := vc.ReadRoleID(ctx, p.Mount, roleName)
 		if err != nil {
 			return fmt.Errorf("reading the role ID of AppRole %s/%s: %w", p.Mount, roleName, err)
@@ -70,15 +76,11 @@ func (r *MinionBindingReconciler) removePlacement(ctx context.Context, vc vault.
 			emit(r.Recorder, obj, "Warning", "EntityNotOwned", "Delete",
 				"entity %s was left in Vault: it is recorded in annotation %s but its aliases belong to other logins", p.Entity, v1alpha1.VaultObjectsAnnotation)
 		}
-	} else if roleStale && sc.entity != nil {
+	} else if roleStale && sc.entity != nil && accessor != "" {
 		// The entity stays (it is the current one); its alias on the old
 		// mount goes with the old role.
-		acc, err := vc.MountAccessor(ctx, p.Mount)
-		if err != nil {
-			return fmt.Errorf("reading the accessor of auth/%s: %w", p.Mount, err)
-		}
 		for _, a := range sc.entity.Aliases {
-			if acc != "" && a.MountAccessor == acc {
+			if a.MountAccessor == accessor {
 				log.Info("Deleting the entity alias of the old AppRole mount", "alias", a.Name)
 				if err := vc.DeleteEntityAlias(ctx, a.ID); err != nil {
 					return fmt.Errorf("deleting entity alias %s: %w", a.Name, err)
@@ -87,7 +89,7 @@ func (r *MinionBindingReconciler) removePlacement(ctx context.Context, vc vault.
 		}
 	}
 
-	if roleStale {
+	if roleStale && accessor != "" {
 		log.Info("Deleting AppRole", "role", roleName)
 		if err := vc.DeleteRole(ctx, p.Mount, roleName); err != nil {
 			return fmt.Errorf("deleting AppRole %s/%s: %w", p.Mount, roleName, err)

@@ -365,7 +365,7 @@ func (r *MinionBindingReconciler) minionIDOwner(ctx context.Context, obj *v1alph
 			owner = b
 		}
 	}
-	if owner == nil || owner.UID == obj.UID {
+	if owner == nil || (owner.UID == obj.UID && owner.Namespace == obj.Namespace && owner.Name == obj.Name) {
 		return nil, nil
 	}
 	return owner, nil
