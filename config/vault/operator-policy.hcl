@@ -44,17 +44,13 @@ path "identity/entity/name/+" {
   capabilities = ["create", "read", "update", "delete"]
 }
 
-# Entity aliases: create, point at another entity, delete.
+# Entity aliases: create (or move a login's alias to the minion's entity),
+# rename after the role was re-created, delete.
 path "identity/entity-alias" {
   capabilities = ["create", "update"]
 }
 path "identity/entity-alias/id/+" {
   capabilities = ["update", "delete"]
-}
-
-# Find an alias by name and mount accessor (a POST, hence "update").
-path "identity/lookup/entity" {
-  capabilities = ["update"]
 }
 
 # The ACL policies rendered from MinionTemplates (see IMPORTANT above).

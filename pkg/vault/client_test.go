@@ -881,3 +881,45 @@ func TestTimeoutBoundsEachRequest(t *testing.T) {
 		t.Errorf("%d attempts", n)
 	}
 }
+
+// The mount accessor is read from sys/auth once and cached: a reconcile
+// does not pay a read for a value that changes only when the mount is
+// re-created. Vault answering "invalid mount accessor" drops the cache, and
+// AuthMounts (the connection's periodic check) refreshes it.
+func TestMountAccessorCache(t *testing.T) {
+	accessor := "auth_approle_1"
+	m := newMockVault(t, func(r mockReq) (int, any) {
+		switch r.Path {
+		case "sys/auth":
+			return 200, map[string]any{"data": map[string]any{"salt-minions/": map[string]any{"type": "approle", "accessor": accessor}}}
+		case "identity/entity-alias":
+			return 400, map[string]any{"errors": []string{`invalid mount accessor "auth_approle_1"`}}
+		}
+		return 0, nil
+	})
+	c := mustNew(t, m.approleConfig(), nil)
+	ctx := context.Background()
+	for range 3 {
+		if acc, err := c.MountAccessor(ctx, "salt-minions"); err != nil || acc != "auth_approle_1" {
+			t.Fatalf("accessor %q %v", acc, err)
+		}
+	}
+	if n := m.count("", "sys/auth"); n != 1 {
+		t.Errorf("sys/auth read %d times for three lookups, want 1", n)
+	}
+	// The mount was re-created: Vault refuses the old accessor.
+	accessor = "auth_approle_2"
+	if _, err := c.CreateEntityAlias(ctx, "n", "auth_approle_1", "e"); Classify(err) != ClassConflict {
+		t.Fatalf("err %v (%s), want a conflict", err, Classify(err))
+	}
+	if acc, err := c.MountAccessor(ctx, "salt-minions"); err != nil || acc != "auth_approle_2" {
+		t.Errorf("after the refusal: %q %v, want the new accessor", acc, err)
+	}
+	// A mount that does not exist is looked up again each time (it may be
+	// enabled any moment).
+	_, _ = c.MountAccessor(ctx, "nope")
+	_, _ = c.MountAccessor(ctx, "nope")
+	if n := m.count("", "sys/auth"); n != 4 {
+		t.Errorf("sys/auth read %d times, want 4", n)
+	}
+}
