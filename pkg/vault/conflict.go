@@ -24,13 +24,25 @@ var conflictMessages = []string{
 }
 
 // Conflict reports whether Vault refused a request because of its current
-// state, not because of what was sent (an HTTP 400 whose message is one of
-// conflictMessages). Such a refusal is repaired, or retried with backoff:
+// state, not because of what was sent: an HTTP 400 whose message is one of
+// conflictMessages, or a 404 "no handler for route" (the auth mount is not
+// enabled). Such a refusal is repaired, or retried with backoff:
 // it is never a reason to stop trying (Stalled), which is only for input
 // that cannot succeed.
 func Conflict(err error) bool {
 	var ve *Error
-	if !errors.As(err, &ve) || ve.StatusCode != http.StatusBadRequest || strings.HasPrefix(ve.Op, OpLogin+" ") {
+	if !errors.As(err, &ve) || strings.HasPrefix(ve.Op, OpLogin+" ") {
+		return false
+	}
+	if ve.StatusCode == http.StatusNotFound {
+		for _, m := range ve.Messages {
+			if strings.Contains(m, "no handler for route") {
+				return true
+			}
+		}
+		return false
+	}
+	if ve.StatusCode != http.StatusBadRequest {
 		return false
 	}
 	for _, m := range ve.Messages {

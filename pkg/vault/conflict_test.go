@@ -27,7 +27,8 @@ func TestClassify(t *testing.T) {
 		{"bad parameter", v400("write auth/salt-minions/role/web01", `invalid value for "token_type"`), ClassInvalid},
 		{"bad CIDR", v400("write auth/salt-minions/role/web01", "failed to parse token_bound_cidrs: invalid CIDR"), ClassInvalid},
 		{"checked before sending", invalid(OpWrite, "auth/x/role/a/b", fmt.Errorf("%w: role name", ErrInvalid)), ClassInvalid},
-		{"404 with a message", &Error{Op: "write auth/nope/role/a", StatusCode: 404, Messages: []string{"no handler for route"}}, ClassInvalid},
+		{"mount not enabled", &Error{Op: "write auth/nope/role/a", StatusCode: 404, Messages: []string{`no handler for route "auth/nope/role/a". route entry not found.`}}, ClassConflict},
+		{"unsupported path", &Error{Op: "read auth/salt-minions/role/a b", StatusCode: 404, Messages: []string{"1 error occurred:\n\t* unsupported path\n\n"}}, ClassInvalid},
 		// The operator's credentials.
 		{"403", &Error{Op: "write auth/salt-minions/role/a", StatusCode: 403, Messages: []string{"permission denied"}}, ClassDenied},
 		{"wrong secret ID", v400("login auth/approle/login", "invalid role or secret ID"), ClassDenied},
