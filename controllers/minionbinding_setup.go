@@ -43,7 +43,7 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.GenerationChangedPredicate{}, reconcileRequested))).
 		Watches(&v1alpha1.MinionTemplate{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),
@@ -177,6 +177,20 @@ func requests(list *v1alpha1.MinionBindingList) []reconcile.Request {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
 	}
 	return out
+}
+
+// reconcileRequested passes an object whose reconcile.minionvault.dev/requestedAt
+// annotation changed (flux reconcile style). Other annotation changes do not
+// wake it: the operator writes its own ownership record as an annotation,
+// and reacting to that would reconcile every new binding twice.
+var reconcileRequested = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(ev event.UpdateEvent) bool {
+		return ev.ObjectNew.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation] !=
+			ev.ObjectOld.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]
+	},
 }
 
 // claimReleased passes a binding that starts being deleted, or is gone.

@@ -66,8 +66,12 @@ func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *
 	setConditions(obj, sc.outcome)
 }
 
-// events reports transitions, not every resync: the first write, updates,
-// drift, and a failure whose reason or message is new.
+// events reports transitions, not every resync: updates, drift, removals,
+// and a failure whose reason or message is new. A binding's first write is
+// not an event: it is what creating the binding asks for, status names what
+// was written, and at fleet size an event per new binding would be one more
+// API server write per minion than the binding needs (Vault's audit log is
+// the record of every write).
 func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindingScope, before *metav1.Condition) {
 	after := readyCondition(obj)
 	switch {
@@ -77,9 +81,7 @@ func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindin
 		if before == nil || before.Message != after.Message {
 			emit(r.Recorder, obj, "Warning", "DriftDetected", "Reconcile", "Vault differs from the binding (detect-only): %s", strings.Join(sc.drift, "; "))
 		}
-	case len(sc.written) > 0 && sc.created:
-		emit(r.Recorder, obj, "Normal", "Created", "Reconcile", "Written to Vault: %s", strings.Join(sc.written, ", "))
-	case len(sc.written) > 0:
+	case len(sc.written) > 0 && !sc.created:
 		emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(sc.written, ", "))
 	}
 	if len(sc.deleted) > 0 && obj.DeletionTimestamp.IsZero() {

@@ -153,6 +153,8 @@ func (r *MinionTemplateReconciler) reconcileTemplate(ctx context.Context, name s
 		}
 	}
 	o = r.summarize(tpl)
+	written, deleted := r.index.takeUnreported(tpl.Name)
+	r.policyEvents(tpl, written, deleted)
 	r.index.mu.Lock()
 	next := interval - time.Since(ti.lastScan)
 	r.index.mu.Unlock()
@@ -197,7 +199,7 @@ func (r *MinionTemplateReconciler) fullScan(ctx context.Context, tpl *v1alpha1.M
 		return outcome{}, err
 	}
 	if !discovered {
-		found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, tpl.Spec.ConnectionRef.Name)
+		found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, tpl.Spec.ConnectionRef.Name, desired)
 		if err != nil {
 			return outcome{}, err
 		}
@@ -208,8 +210,12 @@ func (r *MinionTemplateReconciler) fullScan(ctx context.Context, tpl *v1alpha1.M
 		r.index.mu.Unlock()
 	}
 	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, owned)
+	for _, n := range pass.owned {
+		// Other templates' first scans need not read these again.
+		r.owners.set(tpl.Spec.ConnectionRef.Name, n, tpl.Name)
+	}
 	r.index.observe(tpl.Name, pass)
-	r.policyEvents(tpl, pass)
+	r.policyEvents(tpl, appendCounted(nil, pass.written), appendCounted(nil, pass.deleted))
 	if err != nil {
 		return outcome{}, err
 	}
@@ -326,7 +332,7 @@ func (r *MinionTemplateReconciler) syncNames(ctx context.Context, template strin
 	}
 	pass, err := syncPolicies(ctx, vc, template, tpl.Spec.AdoptPolicies, desired, stale)
 	r.index.observe(template, pass)
-	r.policyEvents(tpl, pass)
+	r.index.noteDelta(template, pass)
 	return err
 }
 
@@ -360,12 +366,14 @@ func (r *MinionTemplateReconciler) bindingDocs(ctx context.Context, tpl *v1alpha
 	return docsOf(res), nil
 }
 
-func (r *MinionTemplateReconciler) policyEvents(tpl *v1alpha1.MinionTemplate, pass policyPass) {
-	if n := len(pass.written); n > 0 {
-		emit(r.Recorder, tpl, "Normal", "PoliciesWritten", "Reconcile", "%d ACL policies written: %s", n, strings.Join(firstN(pass.written, 20), ", "))
+// policyEvents reports what a full scan, or the binding deltas since the
+// last reconcile, wrote and deleted (lists made by appendCounted).
+func (r *MinionTemplateReconciler) policyEvents(tpl *v1alpha1.MinionTemplate, written, deleted []string) {
+	if len(written) > 0 {
+		emit(r.Recorder, tpl, "Normal", "PoliciesWritten", "Reconcile", "ACL policies written: %s", strings.Join(written, ", "))
 	}
-	if n := len(pass.deleted); n > 0 {
-		emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", "Reconcile", "%d ACL policies deleted: %s", n, strings.Join(firstN(pass.deleted, 20), ", "))
+	if len(deleted) > 0 {
+		emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", "Reconcile", "ACL policies deleted: %s", strings.Join(deleted, ", "))
 	}
 }
 
@@ -389,7 +397,7 @@ func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.M
 			discovered := ti.discovered
 			r.index.mu.Unlock()
 			if !discovered {
-				found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, tpl.Spec.ConnectionRef.Name)
+				found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, tpl.Spec.ConnectionRef.Name, nil)
 				if err != nil {
 					ti.scan.Unlock()
 					return err

@@ -46,7 +46,7 @@ func (r *MinionTemplateReconciler) SetupWithManager(mgr ctrl.Manager, opts contr
 	b := r.Bindings
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.MinionTemplate{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.GenerationChangedPredicate{}, reconcileRequested))).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
 		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).

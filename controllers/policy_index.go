@@ -52,6 +52,10 @@ type templateIndex struct {
 	owned      map[string]bool // in Vault with this template's header
 	notOwned   map[string]bool // wanted, but someone else's
 	digest     [16]byte        // XOR of sha256(name)[:16] over owned
+	// What binding deltas wrote and deleted since the template's last
+	// reconcile: reported there as one event each, not one per binding
+	// (a burst of 10,000 new bindings is not 10,000 events).
+	unreported policyPass
 }
 
 // policyRef counts, per body, the bindings that render a policy name. More
@@ -265,6 +269,54 @@ func (x *policyIndex) observe(template string, pass policyPass) {
 		ti.notOwned[n] = true
 	}
 }
+
+// noteDelta keeps what a binding delta wrote and deleted for the
+// template's next report, a bounded number of names and the counts.
+func (x *policyIndex) noteDelta(template string, pass policyPass) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	u := &x.templateLocked(template).unreported
+	u.written = appendCounted(u.written, pass.written)
+	u.deleted = appendCounted(u.deleted, pass.deleted)
+}
+
+// takeUnreported returns and clears what noteDelta kept.
+func (x *policyIndex) takeUnreported(template string) (written, deleted []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ti := x.templateLocked(template)
+	written, deleted = ti.unreported.written, ti.unreported.deleted
+	ti.unreported = policyPass{}
+	return written, deleted
+}
+
+// appendCounted appends names to a report list, keeping at most
+// reportNames of them and "and N more" for the rest.
+func appendCounted(list, names []string) []string {
+	if len(names) == 0 {
+		return list
+	}
+	more := 0
+	if n := len(list); n > 0 {
+		if _, err := fmt.Sscanf(list[n-1], "and %d more", &more); err == nil {
+			list = list[:n-1]
+		}
+	}
+	for _, n := range names {
+		if len(list) < reportNames {
+			list = append(list, n)
+		} else {
+			more++
+		}
+	}
+	if more > 0 {
+		list = append(list, fmt.Sprintf("and %d more", more))
+	}
+	return list
+}
+
+// reportNames is how many policy names one event names.
+const reportNames = 20
 
 // resetOwned replaces a template's owned set with a full scan's view.
 func (x *policyIndex) resetOwned(template string, owned []string) {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -151,5 +152,40 @@ func TestTemplatePoliciesByDeltas(t *testing.T) {
 	reconcile("", "t")
 	if got := policies(); len(got) != 0 {
 		t.Errorf("after deleting the template: %q", got)
+	}
+}
+
+// A burst of binding deltas is reported as one event naming a bounded
+// number of policies and counting the rest.
+func TestAppendCounted(t *testing.T) {
+	names := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%d", prefix, i)
+		}
+		return out
+	}
+	var list []string
+	for range 30 {
+		list = appendCounted(list, names("p", 3))
+	}
+	if len(list) != reportNames+1 || list[reportNames] != "and 70 more" || list[0] != "p0" {
+		t.Fatalf("after 90 names: %d entries, last %q", len(list), list[len(list)-1])
+	}
+	if got := appendCounted(nil, names("q", 2)); strings.Join(got, ",") != "q0,q1" {
+		t.Errorf("two names: %v", got)
+	}
+	if got := appendCounted(nil, nil); got != nil {
+		t.Errorf("no names: %v", got)
+	}
+	x := newPolicyIndex()
+	x.noteDelta("t", policyPass{written: names("w", 25), deleted: names("d", 1)})
+	x.noteDelta("t", policyPass{written: names("v", 5)})
+	w, d := x.takeUnreported("t")
+	if len(w) != reportNames+1 || w[reportNames] != "and 10 more" || strings.Join(d, ",") != "d0" {
+		t.Errorf("unreported: %v / %v", w, d)
+	}
+	if w, d := x.takeUnreported("t"); w != nil || d != nil {
+		t.Errorf("reported twice: %v / %v", w, d)
 	}
 }

@@ -146,8 +146,10 @@ const policyWorkers = 4
 // names the template, reading every policy whose owner is not known yet
 // (known: owner by name, filled in as policies are read). It is the one way
 // to find policies written before the operator started that no binding
-// renders any more.
-func discoverOwned(ctx context.Context, vc vault.Client, template string, known *policyOwners, conn string) ([]string, error) {
+// renders any more. Names in desired are not read here: the sync that
+// follows reads each of them anyway (and finds its owner), so a restart
+// costs one read per policy, not two.
+func discoverOwned(ctx context.Context, vc vault.Client, template string, known *policyOwners, conn string, desired map[string]string) ([]string, error) {
 	names, err := vc.ListPolicies(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing ACL policies: %w", err)
@@ -155,6 +157,10 @@ func discoverOwned(ctx context.Context, vc vault.Client, template string, known 
 	var out []string
 	var unknown []string
 	for _, n := range names {
+		if _, ok := desired[strings.ToLower(n)]; ok || n == "root" {
+			// root carries no header and cannot be read as a document.
+			continue
+		}
 		if owner, ok := known.get(conn, n); ok {
 			if owner == template {
 				out = append(out, n)

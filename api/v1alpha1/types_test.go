@@ -295,7 +295,7 @@ func TestCRDs(t *testing.T) {
 			scope:     "Cluster",
 			shortName: "mt",
 			columns: map[string]string{
-				"Connection": ".spec.connectionRef.name", "Bindings": ".status.bindings",
+				"Connection": ".spec.connectionRef.name", "Bindings": ".status.bindings", "Policies": ".status.policies.count",
 				"Ready": ready, "Age": ".metadata.creationTimestamp",
 			},
 			validations: map[string][]string{

@@ -163,7 +163,12 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.leaderElectionID(),
 		LeaderElectionNamespace: o.LeaderNamespace,
-		Cache:                   cache.Options{ByObject: map[client.Object]cache.ByObject{&v1alpha1.MinionBinding{}: bindingCache}},
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{&v1alpha1.MinionBinding{}: bindingCache},
+			// managedFields are a large part of every object and nothing
+			// here reads them: at ten thousand bindings that is memory.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

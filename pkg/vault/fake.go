@@ -53,15 +53,15 @@ type Fake struct {
 	init      bool
 	version   string
 	clusterID string
-	mounts   map[string]string         // auth mount -> accessor
-	roles    map[string]map[string]any // "<mount>/<name>" -> parameters
-	roleIDs  map[string]string         // "<mount>/<name>" -> role ID
-	entities map[string]*Entity        // by ID (Aliases unused: see aliases)
-	aliases  map[string]*Alias         // by ID
-	policies map[string]string
-	calls    map[string]int
-	failNext map[string][]error
-	closed   bool
+	mounts    map[string]string         // auth mount -> accessor
+	roles     map[string]map[string]any // "<mount>/<name>" -> parameters
+	roleIDs   map[string]string         // "<mount>/<name>" -> role ID
+	entities  map[string]*Entity        // by ID (Aliases unused: see aliases)
+	aliases   map[string]*Alias         // by ID
+	policies  map[string]string
+	calls     map[string]int
+	failNext  map[string][]error
+	closed    bool
 }
 
 // NewFake returns an empty Fake (the zero value works as well).

@@ -64,6 +64,8 @@ type suite struct {
 	// token is the operator's Vault token (the operator policy).
 	token      string
 	metricsURL string
+	// stopOperator stops the running operator (once).
+	stopOperator func()
 }
 
 // The operator's namespace and service account (for kubernetes auth).
@@ -112,7 +114,7 @@ func start(t testing.TB) *suite {
 	if tt, ok := t.(*testing.T); ok {
 		s.t = tt // benchmarks use the servers, not the suite's helpers
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	token, err := env.Vault.OperatorToken(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -136,11 +138,22 @@ func start(t testing.TB) *suite {
 		}
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.DebugLevel), zap.WriteTo(sink)))
 	})
+	s.runOperator(t)
+	// Whichever operator runs at the end (restarts replace it) is stopped.
+	t.Cleanup(func() { s.stopOperator() })
+	return s
+}
+
+// runOperator starts a manager with the operator's controllers, as its own
+// process would (a new cache, nothing in memory).
+func (s *suite) runOperator(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
 	port, err := freePort()
 	must(t, err)
 	s.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:  env.Scheme,
+	mgr, err := ctrl.NewManager(s.env.Config, ctrl.Options{
+		Scheme:  s.env.Scheme,
 		Metrics: metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port)},
 		// Each test runs its own manager with the same controllers.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -157,13 +170,20 @@ func start(t testing.TB) *suite {
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
+	s.stopOperator = func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("manager: %v", err)
 		}
-	})
-	return s
+		s.stopOperator = func() {}
+	}
+}
+
+// restartOperator stops the operator and starts a new one: a restart.
+func (s *suite) restartOperator(t testing.TB) {
+	t.Helper()
+	s.stopOperator()
+	s.runOperator(t)
 }
 
 func must(t testing.TB, err error) {
