@@ -24,6 +24,10 @@
 // stopped and removed by Env.Stop (or Env.Kill), and, should the process die
 // without cleaning up (a -timeout panic, SIGKILL, a second Ctrl-C), by a
 // small watchdog process that notices the process is gone.
+//
+// With Options.Node the environment is also a real single-node cluster
+// (containerd, runc, CNI, the kubelet, kube-controller-manager,
+// kube-scheduler, kube-proxy): see Node in node.go, and test/node.
 package localenv
 
 import (
@@ -95,6 +99,23 @@ type Options struct {
 	// TempParent is the folder in which Start creates Env.Dir. Default: the
 	// system's temporary folder.
 	TempParent string
+	// KubeAuditPolicy, when set, is an audit.k8s.io/v1 Policy (YAML) for the
+	// API server, which then writes its audit log as JSON lines to
+	// Env.KubeAuditLog (test/scale counts the operator's writes with it).
+	// Only for an API server Start starts, not USE_EXISTING_CLUSTER.
+	KubeAuditPolicy string
+	// Node also starts a real single-node cluster around the API server
+	// (see Node): containerd, runc, CNI, the kubelet,
+	// kube-controller-manager, kube-scheduler and kube-proxy from
+	// `make node-tools`. The API server and Vault then listen on the node's
+	// address instead of 127.0.0.1, so that Pods reach them. Needs root and
+	// a cgroup v1 (hybrid) host; not with USE_EXISTING_CLUSTER.
+	Node bool
+	// NoCRDs installs no CRDs (test/node installs them with dist/install.yaml).
+	NoCRDs bool
+	// VaultHost is the address the Vault dev server listens on. Default:
+	// 127.0.0.1, or the node's address with Node.
+	VaultHost string
 }
 
 // Env is a started environment.
@@ -112,6 +133,10 @@ type Env struct {
 	// Dir is a temporary folder removed by Stop; servers keep their data and
 	// logs (etcd.log, kube-apiserver.log, vault-<port>.log) here.
 	Dir string
+	// KubeAuditLog is the API server's audit log (with Options.KubeAuditPolicy), else "".
+	KubeAuditLog string
+	// Node is the single-node cluster (Options.Node), else nil.
+	Node *Node
 
 	watchdog *watchdog
 	stopOnce sync.Once
@@ -169,8 +194,21 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		getenv = func(string) string { return "" }
 	}
 
+	vaultHost := opts.VaultHost
+	if opts.Node {
+		if opts.NoKubernetes {
+			return env, errors.New("localenv: Options.Node needs the API server (NoKubernetes is set)")
+		}
+		// The node's address exists before any server binds to it.
+		if env.Node, err = prepareNode(ctx, dir, toolsDir, env.watchdog); err != nil {
+			return env, err
+		}
+		if vaultHost == "" {
+			vaultHost = env.Node.IP
+		}
+	}
 	if !opts.NoVault {
-		if env.Vault, err = startVault(ctx, dir, toolsDir, opts.StartTimeout, env.watchdog, getenv); err != nil {
+		if env.Vault, err = startVault(ctx, dir, toolsDir, vaultHost, opts.StartTimeout, env.watchdog, getenv); err != nil {
 			return env, err
 		}
 	}
@@ -193,7 +231,7 @@ func (e *Env) startKubernetes(ctx context.Context, opts Options, root, toolsDir 
 	getenv := func(k string) string { v, _ := lookup(k); return v }
 
 	crds := opts.CRDDirectoryPaths
-	if len(crds) == 0 && len(opts.CRDs) == 0 {
+	if len(crds) == 0 && len(opts.CRDs) == 0 && !opts.NoCRDs {
 		if root == "" {
 			return errors.New("localenv: cannot find the module root (go.mod of " + ModulePath + ") above the working directory, so not the CRDs either; set Options.CRDDirectoryPaths or Options.CRDs")
 		}
@@ -212,6 +250,9 @@ func (e *Env) startKubernetes(ctx context.Context, opts Options, root, toolsDir 
 	}
 	existing := strings.EqualFold(getenv("USE_EXISTING_CLUSTER"), "true")
 	te.UseExistingCluster = &existing
+	if existing && opts.KubeAuditPolicy != "" {
+		return errors.New("localenv: KubeAuditPolicy needs an API server started here, not USE_EXISTING_CLUSTER")
+	}
 	var logs []string
 	if !existing {
 		api := &envtest.APIServer{CertDir: filepath.Join(e.Dir, "kube-apiserver")}
@@ -259,6 +300,19 @@ func (e *Env) startKubernetes(ctx context.Context, opts Options, root, toolsDir 
 				return err
 			}
 		}
+		if opts.KubeAuditPolicy != "" {
+			policy := filepath.Join(e.Dir, "kube-audit-policy.yaml")
+			if err := os.WriteFile(policy, []byte(opts.KubeAuditPolicy), 0o600); err != nil {
+				return err
+			}
+			e.KubeAuditLog = filepath.Join(e.Dir, "kube-audit.log")
+			api.Configure().Set("audit-policy-file", policy).Set("audit-log-path", e.KubeAuditLog)
+		}
+		if e.Node != nil {
+			if err := e.Node.configureAPIServer(api); err != nil {
+				return err
+			}
+		}
 		te.ControlPlane.APIServer = api
 		te.ControlPlane.Etcd = etcd
 	}
@@ -300,7 +354,26 @@ wait:
 		return fmt.Errorf("localenv: client: %w", err)
 	}
 	e.Client = c
+	if e.Node != nil {
+		if existing {
+			return errors.New("localenv: Options.Node starts its own API server, not with USE_EXISTING_CLUSTER")
+		}
+		timeout := max(2*opts.StartTimeout, 2*time.Minute)
+		if err := e.Node.start(ctx, te, c, te.ControlPlane.APIServer.CertDir, timeout); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// Adopt makes the environment responsible for process group pgid (a
+// process started with Setpgid, such as an operator run as its own
+// process): Stop kills it, and so does the watchdog should this process die
+// first.
+func (e *Env) Adopt(pgid int) {
+	if e != nil {
+		e.watchdog.adopt(pgid)
+	}
 }
 
 // Stop stops every server Start started and removes Dir. It is safe to call
@@ -311,6 +384,10 @@ func (e *Env) Stop() error {
 	}
 	e.stopOnce.Do(func() {
 		var errs []error
+		// The node's processes first (they would only complain about the
+		// API server going away), its host state last (the API server and
+		// Vault listen on the node's address until they are stopped).
+		e.Node.kill()
 		if e.Kubernetes != nil {
 			if err := e.Kubernetes.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("stopping the API server: %w", err))
@@ -320,6 +397,9 @@ func (e *Env) Stop() error {
 			if err := e.Vault.stop(); err != nil {
 				errs = append(errs, fmt.Errorf("stopping vault: %w", err))
 			}
+		}
+		if err := e.Node.stop(); err != nil {
+			errs = append(errs, err)
 		}
 		// Anything a graceful stop left behind goes now; then the watchdog
 		// has nothing left to do.
@@ -341,6 +421,7 @@ func (e *Env) Kill() {
 		return
 	}
 	e.stopOnce.Do(func() {
+		_ = e.Node.stop() // quick: it kills, and undoes the host state
 		if e.watchdog != nil {
 			e.watchdog.release()
 		}

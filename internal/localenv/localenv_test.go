@@ -223,7 +223,7 @@ func TestVaultStartRetriesATakenPortAndReportsTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wd.release()
-	_, err = startVault(context.Background(), dir, "", 10*time.Second, wd, os.Getenv)
+	_, err = startVault(context.Background(), dir, "", "", 10*time.Second, wd, os.Getenv)
 	if !errors.Is(err, errAddrInUse) {
 		t.Fatalf("startVault = %v, want address in use", err)
 	}
@@ -235,7 +235,7 @@ func TestVaultStartRetriesATakenPortAndReportsTheLog(t *testing.T) {
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'Error: something else broke'\nexit 2\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err = startVault(context.Background(), t.TempDir(), "", 10*time.Second, wd, os.Getenv)
+	_, err = startVault(context.Background(), t.TempDir(), "", "", 10*time.Second, wd, os.Getenv)
 	if err == nil || !strings.Contains(err.Error(), "something else broke") {
 		t.Fatalf("startVault = %v, want the log's tail", err)
 	}

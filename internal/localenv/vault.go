@@ -87,7 +87,11 @@ func (v *Vault) ClientWithToken(token string) (*vaultapi.Client, error) {
 
 // startVault starts a dev server, or connects to an existing Vault. getenv
 // reads the variables that choose (os.Getenv, or one that knows none).
-func startVault(ctx context.Context, dir, toolsDir string, timeout time.Duration, wd *watchdog, getenv func(string) string) (*Vault, error) {
+// host is the address to listen on ("" is 127.0.0.1).
+func startVault(ctx context.Context, dir, toolsDir, host string, timeout time.Duration, wd *watchdog, getenv func(string) string) (*Vault, error) {
+	if host == "" {
+		host = "127.0.0.1"
+	}
 	if strings.EqualFold(getenv(EnvUseExistingVault), "true") {
 		addr, token := os.Getenv(vaultapi.EnvVaultAddress), os.Getenv(vaultapi.EnvVaultToken)
 		if addr == "" || token == "" {
@@ -119,11 +123,11 @@ func startVault(ctx context.Context, dir, toolsDir string, timeout time.Duration
 	// bind: then try again with another.
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
+		port, err := freePortOn(host)
 		if err != nil {
 			return nil, err
 		}
-		v, err := launchVault(ctx, bin, dir, home, port, timeout, wd)
+		v, err := launchVault(ctx, bin, dir, home, host, port, timeout, wd)
 		if err == nil {
 			return v, nil
 		}
@@ -137,12 +141,12 @@ func startVault(ctx context.Context, dir, toolsDir string, timeout time.Duration
 
 var errAddrInUse = errors.New("address already in use")
 
-func launchVault(ctx context.Context, bin, dir, home string, port int, timeout time.Duration, wd *watchdog) (*Vault, error) {
+func launchVault(ctx context.Context, bin, dir, home, host string, port int, timeout time.Duration, wd *watchdog) (*Vault, error) {
 	token, err := randomToken()
 	if err != nil {
 		return nil, err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	logPath := filepath.Join(dir, "vault-"+strconv.Itoa(port)+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

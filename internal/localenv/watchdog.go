@@ -12,7 +12,9 @@ import (
 // The watchdog is a shell in its own process group that reads process group
 // IDs from a pipe whose write end only the test binary holds. When the test
 // binary dies, however it dies, the pipe closes and the shell kills those
-// groups and removes the temporary folder. On a normal Stop the test binary
+// groups, runs the folder's cleanup.sh if there is one (what else a
+// server left on the host: the node's cgroups, bridge and firewall tables),
+// and removes the temporary folder. On a normal Stop the test binary
 // kills the groups itself and sends "done".
 const watchdogScript = `
 dir="$1"
@@ -25,6 +27,7 @@ while IFS= read -r line; do
 done
 for pg in $pgs; do kill -s KILL -- "-$pg" 2>/dev/null; done
 sleep 1
+[ -f "$dir/cleanup.sh" ] && /bin/sh "$dir/cleanup.sh" >/dev/null 2>&1
 rm -rf -- "$dir"
 `
 
