@@ -42,6 +42,26 @@ build-installer: $(KUBECTL) ## Render dist/install.yaml (CRDs, RBAC, the manager
 	$(KUBECTL) kustomize "$$tmp" > "$$tmp/install.yaml" && mv "$$tmp/install.yaml" dist/install.yaml
 	@echo ">> dist/install.yaml: image $(IMG)"
 
+# The image: built without a container engine by hack/tools/image from the
+# same static binary as the Dockerfile's, reproducibly (the same commit gives
+# the same digest): -buildvcs=false keeps the checkout's state out of the
+# binary (the commit is in the image's labels), and every timestamp is
+# SOURCE_DATE_EPOCH, by default the commit's time.
+GOARCH        ?= amd64
+IMAGE_DIR     ?= $(BIN)/image
+IMAGE_TAR     ?= $(IMAGE_DIR)/minion-vault-operator.tar
+IMAGE_EPOCH   ?= $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null),0)
+IMAGE_COMMIT  ?= $(or $(shell git rev-parse HEAD 2>/dev/null),unknown)
+
+.PHONY: image
+image: $(IMAGE_BUILDER) ## Build the operator's OCI image IMG for linux/GOARCH without Docker: bin/image/oci/ and bin/image/minion-vault-operator.tar (ctr images import).
+	@rm -rf $(IMAGE_DIR); mkdir -p $(IMAGE_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) go build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' \
+	  -o $(IMAGE_DIR)/minionvault-linux-$(GOARCH) ./cmd/minionvault
+	$(IMAGE_BUILDER) --binary $(IMAGE_DIR)/minionvault-linux-$(GOARCH) --arch $(GOARCH) --ref '$(IMG)' \
+	  --version '$(VERSION)' --revision '$(IMAGE_COMMIT)' --source-date-epoch '$(IMAGE_EPOCH)' \
+	  --layout $(IMAGE_DIR)/oci --tar $(IMAGE_TAR) --digest-file $(IMAGE_DIR)/digest
+
 # The tools `make run` needs: the servers, and kubectl to explore with
 # (controller-gen is only for `make generate`).
 RUN_TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT)
@@ -75,6 +95,7 @@ fmt: ## gofmt every file.
 lint: ## go vet, and gofmt must have nothing to say.
 	go vet ./...
 	go vet -tags integration ./...
+	cd hack/tools/image && GOWORK=off GOFLAGS=-mod=readonly go vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 ##@ Test
@@ -85,6 +106,7 @@ test: lint verify-generated unit fuzz vectors integration ## Everything CI runs 
 .PHONY: unit
 unit: ## Unit tests, with the race detector.
 	go test -race -count=1 ./...
+	cd hack/tools/image && GOWORK=off GOFLAGS=-mod=readonly go test -race -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).
@@ -111,6 +133,19 @@ bench: ## Benchmarks of the templating core and the parameter stack.
 .PHONY: bench-fleet
 bench-fleet: $(KUBE_APISERVER) $(ETCD) $(VAULT) ## A fleet of bindings converged and resynced against the real servers.
 	go test -tags integration -run='^$$' -bench=BenchmarkFleet -benchtime=1x ./test/e2e
+
+# make bench-scale: BENCH_N is one size or several in one session
+# ("1000 3000 10000"), BENCH_SHAPES shared, perminion or both. Fresh servers
+# per size and shape; the report (markdown) goes to stdout and bin/scale/,
+# the operator's CPU profiles to bin/scale/profiles-<time>/.
+BENCH_N      ?= 200
+BENCH_SHAPES ?= shared perminion
+
+.PHONY: bench-scale
+bench-scale: build $(KUBE_APISERVER) $(ETCD) $(VAULT) ## The operator (its own process) against the floor at fleet size, BENCH_N bindings per BENCH_SHAPES: time, calls, CPU, RSS.
+	SCALE_N='$(BENCH_N)' SCALE_SHAPES='$(BENCH_SHAPES)' SCALE_OUT=$(BIN)/scale MINIONVAULT_BIN=$(BIN)/minionvault MINIONVAULT_TOOLS_DIR=$(BIN) \
+	SCALE_COMMAND="make bench-scale BENCH_N='$(BENCH_N)' BENCH_SHAPES='$(BENCH_SHAPES)'" \
+	go test -tags integration -run='^$$' -bench='^BenchmarkScale$$' -benchtime=1x -timeout=0 -v ./test/scale
 
 ##@ Help
 

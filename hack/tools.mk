@@ -11,14 +11,35 @@ KUBERNETES_VERSION     ?= v1.37.2
 ETCD_VERSION           ?= v3.7.0
 VAULT_VERSION          ?= v1.21.4
 CONTROLLER_GEN_VERSION := v0.23.0
+GGCR_VERSION           := v0.22.1
+CONTAINERD_VERSION     ?= v2.4.2
+RUNC_VERSION           ?= v1.5.3
+CNI_PLUGINS_VERSION    ?= v1.10.0
+# Our own pause binary and image (hack/tools/pause).
+PAUSE_VERSION          := v1
 
 KUBE_APISERVER := $(BIN)/kube-apiserver
 ETCD           := $(BIN)/etcd
 KUBECTL        := $(BIN)/kubectl
 VAULT          := $(BIN)/vault
 CONTROLLER_GEN := $(BIN)/controller-gen
+# Not a test tool: `make image` builds the operator's image with it.
+IMAGE_BUILDER  := $(BIN)/image-builder
 
-TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT) $(CONTROLLER_GEN)
+# The single-node cluster of internal/localenv (test/node): the node
+# components from the same k8s.io/kubernetes as kube-apiserver, containerd,
+# runc, the CNI plugins and the sandbox image.
+KUBELET                 := $(BIN)/kubelet
+KUBE_CONTROLLER_MANAGER := $(BIN)/kube-controller-manager
+KUBE_SCHEDULER          := $(BIN)/kube-scheduler
+KUBE_PROXY              := $(BIN)/kube-proxy
+CONTAINERD              := $(BIN)/containerd
+RUNC                    := $(BIN)/runc
+CNI_PLUGINS             := $(BIN)/cni/bridge
+PAUSE_IMAGE             := $(BIN)/pause-image.tar
+NODE_TOOLS := $(KUBELET) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(RUNC) $(CNI_PLUGINS) $(PAUSE_IMAGE)
+
+TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT) $(CONTROLLER_GEN) $(NODE_TOOLS)
 
 # Integration suites: test packages with a file tagged `integration`.
 INTEGRATION_TAGS  ?= integration
@@ -28,11 +49,16 @@ INTEGRATION_PKGS  ?= $(shell go list -tags $(INTEGRATION_TAGS) -f '{{$$d := .Dir
 ##@ Test tools
 
 .PHONY: tools
-tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubectl, vault, controller-gen into bin/ (first time 20 to 40 min).
-	@echo ">> tools up to date in $(BIN): kube-apiserver and kubectl $(KUBERNETES_VERSION), etcd $(ETCD_VERSION), vault $(VAULT_VERSION), controller-gen $(CONTROLLER_GEN_VERSION)"
+tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubectl, vault, controller-gen and the node tools into bin/ (first time 30 to 60 min).
+	@echo ">> tools up to date in $(BIN): kube-apiserver, kubectl and the node components $(KUBERNETES_VERSION), etcd $(ETCD_VERSION), vault $(VAULT_VERSION), controller-gen $(CONTROLLER_GEN_VERSION), containerd $(CONTAINERD_VERSION), runc $(RUNC_VERSION), CNI plugins $(CNI_PLUGINS_VERSION), pause image $(PAUSE_VERSION)"
 
+.PHONY: node-tools
+node-tools: $(NODE_TOOLS) ## Build only the single-node cluster's tools (kubelet, kube-controller-manager, kube-scheduler, kube-proxy, containerd, runc, CNI plugins, pause image).
+
+# test/node installs `make image`'s image with `make build-installer`'s
+# dist/install.yaml on the node.
 .PHONY: integration
-integration: $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT) ## Integration suites against a real API server, etcd and Vault.
+integration: $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT) $(NODE_TOOLS) image build-installer ## Integration suites against a real API server, etcd and Vault, and a real node.
 	@pkgs="$(strip $(INTEGRATION_PKGS))"; \
 	if [ -z "$$pkgs" ]; then echo "integration: no test package has a //go:build $(INTEGRATION_TAGS) file" >&2; exit 1; fi; \
 	echo ">> integration suites: $$pkgs"; \
@@ -42,7 +68,7 @@ integration: $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT) ## Integration suites
 
 .PHONY: tools-clean
 tools-clean: ## Remove the built tools, their stamps and the Vault build folder.
-	rm -rf $(TOOLS) $(BIN)/.stamp-* $(BIN)/.build
+	rm -rf $(TOOLS) $(IMAGE_BUILDER) $(BIN)/.stamp-* $(BIN)/.build $(BIN)/containerd-shim-runc-v2 $(BIN)/ctr $(BIN)/cni
 
 # A tool is rebuilt when its stamp for the pinned version is missing, when
 # its module's go.mod or go.sum changed, or when the binary is gone.
@@ -68,6 +94,37 @@ $(call tool-stamp,vault,$(VAULT_VERSION)): $(wildcard $(TOOLS_MODULES)/vault/*) 
 $(CONTROLLER_GEN): $(call tool-stamp,controller-gen,$(CONTROLLER_GEN_VERSION)) ;
 $(call tool-stamp,controller-gen,$(CONTROLLER_GEN_VERSION)): $(TOOLS_MODULES)/controller-gen/go.mod $(TOOLS_MODULES)/controller-gen/go.sum $(call tool-force,$(CONTROLLER_GEN))
 	@BIN=$(BIN) CONTROLLER_GEN_VERSION=$(CONTROLLER_GEN_VERSION) $(TOOLS_MODULES)/build.sh controller-gen
+
+# The image builder is our own code: its sources are prerequisites too.
+$(IMAGE_BUILDER): $(call tool-stamp,image-builder,$(GGCR_VERSION)) ;
+$(call tool-stamp,image-builder,$(GGCR_VERSION)): $(wildcard $(TOOLS_MODULES)/image/*) $(call tool-force,$(IMAGE_BUILDER))
+	@BIN=$(BIN) GGCR_VERSION=$(GGCR_VERSION) $(TOOLS_MODULES)/build.sh image-builder
+
+# The node components: kube-apiserver's module, one build each.
+define k8s-node-tool
+$$(BIN)/$(1): $$(call tool-stamp,$(1),$$(KUBERNETES_VERSION)) ;
+$$(call tool-stamp,$(1),$$(KUBERNETES_VERSION)): $$(TOOLS_MODULES)/k8s/go.mod $$(TOOLS_MODULES)/k8s/go.sum $$(call tool-force,$$(BIN)/$(1))
+	@BIN=$$(BIN) KUBERNETES_VERSION=$$(KUBERNETES_VERSION) $$(TOOLS_MODULES)/build.sh $(1)
+endef
+$(foreach t,kubelet kube-controller-manager kube-scheduler kube-proxy,$(eval $(call k8s-node-tool,$(t))))
+
+# containerd's stamp covers containerd-shim-runc-v2 and ctr too.
+$(CONTAINERD): $(call tool-stamp,containerd,$(CONTAINERD_VERSION)) ;
+$(call tool-stamp,containerd,$(CONTAINERD_VERSION)): $(TOOLS_MODULES)/containerd/go.mod $(TOOLS_MODULES)/containerd/go.sum $(call tool-force,$(CONTAINERD))
+	@BIN=$(BIN) CONTAINERD_VERSION=$(CONTAINERD_VERSION) $(TOOLS_MODULES)/build.sh containerd
+
+$(RUNC): $(call tool-stamp,runc,$(RUNC_VERSION)) ;
+$(call tool-stamp,runc,$(RUNC_VERSION)): $(TOOLS_MODULES)/runc/go.mod $(TOOLS_MODULES)/runc/go.sum $(call tool-force,$(RUNC))
+	@BIN=$(BIN) RUNC_VERSION=$(RUNC_VERSION) $(TOOLS_MODULES)/build.sh runc
+
+$(CNI_PLUGINS): $(call tool-stamp,cni,$(CNI_PLUGINS_VERSION)) ;
+$(call tool-stamp,cni,$(CNI_PLUGINS_VERSION)): $(TOOLS_MODULES)/cni/go.mod $(TOOLS_MODULES)/cni/go.sum $(call tool-force,$(CNI_PLUGINS))
+	@BIN=$(BIN) CNI_PLUGINS_VERSION=$(CNI_PLUGINS_VERSION) $(TOOLS_MODULES)/build.sh cni
+
+# Our own code: its sources are prerequisites too.
+$(PAUSE_IMAGE): $(call tool-stamp,pause,$(PAUSE_VERSION)) ;
+$(call tool-stamp,pause,$(PAUSE_VERSION)): $(wildcard $(TOOLS_MODULES)/pause/* $(TOOLS_MODULES)/pause/pause/*) $(call tool-force,$(PAUSE_IMAGE))
+	@BIN=$(BIN) GGCR_VERSION=$(GGCR_VERSION) PAUSE_VERSION=$(PAUSE_VERSION) $(TOOLS_MODULES)/build.sh pause
 
 .PHONY: FORCE
 FORCE:

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds one test tool into $BIN (default: <repo>/bin) from the Go module proxy:
 #
-#   hack/tools/build.sh kube-apiserver|kubectl|etcd|vault|controller-gen
+#   hack/tools/build.sh kube-apiserver|kubectl|etcd|vault|controller-gen|image-builder
+#   hack/tools/build.sh kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause
+#
+# The second line is the single-node cluster of internal/localenv (test/node).
 #
 # Each tool is pinned by the go.mod of its module folder under hack/tools/ and
 # by the versions below (hack/tools.mk passes the same ones). After a
@@ -25,8 +28,13 @@ KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.0}"
 VAULT_VERSION="${VAULT_VERSION:-v1.21.4}"
 CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.23.0}"
+GGCR_VERSION="${GGCR_VERSION:-v0.22.1}"
+CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
+RUNC_VERSION="${RUNC_VERSION:-v1.5.3}"
+CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
+PAUSE_VERSION="${PAUSE_VERSION:-v1}"
 
-tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|controller-gen}"
+tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|controller-gen|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause}"
 mkdir -p "$BIN"
 
 # stamp <tool> <version>: record a finished build, dropping stamps of other versions.
@@ -53,7 +61,7 @@ finish() {
 }
 
 case "$tool" in
-kube-apiserver | kubectl)
+kube-apiserver | kubectl | kubelet | kube-controller-manager | kube-scheduler | kube-proxy)
   check_pin "$here/k8s" k8s.io/kubernetes "$KUBERNETES_VERSION"
   v="${KUBERNETES_VERSION#v}"
   major="${v%%.*}"
@@ -84,6 +92,58 @@ controller-gen)
   (cd "$here/controller-gen" && go build -trimpath -ldflags "-s -w" -o "$BIN/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
   stamp controller-gen "$CONTROLLER_GEN_VERSION"
   finish controller-gen "$CONTROLLER_GEN_VERSION"
+  ;;
+image-builder)
+  # Our own code (hack/tools/image), on go-containerregistry: `make image`.
+  check_pin "$here/image" github.com/google/go-containerregistry "$GGCR_VERSION"
+  (cd "$here/image" && go build -trimpath -ldflags "-s -w" -o "$BIN/image-builder" .)
+  stamp image-builder "$GGCR_VERSION"
+  finish image-builder "$GGCR_VERSION"
+  ;;
+containerd)
+  # containerd with its CRI plugin, the runc shim, and ctr (images import).
+  check_pin "$here/containerd" github.com/containerd/containerd/v2 "$CONTAINERD_VERSION"
+  echo ">> building containerd $CONTAINERD_VERSION (containerd, containerd-shim-runc-v2, ctr)"
+  ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=${CONTAINERD_VERSION#v}"
+  for cmd in containerd containerd-shim-runc-v2 ctr; do
+    (cd "$here/containerd" && go build -trimpath -ldflags "$ldflags" -o "$BIN/$cmd" "github.com/containerd/containerd/v2/cmd/$cmd")
+  done
+  stamp containerd "$CONTAINERD_VERSION"
+  finish containerd "$CONTAINERD_VERSION"
+  ;;
+runc)
+  # cgo and the seccomp tag, as runc's own Makefile builds it: the operator's
+  # Deployment asks for the RuntimeDefault seccomp profile, which runc can
+  # only apply with libseccomp (Debian's libseccomp-dev, installed by .ci/run).
+  check_pin "$here/runc" github.com/opencontainers/runc "$RUNC_VERSION"
+  echo ">> building runc $RUNC_VERSION (cgo, libseccomp)"
+  (cd "$here/runc" && CGO_ENABLED=1 go build -trimpath -tags "seccomp urfave_cli_no_docs" \
+    -ldflags "-s -w -X main.version=${RUNC_VERSION#v}" -o "$BIN/runc" github.com/opencontainers/runc)
+  stamp runc "$RUNC_VERSION"
+  finish runc "$RUNC_VERSION"
+  ;;
+cni)
+  # The CNI plugins the node's pod network uses, in their own folder
+  # (containerd's CNI bin_dirs).
+  check_pin "$here/cni" github.com/containernetworking/plugins "$CNI_PLUGINS_VERSION"
+  echo ">> building the CNI plugins $CNI_PLUGINS_VERSION (bridge, host-local, loopback)"
+  mkdir -p "$BIN/cni"
+  for p in main/bridge main/loopback ipam/host-local; do
+    (cd "$here/cni" && go build -trimpath -ldflags "-s -w" -o "$BIN/cni/${p#*/}" "github.com/containernetworking/plugins/plugins/$p")
+  done
+  stamp cni "$CNI_PLUGINS_VERSION"
+  finish cni "$CNI_PLUGINS_VERSION"
+  ;;
+pause)
+  # The node's sandbox image: our own static pause binary in an OCI image
+  # (no registry is reachable), as a tar for `ctr images import`.
+  check_pin "$here/pause" github.com/google/go-containerregistry "$GGCR_VERSION"
+  mkdir -p "$BIN/.build"
+  (cd "$here/pause" && go build -trimpath -ldflags "-s -w" -o "$BIN/.build/pause" ./pause)
+  (cd "$here/pause" && go build -trimpath -ldflags "-s -w" -o "$BIN/.build/pause-image" .)
+  "$BIN/.build/pause-image" --binary "$BIN/.build/pause" --ref "localhost/minionvault/pause:$PAUSE_VERSION" --tar "$BIN/pause-image.tar"
+  stamp pause "$PAUSE_VERSION"
+  finish pause-image.tar "$PAUSE_VERSION"
   ;;
 vault)
   VAULT_VERSION="$VAULT_VERSION" BIN="$BIN" "$here/vault/build.sh"

@@ -38,6 +38,7 @@ type (
 	Env     = localenv.Env
 	Options = localenv.Options
 	Vault   = localenv.Vault
+	Node    = localenv.Node
 )
 
 // Environment variables and the AppRole mount: see internal/localenv.
@@ -46,6 +47,7 @@ const (
 	EnvVaultBin         = localenv.EnvVaultBin
 	EnvUseExistingVault = localenv.EnvUseExistingVault
 	AppRoleMount        = localenv.AppRoleMount
+	OperatorPolicyName  = localenv.OperatorPolicyName
 )
 
 // Start starts an environment without Main (see localenv.Start).

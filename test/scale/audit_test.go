@@ -1,0 +1,318 @@
+//go:build integration
+
+package scale
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+)
+
+// tally counts the calls of one actor (the operator, the floor) in a
+// phase, from an audit log.
+type tally struct {
+	Reads, Writes int
+	// By counts calls by kind: for Vault "<class> R" or "<class> W" (see
+	// vaultClass), for Kubernetes "<verb> <resource>[/<subresource>]".
+	By map[string]int
+	// Failed counts calls answered with an error (Vault) or a status of
+	// 400 or more (Kubernetes; 409 conflicts among them), by the same kinds.
+	Failed map[string]int
+}
+
+func newTally() *tally { return &tally{By: map[string]int{}, Failed: map[string]int{}} }
+
+func (t *tally) add(kind string, write, failed bool) {
+	if write {
+		t.Writes++
+	} else {
+		t.Reads++
+	}
+	t.By[kind]++
+	if failed {
+		t.Failed[kind]++
+	}
+}
+
+// eachLine calls fn with every complete line of path between the byte
+// offsets from and to.
+func eachLine(path string, from, to int64, fn func([]byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(io.LimitReader(f, to-from), 1<<20)
+	// A phase starts where the last one ended, after the logs went quiet;
+	// should a line still have been in the middle of being written, its
+	// end is no JSON and belongs to the phase before.
+	partial := from > 0
+	for {
+		line, err := r.ReadBytes('\n')
+		if partial {
+			partial = false
+			if len(line) > 0 && line[0] != '{' {
+				continue
+			}
+		}
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			if err := fn(line); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func fileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// vaultAuditEntry is what the harness reads of a Vault file audit device
+// entry (enabled with hmac_accessor=false, so the accessor is plain).
+type vaultAuditEntry struct {
+	Type string `json:"type"`
+	Auth *struct {
+		Accessor string `json:"accessor"`
+	} `json:"auth"`
+	Request struct {
+		Operation string `json:"operation"`
+		Path      string `json:"path"`
+	} `json:"request"`
+	Error string `json:"error"`
+}
+
+// readVaultAudit counts the responses in Vault's audit log between two
+// offsets by the actor whose token accessor maps to it (accessors:
+// accessor → actor). Calls by other tokens (the harness's root token) are
+// not counted.
+func readVaultAudit(path string, from, to int64, accessors map[string]string) (map[string]*tally, error) {
+	out := map[string]*tally{}
+	for _, actor := range accessors {
+		out[actor] = newTally()
+	}
+	err := eachLine(path, from, to, func(line []byte) error {
+		var e vaultAuditEntry
+		if err := json.Unmarshal(line, &e); err != nil {
+			return fmt.Errorf("vault audit log: %w", err)
+		}
+		if e.Type != "response" || e.Auth == nil {
+			return nil
+		}
+		actor, ok := accessors[e.Auth.Accessor]
+		if !ok {
+			return nil
+		}
+		class, write := vaultClass(e.Request.Operation, e.Request.Path)
+		rw := " R"
+		if write {
+			rw = " W"
+		}
+		out[actor].add(class+rw, write, e.Error != "")
+		return nil
+	})
+	return out, err
+}
+
+// vaultClass names the kind of object a Vault call is about, and whether
+// the call changes something. Vault logs the operation it authorised:
+// read or list for GET, create or update for POST/PUT, delete. A lookup
+// (identity/lookup/*) is a POST that reads, so it counts as a read.
+func vaultClass(op, path string) (class string, write bool) {
+	write = op != "read" && op != "list"
+	seg := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case strings.HasPrefix(path, "identity/lookup/"):
+		return "lookup", false
+	case len(seg) >= 4 && seg[0] == "auth" && seg[2] == "role":
+		if len(seg) >= 5 {
+			return "role/" + seg[4], write // role-id, secret-id, ...
+		}
+		return "role", write
+	case strings.HasPrefix(path, "identity/entity-alias"):
+		return "alias", write
+	case strings.HasPrefix(path, "identity/entity/"):
+		return "entity", write
+	case strings.HasPrefix(path, "sys/policies/acl") || strings.HasPrefix(path, "sys/policy"):
+		return "policy", write
+	case path == "sys/auth" || strings.HasPrefix(path, "sys/auth/"):
+		return "sys/auth", write
+	case strings.HasPrefix(path, "auth/token/"):
+		return "token", write
+	case strings.HasPrefix(path, "sys/"):
+		return "sys", write
+	}
+	return "other", write
+}
+
+// kubeAuditEvent is what the harness reads of an API server audit event.
+type kubeAuditEvent struct {
+	Stage string `json:"stage"`
+	Verb  string `json:"verb"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+}
+
+// kubeAuditPolicy logs, at Metadata level and once per request (when the
+// response is complete), every request of the users the harness counts,
+// and nothing else: the log stays small and costs the API server little.
+func kubeAuditPolicy(users ...string) string {
+	quoted := make([]string, len(users))
+	for i, u := range users {
+		quoted[i] = fmt.Sprintf("%q", u)
+	}
+	return `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+  users: [` + strings.Join(quoted, ", ") + `]
+- level: None
+`
+}
+
+// kubeWriteVerbs are the verbs that change something.
+var kubeWriteVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
+
+// readKubeAudit counts the requests in the API server's audit log between
+// two offsets by user (users: user name → actor). Watches are left out:
+// they are logged only when they end, long after the phase.
+func readKubeAudit(path string, from, to int64, users map[string]string) (map[string]*tally, error) {
+	out := map[string]*tally{}
+	for _, actor := range users {
+		out[actor] = newTally()
+	}
+	err := eachLine(path, from, to, func(line []byte) error {
+		var e kubeAuditEvent
+		if err := json.Unmarshal(line, &e); err != nil {
+			return fmt.Errorf("kube audit log: %w", err)
+		}
+		actor, ok := users[e.User.Username]
+		if !ok || e.Stage != "ResponseComplete" || e.Verb == "watch" {
+			return nil
+		}
+		kind := e.Verb
+		if e.ObjectRef != nil {
+			kind += " " + e.ObjectRef.Resource
+			if e.ObjectRef.Subresource != "" {
+				kind += "/" + e.ObjectRef.Subresource
+			}
+		}
+		failed := e.ResponseStatus != nil && e.ResponseStatus.Code >= 400
+		out[actor].add(kind, kubeWriteVerbs[e.Verb], failed)
+		return nil
+	})
+	return out, err
+}
+
+func TestVaultClass(t *testing.T) {
+	tests := []struct {
+		op, path string
+		class    string
+		write    bool
+	}{
+		{"update", "auth/salt-minions/role/m00001", "role", true},
+		{"create", "auth/salt-minions/role/m00001", "role", true},
+		{"read", "auth/salt-minions/role/m00001", "role", false},
+		{"read", "auth/salt-minions/role/m00001/role-id", "role/role-id", false},
+		{"delete", "auth/salt-minions/role/m00001", "role", true},
+		{"update", "identity/entity/name/salt_minion_m00001", "entity", true},
+		{"read", "identity/entity/name/salt_minion_m00001", "entity", false},
+		{"update", "identity/entity-alias", "alias", true},
+		{"delete", "identity/entity-alias/id/abc", "alias", true},
+		{"update", "identity/lookup/entity", "lookup", false},
+		{"update", "sys/policies/acl/bench_role_r1", "policy", true},
+		{"read", "sys/policies/acl/bench_role_r1", "policy", false},
+		{"list", "sys/policies/acl", "policy", false},
+		{"read", "sys/auth", "sys/auth", false},
+		{"read", "auth/token/lookup-self", "token", false},
+		{"update", "auth/token/renew-self", "token", true},
+		{"read", "sys/seal-status", "sys", false},
+		{"read", "secret/data/x", "other", false},
+	}
+	for _, tc := range tests {
+		class, write := vaultClass(tc.op, tc.path)
+		if class != tc.class || write != tc.write {
+			t.Errorf("vaultClass(%s, %s) = %s, %v; want %s, %v", tc.op, tc.path, class, write, tc.class, tc.write)
+		}
+	}
+}
+
+func TestReadAudits(t *testing.T) {
+	dir := t.TempDir()
+	vault := dir + "/vault.log"
+	lines := `{"type":"request","auth":{"accessor":"op"},"request":{"operation":"update","path":"auth/salt-minions/role/m1"}}
+{"type":"response","auth":{"accessor":"op"},"request":{"operation":"update","path":"auth/salt-minions/role/m1"}}
+{"type":"response","auth":{"accessor":"op"},"request":{"operation":"read","path":"auth/salt-minions/role/m1/role-id"}}
+{"type":"response","auth":{"accessor":"op"},"request":{"operation":"update","path":"identity/lookup/entity"}}
+{"type":"response","auth":{"accessor":"floor"},"request":{"operation":"update","path":"identity/entity-alias"},"error":"1 error occurred"}
+{"type":"response","auth":{"accessor":"root"},"request":{"operation":"read","path":"sys/policies/acl"}}
+{"type":"response","request":{"operation":"read","path":"sys/seal-status"}}
+{"type":"response","auth":{"accessor":"op"},"request":{"operation":"upd`
+	if err := os.WriteFile(vault, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readVaultAudit(vault, 0, int64(len(lines)), map[string]string{"op": "operator", "floor": "floor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op := got["operator"]; op.Writes != 1 || op.Reads != 2 || op.By["role W"] != 1 || op.By["lookup R"] != 1 {
+		t.Errorf("operator: %+v", op)
+	}
+	if fl := got["floor"]; fl.Writes != 1 || fl.Reads != 0 || fl.Failed["alias W"] != 1 {
+		t.Errorf("floor: %+v", fl)
+	}
+	// From the middle of the first response: that line belongs to the phase before.
+	from := int64(strings.Index(lines, "}}\n{\"type\":\"response\"") + 10)
+	got, err = readVaultAudit(vault, from, int64(len(lines)), map[string]string{"op": "operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op := got["operator"]; op.Writes != 0 || op.Reads != 2 {
+		t.Errorf("operator from offset %d: %+v", from, op)
+	}
+
+	kube := dir + "/kube.log"
+	klines := `{"stage":"ResponseComplete","verb":"patch","user":{"username":"op"},"objectRef":{"resource":"minionbindings","subresource":"status"},"responseStatus":{"code":200}}
+{"stage":"ResponseComplete","verb":"patch","user":{"username":"op"},"objectRef":{"resource":"minionbindings","subresource":"status"},"responseStatus":{"code":409}}
+{"stage":"ResponseComplete","verb":"create","user":{"username":"op"},"objectRef":{"resource":"events"},"responseStatus":{"code":201}}
+{"stage":"ResponseComplete","verb":"get","user":{"username":"op"},"objectRef":{"resource":"namespaces"},"responseStatus":{"code":200}}
+{"stage":"ResponseComplete","verb":"watch","user":{"username":"op"},"objectRef":{"resource":"minionbindings"},"responseStatus":{"code":200}}
+{"stage":"ResponseComplete","verb":"create","user":{"username":"admin"},"objectRef":{"resource":"minionbindings"},"responseStatus":{"code":201}}
+`
+	if err := os.WriteFile(kube, []byte(klines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := readKubeAudit(kube, 0, int64(len(klines)), map[string]string{"op": "operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op := k["operator"]; op.Writes != 3 || op.Reads != 1 || op.By["patch minionbindings/status"] != 2 || op.Failed["patch minionbindings/status"] != 1 || op.By["create events"] != 1 {
+		t.Errorf("kube operator: %+v", op)
+	}
+}

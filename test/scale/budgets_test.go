@@ -1,0 +1,331 @@
+//go:build integration
+
+package scale
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The budgets of issue 10 ("Fleet scale: 10,000 minions"), in one place.
+// TestScaleBudgets asserts the per-binding ones at N=200; the benchmark's
+// report checks all of them.
+const (
+	// A new binding: the minion's own Vault objects (AppRole role, entity,
+	// entity alias) cost at most 3 writes and 2 reads.
+	budgetNewVaultWrites = 3
+	budgetNewVaultReads  = 2
+	// ... and at most 2 Kubernetes writes by the operator (events included).
+	budgetNewK8sWrites = 2
+	// Each distinct policy document a template renders costs at most one
+	// write when it is new and one read (its ownership check), shared by
+	// the bindings that render it.
+	budgetPolicyWrites = 1
+	budgetPolicyReads  = 1
+	// A resync of a binding in sync (restart or forced): no Vault write, at
+	// most 3 reads.
+	budgetResyncVaultWrites = 0
+	budgetResyncVaultReads  = 3
+	// After a restart nothing but a timestamp would change: no status write.
+	budgetRestartK8sWrites = 0
+	// A forced resync records the request it handled: one status write.
+	budgetForcedK8sWrites = 1
+	// Whatever N, a phase may make a few calls that are not about
+	// bindings: the connection's token lookup and renewal and the mount
+	// accessor (Vault), the template's and the connection's status and
+	// events (Kubernetes).
+	budgetFixedVaultCalls = 10
+	budgetFixedK8sWrites  = 10
+	// A single binding change reaches Vault within this.
+	budgetLatency = time.Second
+	// Deleting the bindings and the template leaves none of the
+	// template's policies (nor entities and roles) in Vault.
+	budgetLeft = 0
+	// The operator's RSS.
+	budgetRSSMiB = 256
+	// Converging N new bindings takes at most this times the floor (at
+	// N=10,000).
+	budgetFloorRatio = 1.5
+	// Template change and resync cost per binding is flat from 1,000 to
+	// 10,000 bindings: the larger N at most this much more per binding.
+	budgetFlatCost = 0.20
+	// The N the floor ratio and the RSS budgets are for, and the smallest
+	// N of the flat-cost comparison.
+	goalN, flatFromN = 10000, 1000
+)
+
+// objectClasses are the Vault calls a binding's work makes; the rest is
+// the connection's own upkeep, a fixed cost whatever N: the token's lookup
+// and renewal, the AppRole mount's accessor (sys/auth; read per binding,
+// it blows the fixed budget), sys/seal-status.
+var objectClasses = []string{"role", "role/role-id", "entity", "alias", "lookup", "policy"}
+
+// split counts a tally's calls for the bindings' own objects (everything
+// but policies and upkeep), its policy calls, and its upkeep.
+func split(t *tally) (reads, writes, policyReads, policyWrites, upkeep int) {
+	if t == nil {
+		return
+	}
+	for kind, n := range t.By {
+		class, rw, _ := strings.Cut(kind, " ")
+		switch {
+		case !slices.Contains(objectClasses, class):
+			upkeep += n
+		case class == "policy" && rw == "W":
+			policyWrites += n
+		case class == "policy":
+			policyReads += n
+		case rw == "W":
+			writes += n
+		default:
+			reads += n
+		}
+	}
+	return
+}
+
+// statusWrites counts the Kubernetes writes of binding statuses.
+func statusWrites(t *tally) int {
+	if t == nil {
+		return 0
+	}
+	n := 0
+	for kind, c := range t.By {
+		verb, res, _ := strings.Cut(kind, " ")
+		if res == "minionbindings/status" && kubeWriteVerbs[verb] {
+			n += c
+		}
+	}
+	return n
+}
+
+// kinds lists a tally's counts per binding, largest first, for messages:
+// "entity W 1.00, role W 1.00, ...".
+func kinds(t *tally, per int) string { return kindsWhere(t, per, nil) }
+
+// kindsWhere is kinds of only the kinds keep accepts (all when nil).
+func kindsWhere(t *tally, per int, keep func(kind string) bool) string {
+	type kv struct {
+		k string
+		v int
+	}
+	var l []kv
+	if t != nil {
+		for k, v := range t.By {
+			if keep == nil || keep(k) {
+				l = append(l, kv{k, v})
+			}
+		}
+	}
+	if len(l) == 0 {
+		return "none"
+	}
+	sort.Slice(l, func(i, j int) bool {
+		if l[i].v != l[j].v {
+			return l[i].v > l[j].v
+		}
+		return l[i].k < l[j].k
+	})
+	parts := make([]string, 0, len(l))
+	for _, e := range l {
+		s := fmt.Sprintf("%s %.2f", e.k, float64(e.v)/float64(max(per, 1)))
+		if f := t.Failed[e.k]; f > 0 {
+			s += fmt.Sprintf(" (%d failed)", f)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// check is one budget or goal, as measured.
+type check struct {
+	Goal     string
+	OK       bool
+	Measured string
+}
+
+// Which kinds a budget's message lists.
+var (
+	vaultUpkeep     = func(k string) bool { c, _, _ := strings.Cut(k, " "); return !slices.Contains(objectClasses, c) }
+	vaultReadKinds  = func(k string) bool { return strings.HasSuffix(k, " R") && !vaultUpkeep(k) }
+	vaultWriteKinds = func(k string) bool { return strings.HasSuffix(k, " W") && !vaultUpkeep(k) }
+	kubeWriteKinds  = func(k string) bool { v, _, _ := strings.Cut(k, " "); return kubeWriteVerbs[v] }
+)
+
+func limit(name string, got, budget int, n int, how string, t *tally, keep func(string) bool) check {
+	return check{
+		Goal: name,
+		OK:   got <= budget,
+		Measured: fmt.Sprintf("%d (%.2f per binding), budget %d = %s; by kind per binding: %s",
+			got, float64(got)/float64(max(n, 1)), budget, how, kindsWhere(t, n, keep)),
+	}
+}
+
+// budgetChecks are the per-binding budgets of one shape at one N, and the
+// correctness of its phases: what TestScaleBudgets asserts.
+func budgetChecks(s *shapeResult) []check {
+	var out []check
+	where := fmt.Sprintf("N=%d %s", s.N, s.Shape)
+	if s.Err != "" {
+		out = append(out, check{Goal: where + ": the run", Measured: s.Err})
+	}
+	for _, p := range s.Phases {
+		if p.Err != "" {
+			out = append(out, check{Goal: where + ": phase " + p.Phase, Measured: p.Err})
+		}
+	}
+	n := s.N
+	pols := expectedPolicies(s.Shape, n)
+	if p := s.phase(phaseConverge); p != nil && p.Err == "" {
+		out = append(out, vaultBudgets(where+": converge", p, n, pols, budgetNewVaultWrites, budgetNewVaultReads, budgetPolicyWrites,
+			budgetPolicyReads*pols, fmt.Sprintf("%d per policy document (%d)", budgetPolicyReads, pols))...)
+		out = append(out, limit(where+": converge: operator's Kubernetes writes", kubeWrites(p), budgetNewK8sWrites*n+budgetFixedK8sWrites, n,
+			fmt.Sprintf("%d per binding + %d", budgetNewK8sWrites, budgetFixedK8sWrites), p.Kube, kubeWriteKinds))
+	}
+	for _, name := range []string{phaseRestart, phaseForced} {
+		p := s.phase(name)
+		if p == nil || p.Err != "" {
+			continue
+		}
+		k8s, k8sHow := budgetRestartK8sWrites*n+budgetFixedK8sWrites, fmt.Sprintf("%d per binding + %d", budgetRestartK8sWrites, budgetFixedK8sWrites)
+		if name == phaseForced {
+			k8s, k8sHow = budgetForcedK8sWrites*n+budgetFixedK8sWrites, fmt.Sprintf("%d per binding + %d", budgetForcedK8sWrites, budgetFixedK8sWrites)
+		}
+		polReads, polHow := 0, "none: the policies were read when they were written, and the scan is due at the interval"
+		if name == phaseRestart {
+			// A new process knows no policy's owner: it reads each one in
+			// Vault once, the template's and every other (here the floor's
+			// as many again, and default).
+			polReads = budgetPolicyReads * (2*pols + 1)
+			polHow = fmt.Sprintf("%d per policy in Vault (the template's %d, the floor's %d, default)", budgetPolicyReads, pols, pols)
+		}
+		out = append(out, vaultBudgets(where+": "+name, p, n, pols, budgetResyncVaultWrites, budgetResyncVaultReads, 0, polReads, polHow)...)
+		out = append(out, limit(where+": "+name+": operator's Kubernetes writes", kubeWrites(p), k8s, n, k8sHow, p.Kube, kubeWriteKinds))
+		if name == phaseRestart {
+			out = append(out, limit(where+": restart resync: binding status writes", statusWrites(p.Kube), 0, n,
+				"none when nothing but a timestamp would change", p.Kube, kubeWriteKinds))
+		}
+	}
+	if p := s.phase(phaseLatency); p != nil && p.Err == "" {
+		mx := slices.Max(append([]time.Duration{0}, p.Latency...))
+		out = append(out, check{
+			Goal: where + ": single binding change reaches Vault", OK: mx <= budgetLatency && len(p.Latency) > 0,
+			Measured: fmt.Sprintf("max %s of %v, budget %s", mx.Round(time.Millisecond), roundAll(p.Latency), budgetLatency),
+		})
+	}
+	if p := s.phase(phaseDelete); p != nil && p.Err == "" {
+		out = append(out, check{
+			Goal: where + ": deleting the bindings and the template empties Vault", OK: p.Left["policies"] <= budgetLeft && p.Left["entities"] <= budgetLeft && p.Left["roles"] <= budgetLeft,
+			Measured: fmt.Sprintf("left: %d policies %s_*, %d entities, %d roles%s", p.Left["policies"], policyPrefix, p.Left["entities"], p.Left["roles"], noteOf(p)),
+		})
+	}
+	var peak int64
+	for _, p := range s.Phases {
+		peak = max(peak, p.PeakKiB)
+	}
+	if peak > 0 {
+		out = append(out, check{
+			Goal: where + ": operator RSS", OK: peak <= budgetRSSMiB*1024,
+			Measured: fmt.Sprintf("peak %.0f MiB, budget %d MiB", float64(peak)/1024, budgetRSSMiB),
+		})
+	}
+	return out
+}
+
+func kubeWrites(p *phaseResult) int {
+	if p.Kube == nil {
+		return 0
+	}
+	return p.Kube.Writes
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(time.Millisecond)
+	}
+	return out
+}
+
+// ratio is the operator's converge time over the floor's.
+func ratio(s *shapeResult) (float64, bool) {
+	f, c := s.phase(phaseFloor), s.phase(phaseConverge)
+	if f == nil || c == nil || f.Err != "" || c.Err != "" || f.Wall == 0 {
+		return 0, false
+	}
+	return c.Wall.Seconds() / f.Wall.Seconds(), true
+}
+
+// goalChecks are the goals across shapes and sizes: the floor ratio, and
+// flat cost per binding from flatFromN to the largest N measured.
+func goalChecks(all []*shapeResult) []check {
+	var out []check
+	for _, s := range all {
+		if r, ok := ratio(s); ok {
+			g := fmt.Sprintf("N=%d %s: converge within %.1f× the floor", s.N, s.Shape, budgetFloorRatio)
+			if s.N != goalN {
+				g += fmt.Sprintf(" (the goal is at N=%d)", goalN)
+			}
+			out = append(out, check{Goal: g, OK: r <= budgetFloorRatio, Measured: fmt.Sprintf("%.2f×", r)})
+		}
+	}
+	for _, shape := range allShapes {
+		var small, large *shapeResult
+		for _, s := range all {
+			if s.Shape != shape || s.N < flatFromN {
+				continue
+			}
+			if small == nil || s.N < small.N {
+				small = s
+			}
+			if large == nil || s.N > large.N {
+				large = s
+			}
+		}
+		if small == nil || large == nil || small.N == large.N {
+			continue
+		}
+		for _, name := range []string{phaseTemplate, phaseRestart, phaseForced} {
+			a, b := small.phase(name), large.phase(name)
+			if a == nil || b == nil || a.Err != "" || b.Err != "" {
+				continue
+			}
+			wa, wb := a.Wall.Seconds()/float64(a.Per), b.Wall.Seconds()/float64(b.Per)
+			ca, cb := a.CPU["operator"]/float64(a.Per), b.CPU["operator"]/float64(b.Per)
+			out = append(out, check{
+				Goal: fmt.Sprintf("%s: %s cost per binding flat from N=%d to N=%d (within %.0f %%)", shape, name, small.N, large.N, budgetFlatCost*100),
+				OK:   wb <= wa*(1+budgetFlatCost) && cb <= ca*(1+budgetFlatCost),
+				Measured: fmt.Sprintf("wall %.2f → %.2f ms per binding (%+.0f %%), operator CPU %.2f → %.2f ms (%+.0f %%)",
+					wa*1000, wb*1000, (wb/wa-1)*100, ca*1000, cb*1000, (cb/ca-1)*100),
+			})
+		}
+	}
+	return out
+}
+
+func noteOf(p *phaseResult) string {
+	if p.Note == "" {
+		return ""
+	}
+	return " (" + p.Note + ")"
+}
+
+// vaultBudgets checks a phase's Vault calls: those for the bindings' own
+// objects per binding, the policy calls per policy document, the upkeep.
+func vaultBudgets(what string, p *phaseResult, n, pols, writes, reads, policyWrites, policyReads int, policyReadsHow string) []check {
+	r, w, pr, pw, up := split(p.Vault)
+	isPolicy := func(k string) bool { return strings.HasPrefix(k, "policy ") }
+	return []check{
+		limit(what+": operator's Vault writes for the bindings' objects", w, writes*n, n,
+			fmt.Sprintf("%d per binding", writes), p.Vault, func(k string) bool { return vaultWriteKinds(k) && !isPolicy(k) }),
+		limit(what+": operator's Vault reads for the bindings' objects", r, reads*n, n,
+			fmt.Sprintf("%d per binding", reads), p.Vault, func(k string) bool { return vaultReadKinds(k) && !isPolicy(k) }),
+		limit(what+": operator's Vault policy writes", pw, policyWrites*pols, n,
+			fmt.Sprintf("%d per policy document (%d)", policyWrites, pols), p.Vault, func(k string) bool { return k == "policy W" }),
+		limit(what+": operator's Vault policy reads", pr, policyReads, n, policyReadsHow, p.Vault, func(k string) bool { return k == "policy R" }),
+		limit(what+": operator's Vault upkeep calls (token, mount accessor, seal status)", up, budgetFixedVaultCalls, n, "fixed", p.Vault, vaultUpkeep),
+	}
+}

@@ -1,0 +1,193 @@
+//go:build integration
+
+package scale
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	vaultapi "github.com/hashicorp/vault/api"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+)
+
+// createBindings creates bindings 0..n-1 in ns with `creators` parallel
+// clients, as a few parallel `kubectl apply` would, and sends each index to
+// created (when not nil) once its binding exists.
+func createBindings(ctx context.Context, c client.Client, ns string, n, creators int, created chan<- int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	next := make(chan int)
+	g.Go(func() error {
+		defer close(next)
+		for i := 0; i < n; i++ {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	for w := 0; w < creators; w++ {
+		g.Go(func() error {
+			for i := range next {
+				if err := c.Create(ctx, binding(ns, i)); err != nil {
+					return fmt.Errorf("creating binding %s/%s: %w", ns, minionID(i), err)
+				}
+				if created != nil {
+					select {
+					case created <- i:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// floor is the least work any operator must do for the fleet, done
+// directly: the same N bindings created in the API server, and for each
+// (as it appears, by `workers` in parallel) the minimal Vault calls (write
+// the AppRole role, read its role ID, write the entity, create the alias,
+// plus its own policy in the perminion shape) and one status write. The
+// shared policies are written once at the start. It uses its own Vault
+// token, AppRole mount, entity and policy names, and Kubernetes user, so
+// that the audit logs count it apart from everything else.
+type floor struct {
+	admin   client.Client // creates the bindings, like the operator phase's user
+	status  client.Client // the floor's own Kubernetes user
+	vault   *vaultapi.Client
+	shape   string
+	workers int
+}
+
+func floorPolicy(path string) string {
+	return fmt.Sprintf("# written by the scale benchmark's floor\npath %q {\n  capabilities = [\"read\"]\n}\n", path)
+}
+
+func (f *floor) run(ctx context.Context, n, creators int) error {
+	auths, err := f.vault.Sys().ListAuthWithContext(ctx)
+	if err != nil {
+		return fmt.Errorf("floor: reading the mount accessor: %w", err)
+	}
+	m, ok := auths[floorMount+"/"]
+	if !ok {
+		return fmt.Errorf("floor: no auth mount %s", floorMount)
+	}
+	accessor := m.Accessor
+	roles := map[string]bool{}
+	for i := 0; i < sharedRoles+1; i++ {
+		for _, r := range rolesOf(i) {
+			roles[r] = true
+		}
+	}
+	for r := range roles {
+		if err := f.vault.Sys().PutPolicyWithContext(ctx, floorPolicyPrefix+"_role_"+r, floorPolicy("salt/data/roles/"+r)); err != nil {
+			return fmt.Errorf("floor: policy: %w", err)
+		}
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	created := make(chan int, 1024)
+	g.Go(func() error {
+		defer close(created)
+		return createBindings(ctx, f.admin, floorNamespace, n, creators, created)
+	})
+	for w := 0; w < f.workers; w++ {
+		g.Go(func() error {
+			for i := range created {
+				if err := f.one(ctx, i, accessor); err != nil {
+					return fmt.Errorf("floor: binding %s: %w", minionID(i), err)
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// one is the floor's work for binding i: 3 Vault writes and 1 read (one
+// write more in the perminion shape), and one status patch.
+func (f *floor) one(ctx context.Context, i int, accessor string) error {
+	m := minionID(i)
+	lg := f.vault.Logical()
+	roles := rolesOf(i)
+	policies := []string{"saltstack/" + m}
+	for _, r := range roles {
+		policies = append(policies, floorPolicyPrefix+"_role_"+r)
+	}
+	if f.shape == shapePerMinion {
+		name := floorPolicyPrefix + "_minion_" + m
+		if err := f.vault.Sys().PutPolicyWithContext(ctx, name, floorPolicy("salt/data/minions/"+m)); err != nil {
+			return err
+		}
+		policies = append(policies, name)
+	}
+	rolePath := "auth/" + floorMount + "/role/" + m
+	// The parameters the operator writes for a template without appRole
+	// settings (saltext's defaults), and the token policies.
+	if _, err := lg.WriteWithContext(ctx, rolePath, map[string]any{
+		"bind_secret_id": true, "secret_id_num_uses": 1, "secret_id_ttl": 60,
+		"token_explicit_max_ttl": 60, "token_num_uses": 10, "token_policies": policies,
+	}); err != nil {
+		return err
+	}
+	sec, err := lg.ReadWithContext(ctx, rolePath+"/role-id")
+	if err != nil {
+		return err
+	}
+	if sec == nil {
+		return fmt.Errorf("no role ID at %s", rolePath)
+	}
+	roleID, _ := sec.Data["role_id"].(string)
+	entity := floorPolicyPrefix + "_minion_" + m
+	metadata := map[string]string{"minion-id": m, "roles": metadataRoles(roles)}
+	for k, r := range roles {
+		metadata[fmt.Sprintf("roles__%d", k)] = r
+	}
+	sec, err = lg.WriteWithContext(ctx, "identity/entity/name/"+entity, map[string]any{"metadata": metadata})
+	if err != nil {
+		return err
+	}
+	if sec == nil || sec.Data["id"] == nil {
+		return fmt.Errorf("entity %s: no ID in the response (not new?)", entity)
+	}
+	entityID, _ := sec.Data["id"].(string)
+	if _, err := lg.WriteWithContext(ctx, "identity/entity-alias", map[string]any{
+		"name": roleID, "mount_accessor": accessor, "canonical_id": entityID,
+	}); err != nil {
+		return err
+	}
+
+	now := time.Now().UTC().Format(time.RFC3339)
+	status := map[string]any{
+		"observedGeneration": 1,
+		"conditions": []map[string]any{{
+			"type": v1alpha1.ReadyCondition, "status": "True", "reason": v1alpha1.SucceededReason,
+			"message": "Vault holds the rendered state: " + strings.Join(policies, ", "), "lastTransitionTime": now, "observedGeneration": 1,
+		}},
+		"policies":        policies,
+		"entity":          map[string]any{"name": entity, "id": entityID, "metadata": metadata},
+		"appRole":         map[string]any{"mount": floorMount, "name": m, "roleID": roleID},
+		"connection":      connectionName,
+		"lastSyncTime":    now,
+		"deletionPolicy":  "Delete",
+		"lastAppliedHash": "floor",
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	obj := &v1alpha1.MinionBinding{}
+	obj.Namespace, obj.Name = floorNamespace, m
+	return f.status.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}

@@ -1,0 +1,310 @@
+//go:build integration
+
+package scale
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// config is what a run measures.
+type config struct {
+	ns     []int
+	shapes []string
+	// bin is the minionvault binary the operator runs from.
+	bin string
+	// profileDir, when set, receives a CPU profile of the operator for each
+	// of its phases (and the -top of it goes into the report).
+	profileDir string
+	// creators create bindings in parallel; floorWorkers do the floor's
+	// work in parallel; concurrency is the operator's --concurrency.
+	creators, floorWorkers, concurrency int
+	// changes is the number of single binding changes whose latency is measured.
+	changes int
+	// phaseTimeout bounds each phase for n bindings.
+	phaseTimeout func(n int) time.Duration
+	logf         func(format string, args ...any)
+}
+
+// phaseResult is one row of the table: what one phase cost.
+type phaseResult struct {
+	N     int
+	Shape string
+	Phase string
+	// Actor is "operator" or "floor": whose calls the row counts.
+	Actor string
+	Wall  time.Duration
+	// Per is what the counts are divided by: the bindings (N), or the
+	// changes in the latency phase.
+	Per int
+	// Vault and Kube are the actor's calls from the audit logs.
+	Vault, Kube *tally
+	// VaultMetric is the operator's minionvault_vault_requests_total by
+	// operation label, over the phase.
+	VaultMetric map[string]float64
+	// CPU seconds by process: apiserver, etcd, vault, operator, harness.
+	CPU map[string]float64
+	// RSSKiB is the operator's RSS at the end, PeakKiB its peak during the
+	// phase (VmHWM, reset at the start).
+	RSSKiB, PeakKiB int64
+	// Quiet is how long the calls took to stop after the phase's goal was
+	// reached (counted in the row); NotQuiet when they did not stop.
+	Quiet    time.Duration
+	NotQuiet bool
+	Latency  []time.Duration
+	// Left counts what the deletion left in Vault: policies of the
+	// template, entities, roles.
+	Left       map[string]int
+	Note       string
+	Err        string
+	ProfileTop string
+	Profile    string
+}
+
+// shapeResult is one shape at one N: the floor and the operator's phases.
+type shapeResult struct {
+	N      int
+	Shape  string
+	Phases []*phaseResult
+	Err    string
+}
+
+func (s *shapeResult) phase(name string) *phaseResult {
+	for _, p := range s.Phases {
+		if p.Phase == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// The phases, in the order they run.
+const (
+	phaseFloor    = "floor"
+	phaseConverge = "converge"
+	phaseRestart  = "restart resync"
+	phaseForced   = "forced resync"
+	phaseTemplate = "template change"
+	phaseLatency  = "single change"
+	phaseDelete   = "delete"
+)
+
+// harness runs the phases of one shape at one N.
+type harness struct {
+	cfg   config
+	n     int
+	shape string
+	w     *world
+	op    *operatorProc
+	track *tracker
+	res   *shapeResult
+}
+
+// snap is the state of the counters at a point in time.
+type snap struct {
+	cpu               map[string]float64
+	vaultOff, kubeOff int64
+	metrics           samples
+}
+
+func (h *harness) snapshot(ctx context.Context) (snap, error) {
+	s := snap{cpu: map[string]float64{}}
+	for label, pid := range h.w.pids {
+		c, err := cpuSeconds(pid)
+		if err != nil {
+			return s, fmt.Errorf("%s (pid %d) is gone: %w", label, pid, err)
+		}
+		s.cpu[label] = c
+	}
+	if h.op != nil {
+		s.cpu["operator"] = h.op.cpu()
+		if _, ok := h.op.running(); ok {
+			m, err := h.op.scrape(ctx)
+			if err != nil {
+				return s, err
+			}
+			s.metrics = m
+		} else {
+			s.metrics = samples{}.add(h.op.pastMetrics)
+		}
+	}
+	self, err := cpuSeconds(os.Getpid())
+	if err != nil {
+		return s, err
+	}
+	s.cpu["harness"] = self
+	if s.vaultOff, err = fileSize(h.w.vaultAudit); err != nil {
+		return s, err
+	}
+	if s.kubeOff, err = fileSize(h.w.env.KubeAuditLog); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// measure fills r with what happened between start and now.
+func (h *harness) measure(ctx context.Context, start snap, r *phaseResult) error {
+	end, err := h.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	r.CPU = map[string]float64{}
+	for k, v := range end.cpu {
+		r.CPU[k] = v - start.cpu[k]
+	}
+	va, err := readVaultAudit(h.w.vaultAudit, start.vaultOff, end.vaultOff, h.w.accessors)
+	if err != nil {
+		return err
+	}
+	r.Vault = va[r.Actor]
+	ka, err := readKubeAudit(h.w.env.KubeAuditLog, start.kubeOff, end.kubeOff, h.w.users)
+	if err != nil {
+		return err
+	}
+	r.Kube = ka[r.Actor]
+	if h.op != nil && r.Actor == "operator" {
+		r.VaultMetric = map[string]float64{}
+		for series, v := range end.metrics {
+			if strings.HasPrefix(series, "minionvault_vault_requests_total{") {
+				r.VaultMetric[label(series, "operation")] += v - start.metrics[series]
+			}
+		}
+		if rss, hwm, ok := h.op.memory(); ok {
+			r.RSSKiB, r.PeakKiB = rss, hwm
+		}
+	}
+	return nil
+}
+
+// settle waits until the audit logs and the operator's reconcile counts
+// have not moved for a second, so that what the operator still does after
+// a phase's goal is reached (status writes, events) counts in that phase.
+func (h *harness) settle(ctx context.Context) (time.Duration, bool) {
+	const quiet, limit = time.Second, 60 * time.Second
+	begin := time.Now()
+	state := func() string {
+		a, _ := fileSize(h.w.vaultAudit)
+		b, _ := fileSize(h.w.env.KubeAuditLog)
+		var rec float64
+		if h.op != nil {
+			if _, ok := h.op.running(); ok {
+				if m, err := h.op.scrapeCurrent(ctx); err == nil {
+					rec = m.sum("controller_runtime_reconcile_total")
+				}
+			}
+		}
+		return fmt.Sprint(a, b, rec)
+	}
+	last, since := state(), time.Now()
+	for time.Since(begin) < limit {
+		select {
+		case <-ctx.Done():
+			return time.Since(begin), false
+		case <-time.After(250 * time.Millisecond):
+		}
+		if s := state(); s != last {
+			last, since = s, time.Now()
+		} else if time.Since(since) >= quiet {
+			return since.Sub(begin), true
+		}
+	}
+	return time.Since(begin), false
+}
+
+// phaseBody does a phase's work; it returns the phase's wall time when it
+// is not the whole call (0 otherwise), and a note for the report.
+type phaseBody func(ctx context.Context, r *phaseResult) (wall time.Duration, err error)
+
+// run runs one phase and records it; a failed phase is recorded with its
+// error, and run returns false.
+func (h *harness) run(ctx context.Context, name, actor string, per int, body phaseBody) bool {
+	r := &phaseResult{N: h.n, Shape: h.shape, Phase: name, Actor: actor, Per: per}
+	h.res.Phases = append(h.res.Phases, r)
+	h.cfg.logf("N=%d %s: %s ...", h.n, h.shape, name)
+	if h.op != nil {
+		h.op.resetPeak()
+	}
+	start, err := h.snapshot(ctx)
+	if err != nil {
+		r.Err = err.Error()
+		return false
+	}
+	var stopProfile func() []string
+	if h.cfg.profileDir != "" && actor == "operator" {
+		prefix := filepath.Join(h.cfg.profileDir, fmt.Sprintf("N%d-%s-%s", h.n, h.shape, strings.ReplaceAll(name, " ", "-")))
+		stopProfile = h.op.profiler(prefix+"-part", 3)
+		r.Profile = prefix + ".pprof"
+	}
+	pctx, cancel := context.WithTimeout(ctx, h.cfg.phaseTimeout(h.n))
+	t0 := time.Now()
+	wall, err := body(pctx, r)
+	if wall == 0 {
+		wall = time.Since(t0)
+	}
+	cancel()
+	r.Wall = wall
+	if err != nil {
+		r.Err = err.Error()
+		if actor == "operator" && !strings.Contains(r.Err, "--- last lines of") {
+			r.Err += tail(h.op.logPath) // the servers' folder, and the log, go away with the run
+		}
+	}
+	r.Quiet, _ = h.settle(ctx)
+	r.NotQuiet = r.Quiet >= 60*time.Second
+	if err := h.measure(ctx, start, r); err != nil && r.Err == "" {
+		r.Err = "measuring: " + err.Error()
+	}
+	if stopProfile != nil {
+		r.ProfileTop, err = mergeProfiles(stopProfile(), r.Profile)
+		if err != nil {
+			r.ProfileTop = "profile: " + err.Error()
+		}
+	}
+	h.cfg.logf("N=%d %s: %s: %s%s", h.n, h.shape, name, r.Wall.Round(time.Millisecond), errSuffix(r.Err))
+	return r.Err == ""
+}
+
+func errSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return ": FAILED: " + e
+}
+
+// mergeProfiles merges the parts into one profile at out, removes the
+// parts, and returns `go tool pprof -top` of it.
+func mergeProfiles(parts []string, out string) (string, error) {
+	if len(parts) == 0 {
+		return "", fmt.Errorf("no profile taken")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	merged, err := exec.Command(goBin, append([]string{"tool", "pprof", "-proto"}, parts...)...).Output()
+	if err != nil {
+		return "", fmt.Errorf("merging profiles: %w", err)
+	}
+	if err := os.WriteFile(out, merged, 0o644); err != nil {
+		return "", err
+	}
+	for _, p := range parts {
+		_ = os.Remove(p)
+	}
+	top, err := exec.Command(goBin, "tool", "pprof", "-top", "-nodecount=25", out).Output()
+	if err != nil {
+		return "", fmt.Errorf("pprof -top: %w", err)
+	}
+	// The cumulative view names the operator's own functions that cost.
+	cum, err := exec.Command(goBin, "tool", "pprof", "-top", "-cum", "-nodecount=25", out).Output()
+	if err != nil {
+		return "", fmt.Errorf("pprof -top -cum: %w", err)
+	}
+	return string(top) + "\n--- go tool pprof -top -cum ---\n" + string(cum), nil
+}

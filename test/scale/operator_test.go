@@ -1,0 +1,307 @@
+//go:build integration
+
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/minionvault/minion-vault-operator/internal/localenv"
+)
+
+// operatorProc runs `minionvault operator` as its own process, with its
+// own kubeconfig (its own Kubernetes user), and keeps what the instances
+// that already exited used: CPU, peak RSS and metrics, so that a phase
+// that restarts it still adds up.
+type operatorProc struct {
+	bin, kubeconfig, dir string
+	concurrency          int
+	env                  *localenv.Env
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	instance int
+	metrics  string // URL of /metrics
+	pprof    string // base URL of /debug/pprof
+	logPath  string
+
+	pastCPU     float64 // seconds used by instances that exited
+	pastPeakKiB int64
+	pastMetrics samples // the last scrape of each instance that exited
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start starts a new instance and waits until /healthz answers.
+func (o *operatorProc) start(ctx context.Context) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd != nil {
+		return errors.New("operator already running")
+	}
+	var ports [3]int
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return err
+		}
+		ports[i] = p
+	}
+	o.instance++
+	o.logPath = filepath.Join(o.dir, fmt.Sprintf("operator-%d.log", o.instance))
+	logFile, err := os.Create(o.logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close() // the child has its own descriptor
+	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
+	cmd := exec.Command(o.bin, "operator",
+		"--metrics-bind-address="+addr(ports[0]),
+		"--health-probe-bind-address="+addr(ports[1]),
+		"--pprof-bind-address="+addr(ports[2]),
+		"--concurrency="+strconv.Itoa(o.concurrency),
+	)
+	cmd.Env = append(cleanEnv(), "KUBECONFIG="+o.kubeconfig)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = o.dir
+	// Its own process group, which the environment adopts: the watchdog
+	// kills it should the harness die.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", o.bin, err)
+	}
+	o.env.Adopt(cmd.Process.Pid)
+	o.cmd = cmd
+	o.exited = make(chan struct{})
+	exited := o.exited
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	o.metrics = "http://" + addr(ports[0]) + "/metrics"
+	o.pprof = "http://" + addr(ports[2]) + "/debug/pprof"
+	health := "http://" + addr(ports[1]) + "/healthz"
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, health, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("operator exited at start: %v%s", cmd.ProcessState, tail(o.logPath))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("operator not healthy after 60 s%s", tail(o.logPath))
+		}
+	}
+}
+
+// cleanEnv is the harness's environment without what would point the
+// operator elsewhere.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "VAULT_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// stop scrapes the instance's metrics one last time, then SIGTERM, and
+// SIGKILL after 30 s; it adds the instance's CPU and peak RSS (from its
+// rusage) to the past.
+func (o *operatorProc) stop(ctx context.Context) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd == nil {
+		return nil
+	}
+	last, scrapeErr := scrape(ctx, o.metrics)
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-o.exited:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
+		<-o.exited
+	}
+	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL) // anything left in its group
+	st := o.cmd.ProcessState
+	o.pastCPU += (st.UserTime() + st.SystemTime()).Seconds()
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > o.pastPeakKiB {
+		o.pastPeakKiB = ru.Maxrss // KiB on Linux
+	}
+	o.pastMetrics = o.pastMetrics.add(last)
+	o.cmd = nil
+	if scrapeErr != nil {
+		return fmt.Errorf("last scrape before stopping: %w", scrapeErr)
+	}
+	return nil
+}
+
+func (o *operatorProc) running() (*exec.Cmd, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cmd, o.cmd != nil
+}
+
+// alive returns an error when the running instance has exited on its own.
+func (o *operatorProc) alive() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd == nil {
+		return nil
+	}
+	select {
+	case <-o.exited:
+		return fmt.Errorf("the operator exited: %v%s", o.cmd.ProcessState, tail(o.logPath))
+	default:
+		return nil
+	}
+}
+
+// cpu is the CPU time of every instance so far, in seconds.
+func (o *operatorProc) cpu() float64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	total := o.pastCPU
+	if o.cmd != nil {
+		if s, err := cpuSeconds(o.cmd.Process.Pid); err == nil {
+			total += s
+		}
+	}
+	return total
+}
+
+// memory is the running instance's RSS and peak since the last resetPeak
+// (or its start), in KiB, and whether an instance runs.
+func (o *operatorProc) memory() (rss, hwm int64, ok bool) {
+	cmd, running := o.running()
+	if !running {
+		return 0, 0, false
+	}
+	rss, hwm, err := memory(cmd.Process.Pid)
+	return rss, hwm, err == nil
+}
+
+func (o *operatorProc) resetPeak() {
+	if cmd, ok := o.running(); ok {
+		_ = resetPeak(cmd.Process.Pid)
+	}
+}
+
+// scrape returns the metrics summed over every instance so far.
+func (o *operatorProc) scrape(ctx context.Context) (samples, error) {
+	o.mu.Lock()
+	url, past, running := o.metrics, o.pastMetrics, o.cmd != nil
+	o.mu.Unlock()
+	if !running {
+		return samples{}.add(past), nil
+	}
+	cur, err := scrape(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return cur.add(past), nil
+}
+
+// scrapeCurrent returns the running instance's own metrics.
+func (o *operatorProc) scrapeCurrent(ctx context.Context) (samples, error) {
+	o.mu.Lock()
+	url := o.metrics
+	o.mu.Unlock()
+	return scrape(ctx, url)
+}
+
+// profiler takes CPU profiles of the operator back to back, each of
+// seconds, into files named prefix-<i>.pprof, until stop is called; stop
+// waits for the profile in flight and returns the files.
+func (o *operatorProc) profiler(prefix string, seconds int) (stop func() []string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var files []string
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			o.mu.Lock()
+			base := o.pprof
+			o.mu.Unlock()
+			url := fmt.Sprintf("%s/profile?seconds=%d", base, seconds)
+			// Not cancelled by ctx: the profile in flight when the phase
+			// ends is kept.
+			data, err := get(url, time.Duration(seconds+30)*time.Second)
+			if err != nil {
+				// Between instances (a restart), or not yet listening.
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond):
+				}
+				continue
+			}
+			path := fmt.Sprintf("%s-%d.pprof", prefix, i)
+			if err := os.WriteFile(path, data, 0o644); err == nil {
+				files = append(files, path)
+			}
+		}
+	}()
+	return func() []string {
+		cancel()
+		<-done
+		return files
+	}
+}
+
+func get(url string, timeout time.Duration) ([]byte, error) {
+	c := &http.Client{Timeout: timeout}
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// tail is the end of a log file, for error messages.
+func tail(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return "\n--- last lines of " + filepath.Base(path) + " ---\n" + strings.Join(lines, "\n")
+}

@@ -1,0 +1,542 @@
+//go:build integration
+
+package scale
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	vaultapi "github.com/hashicorp/vault/api"
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+)
+
+// runShape sets up fresh servers and measures one shape at n bindings:
+// the floor first (no operator running), then the operator's phases.
+func runShape(ctx context.Context, cfg config, n int, shape string) *shapeResult {
+	res := &shapeResult{N: n, Shape: shape}
+	w, err := setUp(ctx)
+	if err != nil {
+		res.Err = "setting up: " + err.Error()
+		return res
+	}
+	defer func() {
+		if err := w.env.Stop(); err != nil && res.Err == "" {
+			res.Err = "stopping the servers: " + err.Error()
+		}
+	}()
+	h := &harness{cfg: cfg, n: n, shape: shape, w: w, res: res}
+	if err := h.all(ctx); err != nil {
+		res.Err = err.Error()
+	}
+	return res
+}
+
+func (h *harness) all(ctx context.Context) error {
+	if !h.run(ctx, phaseFloor, "floor", h.n, h.floor) {
+		return nil
+	}
+	if err := h.clearFloor(ctx); err != nil {
+		return err
+	}
+
+	h.op = &operatorProc{bin: h.cfg.bin, kubeconfig: h.w.kubeconfig, dir: h.w.env.Dir, concurrency: h.cfg.concurrency, env: h.w.env}
+	defer func() { _ = h.op.stop(context.Background()) }()
+	if err := h.op.start(ctx); err != nil {
+		return err
+	}
+	if err := h.waitConnection(ctx); err != nil {
+		return err
+	}
+	if err := h.w.admin.Create(ctx, template(h.shape)); err != nil {
+		return err
+	}
+	if err := h.waitTemplate(ctx, time.Minute); err != nil {
+		return fmt.Errorf("new template: %w", err)
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var err error
+	if h.track, err = startTracker(tctx, h.w.adminCfg, h.w.env.Scheme, bindingNamespace); err != nil {
+		return err
+	}
+
+	phases := []struct {
+		name string
+		per  int
+		body phaseBody
+	}{
+		{phaseConverge, h.n, h.converge},
+		{phaseRestart, h.n, h.restart},
+		{phaseForced, h.n, h.forced},
+		{phaseTemplate, h.n, h.templateChange},
+		{phaseLatency, h.cfg.changes, h.latency},
+		{phaseDelete, h.n, h.deleteAll},
+	}
+	for _, p := range phases {
+		if !h.run(ctx, p.name, "operator", p.per, p.body) {
+			return nil // recorded in the phase
+		}
+	}
+	return nil
+}
+
+func (h *harness) floor(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+	f := &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers}
+	return 0, f.run(ctx, h.n, h.cfg.creators)
+}
+
+// clearFloor deletes the floor's bindings (they have no finalizers) before
+// the operator starts.
+func (h *harness) clearFloor(ctx context.Context) error {
+	names := make([]string, h.n)
+	for i := range names {
+		names[i] = minionID(i)
+	}
+	if err := h.deleteBindings(ctx, floorNamespace, names); err != nil {
+		return fmt.Errorf("deleting the floor's bindings: %w", err)
+	}
+	return poll(ctx, 500*time.Millisecond, 2*time.Minute, func() (bool, error) {
+		list := &v1alpha1.MinionBindingList{}
+		if err := h.w.admin.List(ctx, list, client.InNamespace(floorNamespace), client.Limit(1)); err != nil {
+			return false, err
+		}
+		return len(list.Items) == 0, nil
+	})
+}
+
+// poll calls f every interval until it returns true or an error, or
+// timeout passes.
+func poll(ctx context.Context, interval, timeout time.Duration, f func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ok, err := f()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not done after %s: %w", timeout, ctx.Err())
+		case <-time.After(interval):
+		}
+	}
+}
+
+func (h *harness) waitConnection(ctx context.Context) error {
+	vc := &v1alpha1.VaultConnection{}
+	return poll(ctx, 200*time.Millisecond, time.Minute, func() (bool, error) {
+		if err := h.w.admin.Get(ctx, types.NamespacedName{Name: connectionName}, vc); err != nil {
+			return false, err
+		}
+		if err := h.op.alive(); err != nil {
+			return false, err
+		}
+		return apimeta.IsStatusConditionTrue(vc.Status.Conditions, v1alpha1.ReadyCondition), nil
+	})
+}
+
+// waitTemplate waits until the template is Ready for its current generation.
+func (h *harness) waitTemplate(ctx context.Context, timeout time.Duration) error {
+	tpl := &v1alpha1.MinionTemplate{}
+	err := poll(ctx, 100*time.Millisecond, timeout, func() (bool, error) {
+		if err := h.w.admin.Get(ctx, types.NamespacedName{Name: templateName}, tpl); err != nil {
+			return false, err
+		}
+		if err := h.op.alive(); err != nil {
+			return false, err
+		}
+		return tpl.Status.ObservedGeneration == tpl.Generation &&
+			apimeta.IsStatusConditionTrue(tpl.Status.Conditions, v1alpha1.ReadyCondition), nil
+	})
+	if err != nil {
+		return fmt.Errorf("template %s Ready: %w (generation %d, status %+v)", templateName, err, tpl.Generation, tpl.Status.Conditions)
+	}
+	return nil
+}
+
+// waitAll waits until all n bindings satisfy the tracker's predicate.
+func (h *harness) waitAll(ctx context.Context, what string) error {
+	err := h.track.wait(ctx, func(total, ok int) bool { return total == h.n && ok == h.n }, h.op.alive)
+	if err != nil {
+		total, ok := h.track.counts()
+		return fmt.Errorf("%d of %d bindings %s (%d exist), for example %v: %w", ok, h.n, what, total, h.track.failing(3), err)
+	}
+	return nil
+}
+
+// policies lists the ACL policies in Vault whose name starts with prefix.
+func (h *harness) policies(ctx context.Context, prefix string) ([]string, error) {
+	sec, err := h.w.root.Logical().ListWithContext(ctx, "sys/policies/acl")
+	if err != nil {
+		return nil, err
+	}
+	return keysWithPrefix(sec, prefix), nil
+}
+
+// keysWithPrefix are the keys of a LIST response that start with prefix.
+func keysWithPrefix(sec *vaultapi.Secret, prefix string) []string {
+	if sec == nil {
+		return nil
+	}
+	keys, _ := sec.Data["keys"].([]any)
+	var out []string
+	for _, k := range keys {
+		if s := fmt.Sprint(k); strings.HasPrefix(s, prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (h *harness) waitPolicies(ctx context.Context, want int) error {
+	var got []string
+	err := poll(ctx, 100*time.Millisecond, h.cfg.phaseTimeout(h.n), func() (bool, error) {
+		var err error
+		got, err = h.policies(ctx, policyPrefix+"_")
+		return len(got) == want, err
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d policies %s_* in Vault: %w", len(got), want, policyPrefix, err)
+	}
+	return nil
+}
+
+func (h *harness) converge(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+	h.track.setPredicate(readyCurrent)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return createBindings(gctx, h.w.admin, bindingNamespace, h.n, h.cfg.creators, nil) })
+	g.Go(func() error { return h.waitAll(gctx, "Ready") })
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	if err := h.waitTemplate(ctx, h.cfg.phaseTimeout(h.n)); err != nil {
+		return 0, err
+	}
+	return 0, h.waitPolicies(ctx, expectedPolicies(h.shape, h.n))
+}
+
+// restart stops the operator and starts it again; the phase lasts from
+// the new process's start until it has reconciled every binding once
+// (controller-runtime's reconcile count) with nothing queued or running.
+func (h *harness) restart(ctx context.Context, r *phaseResult) (time.Duration, error) {
+	t := time.Now()
+	if err := h.op.stop(ctx); err != nil {
+		return 0, err
+	}
+	stopped := time.Since(t)
+	t0 := time.Now()
+	if err := h.op.start(ctx); err != nil {
+		return 0, err
+	}
+	var rec, depth, active float64
+	err := poll(ctx, 200*time.Millisecond, h.cfg.phaseTimeout(h.n), func() (bool, error) {
+		if err := h.op.alive(); err != nil {
+			return false, err
+		}
+		m, err := h.op.scrapeCurrent(ctx)
+		if err != nil {
+			return false, err
+		}
+		rec = m.sum("controller_runtime_reconcile_total", `controller="minionbinding"`)
+		depth = m.sum("workqueue_depth", `name="minionbinding"`)
+		active = m.sum("controller_runtime_active_workers", `controller="minionbinding"`)
+		return rec >= float64(h.n) && depth == 0 && active == 0, nil
+	})
+	wall := time.Since(t0)
+	r.Note = fmt.Sprintf("stopping took %s; the time is from the new process's start", stopped.Round(time.Millisecond))
+	if err != nil {
+		return wall, fmt.Errorf("%v of %d reconciled (queue %v, running %v): %w", rec, h.n, depth, active, err)
+	}
+	h.track.setPredicate(readyCurrent)
+	if _, ok := h.track.counts(); ok != h.n {
+		return wall, fmt.Errorf("after the restart %d of %d bindings Ready, for example %v", ok, h.n, h.track.failing(3))
+	}
+	return wall, nil
+}
+
+// patchAll sends a merge patch to every binding, with the creators'
+// parallelism.
+func (h *harness) patchAll(ctx context.Context, patch []byte) error {
+	names := h.track.names()
+	g, ctx := errgroup.WithContext(ctx)
+	next := make(chan string)
+	g.Go(func() error {
+		defer close(next)
+		for _, n := range names {
+			select {
+			case next <- n:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	for i := 0; i < h.cfg.creators; i++ {
+		g.Go(func() error {
+			for name := range next {
+				obj := &v1alpha1.MinionBinding{}
+				obj.Namespace, obj.Name = bindingNamespace, name
+				if err := h.w.admin.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+					return fmt.Errorf("patching %s: %w", name, err)
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// forced asks every binding for a reconcile through the annotation, until
+// each reports it handled.
+func (h *harness) forced(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+	stamp := time.Now().UTC().Format(time.RFC3339Nano)
+	h.track.setPredicate(func(b *v1alpha1.MinionBinding) bool {
+		return b.Status.LastHandledReconcileAt == stamp && readyCurrent(b)
+	})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.ReconcileRequestAnnotation: stamp}}})
+	if err != nil {
+		return 0, err
+	}
+	if err := h.patchAll(ctx, patch); err != nil {
+		return 0, err
+	}
+	return 0, h.waitAll(ctx, "handled "+stamp)
+}
+
+// templateChange adds an entity metadata key to the template, until every
+// binding reports it written (status.entity.metadata) and Ready, and a
+// sample of entities in Vault has it.
+func (h *harness) templateChange(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+	h.track.setPredicate(func(b *v1alpha1.MinionBinding) bool {
+		return readyCurrent(b) && b.Status.Entity != nil && b.Status.Entity.Metadata[changedKey] == changedValue
+	})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		tpl := &v1alpha1.MinionTemplate{}
+		if err := h.w.admin.Get(ctx, types.NamespacedName{Name: templateName}, tpl); err != nil {
+			return err
+		}
+		tpl.Spec.Metadata.Entity[changedKey] = changedValue
+		return h.w.admin.Update(ctx, tpl)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("changing the template: %w", err)
+	}
+	if err := h.waitAll(ctx, "with the new metadata"); err != nil {
+		return 0, err
+	}
+	if err := h.waitTemplate(ctx, h.cfg.phaseTimeout(h.n)); err != nil {
+		return 0, err
+	}
+	for _, i := range sample(h.n, 10) {
+		md, err := h.entityMetadata(ctx, minionID(i))
+		if err != nil {
+			return 0, err
+		}
+		if md[changedKey] != changedValue {
+			return 0, fmt.Errorf("binding %s reports the new metadata, but its entity in Vault has %v", minionID(i), md)
+		}
+	}
+	return 0, nil
+}
+
+// sample is k indexes spread over 0..n-1, the first and last among them.
+func sample(n, k int) []int {
+	if k > n {
+		k = n
+	}
+	out := make([]int, 0, k)
+	for j := 0; j < k; j++ {
+		if k == 1 {
+			return []int{0}
+		}
+		out = append(out, j*(n-1)/(k-1))
+	}
+	return slices.Compact(out)
+}
+
+func (h *harness) entityMetadata(ctx context.Context, minion string) (map[string]string, error) {
+	sec, err := h.w.root.Logical().ReadWithContext(ctx, "identity/entity/name/"+entityName(minion))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	if sec == nil {
+		return out, nil
+	}
+	md, _ := sec.Data["metadata"].(map[string]any)
+	for k, v := range md {
+		out[k] = fmt.Sprint(v)
+	}
+	return out, nil
+}
+
+// latency changes one binding's roles, each time to a role no binding had
+// (so the change needs a new policy too), and times how long until Vault
+// shows it: the entity's metadata, the role's token policies and the new
+// policy.
+func (h *harness) latency(ctx context.Context, r *phaseResult) (time.Duration, error) {
+	t0 := time.Now()
+	k := h.n / 2
+	name := minionID(k)
+	for i := 0; i < h.cfg.changes; i++ {
+		role := fmt.Sprintf("lat%d", i)
+		roles := []string{rolesOf(k)[0], role}
+		policy := policyPrefix + "_role_" + role
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"pillar": map[string]any{"roles": roles}}})
+		if err != nil {
+			return 0, err
+		}
+		obj := &v1alpha1.MinionBinding{}
+		obj.Namespace, obj.Name = bindingNamespace, name
+		start := time.Now()
+		if err := h.w.admin.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return 0, err
+		}
+		var state string
+		err = poll(ctx, 20*time.Millisecond, time.Minute, func() (bool, error) {
+			md, err := h.entityMetadata(ctx, name)
+			if err != nil {
+				return false, err
+			}
+			sec, err := h.w.root.Logical().ReadWithContext(ctx, "auth/"+operatorMount+"/role/"+name)
+			if err != nil {
+				return false, err
+			}
+			var tp []string
+			if sec != nil {
+				if l, ok := sec.Data["token_policies"].([]any); ok {
+					for _, p := range l {
+						tp = append(tp, fmt.Sprint(p))
+					}
+				}
+			}
+			pol, err := h.w.root.Logical().ReadWithContext(ctx, "sys/policies/acl/"+policy)
+			if err != nil {
+				return false, err
+			}
+			state = fmt.Sprintf("entity roles %q, token_policies %v, policy %s exists: %v", md["roles"], tp, policy, pol != nil)
+			return md["roles"] == metadataRoles(roles) && slices.Contains(tp, policy) && pol != nil, nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("change %d of %s: %s: %w", i+1, name, state, err)
+		}
+		r.Latency = append(r.Latency, time.Since(start))
+		// The next change starts once the binding reports this one.
+		gen := obj.Generation
+		err = poll(ctx, 20*time.Millisecond, time.Minute, func() (bool, error) {
+			b := h.track.get(name)
+			return b != nil && b.Generation >= gen && readyCurrent(b), nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("change %d of %s: not Ready: %w", i+1, name, err)
+		}
+	}
+	// The earlier changes' policies are rendered by no binding any more:
+	// the operator should have deleted them (the delete phase shows it too).
+	wall := time.Since(t0)
+	h.settle(ctx)
+	stale, err := h.policies(ctx, policyPrefix+"_role_lat")
+	if err != nil {
+		return wall, err
+	}
+	stale = slices.DeleteFunc(stale, func(p string) bool { return p == fmt.Sprintf("%s_role_lat%d", policyPrefix, h.cfg.changes-1) })
+	if len(stale) > 0 {
+		r.Note = fmt.Sprintf("policies of earlier changes still in Vault after the last: %v", stale)
+	}
+	return wall, nil
+}
+
+// deleteBindings deletes the named bindings of ns one by one, with the
+// creators' parallelism, as `kubectl delete mb --all` does (a single
+// deletecollection of 10,000 bindings outlasts the API server's 60 s
+// request timeout).
+func (h *harness) deleteBindings(ctx context.Context, ns string, names []string) error {
+	g, ctx := errgroup.WithContext(ctx)
+	next := make(chan string)
+	g.Go(func() error {
+		defer close(next)
+		for _, n := range names {
+			select {
+			case next <- n:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	for i := 0; i < h.cfg.creators; i++ {
+		g.Go(func() error {
+			for name := range next {
+				obj := &v1alpha1.MinionBinding{}
+				obj.Namespace, obj.Name = ns, name
+				if err := client.IgnoreNotFound(h.w.admin.Delete(ctx, obj)); err != nil {
+					return fmt.Errorf("deleting %s/%s: %w", ns, name, err)
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// deleteAll deletes every binding and the template, until both are gone;
+// then counts what is left in Vault.
+func (h *harness) deleteAll(ctx context.Context, r *phaseResult) (time.Duration, error) {
+	h.track.setPredicate(func(*v1alpha1.MinionBinding) bool { return false })
+	t0 := time.Now()
+	if err := h.deleteBindings(ctx, bindingNamespace, h.track.names()); err != nil {
+		return 0, err
+	}
+	tpl := &v1alpha1.MinionTemplate{}
+	tpl.Name = templateName
+	if err := h.w.admin.Delete(ctx, tpl); err != nil {
+		return 0, err
+	}
+	if err := h.track.wait(ctx, func(total, _ int) bool { return total == 0 }, h.op.alive); err != nil {
+		total, _ := h.track.counts()
+		return 0, fmt.Errorf("%d of %d bindings still there: %w", total, h.n, err)
+	}
+	err := poll(ctx, 100*time.Millisecond, h.cfg.phaseTimeout(h.n), func() (bool, error) {
+		err := h.w.admin.Get(ctx, types.NamespacedName{Name: templateName}, &v1alpha1.MinionTemplate{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("template still there: %w", err)
+	}
+	wall := time.Since(t0)
+	r.Left = map[string]int{}
+	lists := []struct{ what, path, prefix string }{
+		{"policies", "sys/policies/acl", policyPrefix + "_"},
+		{"entities", "identity/entity/name", "salt_minion_"},
+		{"roles", "auth/" + operatorMount + "/role", ""},
+	}
+	for _, l := range lists {
+		sec, err := h.w.root.Logical().ListWithContext(ctx, l.path)
+		if err != nil {
+			return wall, fmt.Errorf("listing %s: %w", l.path, err)
+		}
+		keys := keysWithPrefix(sec, l.prefix)
+		r.Left[l.what] = len(keys)
+		if len(keys) > 0 {
+			r.Note = strings.TrimPrefix(fmt.Sprintf("%s; %s left: %s", r.Note, l.what, strings.Join(keys[:min(len(keys), 5)], ", ")), "; ")
+		}
+	}
+	return wall, nil
+}

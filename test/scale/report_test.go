@@ -1,0 +1,171 @@
+//go:build integration
+
+package scale
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// processes are the CPU columns, in order.
+var processes = []string{"apiserver", "etcd", "vault", "operator", "harness"}
+
+// header says how the numbers were made: the command, the machine, the
+// settings.
+func header(cfg config, command string, started time.Time, machine string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Scale benchmark: the operator against the floor (issue 10)\n\n")
+	fmt.Fprintf(&b, "- command: `%s`\n", command)
+	fmt.Fprintf(&b, "- started %s; %s\n", started.Format(time.RFC3339), machine)
+	fmt.Fprintf(&b, "- N %v, shapes %v; %d parallel creators, floor with %d workers, operator `--concurrency=%d`; fresh servers per N and shape\n",
+		cfg.ns, cfg.shapes, cfg.creators, cfg.floorWorkers, cfg.concurrency)
+	return b.String()
+}
+
+// table renders every phase of every run as one markdown table, then the
+// breakdowns, the latencies, what deletion left, the goals and the profiles.
+func table(all []*shapeResult, goals []check) string {
+	var b strings.Builder
+	b.WriteString("\n| N | shape | phase | wall s | ×floor | Vault R/b | Vault W/b | metric R/W per b | K8s W/b | CPU s apiserver | etcd | vault | operator | harness | op RSS MiB (peak) |\n")
+	b.WriteString("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range all {
+		if s.Err != "" && len(s.Phases) == 0 {
+			fmt.Fprintf(&b, "| %d | %s | FAILED: %s | | | | | | | | | | | | |\n", s.N, s.Shape, oneLine(s.Err))
+		}
+		for _, p := range s.Phases {
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |", p.N, p.Shape, phaseLabel(p), fmtWall(p), fmtRatio(s, p),
+				perB(readsOf(p.Vault), p.Per), perB(writesOf(p.Vault), p.Per), metricRW(p), perB(kubeWrites(p), p.Per))
+			for _, proc := range processes {
+				if v, ok := p.CPU[proc]; ok {
+					fmt.Fprintf(&b, " %.1f |", v)
+				} else {
+					b.WriteString(" |")
+				}
+			}
+			if p.PeakKiB > 0 {
+				fmt.Fprintf(&b, " %.0f (%.0f) |\n", float64(p.RSSKiB)/1024, float64(p.PeakKiB)/1024)
+			} else {
+				b.WriteString(" |\n")
+			}
+		}
+	}
+	b.WriteString("\n/b: per binding (the single-change row: per change). Vault R/W: the actor's calls in Vault's file audit log " +
+		"(reads: read, list, and identity lookups; writes: create, update, delete). metric: the operator's " +
+		"`minionvault_vault_requests_total` by its operation label (read+list / write+delete). K8s W: create, update, patch, " +
+		"delete by the actor's user in the API server's audit log, events and status included. CPU: utime+stime from " +
+		"/proc/<pid>/stat over the phase, including the second or more until the calls stopped. RSS: VmRSS at the end, " +
+		"VmHWM over the phase.\n")
+
+	b.WriteString("\n## Calls per binding by kind\n\n| N | shape | phase | Vault (audit log) | Kubernetes writes and reads (audit log) | errors |\n|---:|---|---|---|---|---|\n")
+	for _, s := range all {
+		for _, p := range s.Phases {
+			errs := oneLine(p.Err)
+			if p.NotQuiet {
+				errs = strings.TrimSpace(errs + " calls did not stop within 60 s after the goal")
+			}
+			note := ""
+			if p.Note != "" {
+				note = " (" + p.Note + ")"
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s%s | %s | %s | %s |\n", p.N, p.Shape, p.Phase, note, kinds(p.Vault, p.Per), kinds(p.Kube, p.Per), errs)
+		}
+	}
+
+	b.WriteString("\n## Single binding change until Vault shows it\n\n| N | shape | median | max | each |\n|---:|---|---:|---:|---|\n")
+	for _, s := range all {
+		if p := s.phase(phaseLatency); p != nil && len(p.Latency) > 0 {
+			l := slices.Clone(p.Latency)
+			slices.Sort(l)
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %v |\n", s.N, s.Shape, l[len(l)/2].Round(time.Millisecond), l[len(l)-1].Round(time.Millisecond), roundAll(p.Latency))
+		}
+	}
+	b.WriteString("\n## Left in Vault after deleting the bindings and the template\n\n| N | shape | policies | entities | roles |\n|---:|---|---:|---:|---:|\n")
+	for _, s := range all {
+		if p := s.phase(phaseDelete); p != nil && p.Left != nil {
+			fmt.Fprintf(&b, "| %d | %s | %d | %d | %d |\n", s.N, s.Shape, p.Left["policies"], p.Left["entities"], p.Left["roles"])
+		}
+	}
+
+	b.WriteString("\n## Goals\n\n")
+	for _, c := range goals {
+		mark := "MET"
+		if !c.OK {
+			mark = "**NOT MET**"
+		}
+		fmt.Fprintf(&b, "- %s: %s: %s\n", mark, c.Goal, c.Measured)
+	}
+
+	var profiles strings.Builder
+	for _, s := range all {
+		for _, p := range s.Phases {
+			if p.ProfileTop == "" {
+				continue
+			}
+			fmt.Fprintf(&profiles, "\n### N=%d %s %s: `go tool pprof -top %s`\n\n```\n%s\n```\n", p.N, p.Shape, p.Phase, p.Profile, strings.TrimSpace(p.ProfileTop))
+		}
+	}
+	if profiles.Len() > 0 {
+		b.WriteString("\n## CPU profiles of the operator\n")
+		b.WriteString(profiles.String())
+	}
+	return b.String()
+}
+
+func phaseLabel(p *phaseResult) string {
+	if p.Err != "" {
+		return p.Phase + " (FAILED)"
+	}
+	return p.Phase
+}
+
+func fmtWall(p *phaseResult) string {
+	return fmt.Sprintf("%.2f", p.Wall.Seconds())
+}
+
+func fmtRatio(s *shapeResult, p *phaseResult) string {
+	if p.Phase != phaseConverge {
+		return ""
+	}
+	if r, ok := ratio(s); ok {
+		return fmt.Sprintf("%.2f", r)
+	}
+	return ""
+}
+
+func readsOf(t *tally) int {
+	if t == nil {
+		return 0
+	}
+	return t.Reads
+}
+
+func writesOf(t *tally) int {
+	if t == nil {
+		return 0
+	}
+	return t.Writes
+}
+
+func perB(v, per int) string {
+	return fmt.Sprintf("%.2f", float64(v)/float64(max(per, 1)))
+}
+
+func metricRW(p *phaseResult) string {
+	if p.VaultMetric == nil {
+		return ""
+	}
+	m := p.VaultMetric
+	per := float64(max(p.Per, 1))
+	return fmt.Sprintf("%.2f / %.2f", (m["read"]+m["list"])/per, (m["write"]+m["delete"])/per)
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "|", "\\|")
+	if len(s) > 600 {
+		s = s[:600] + "..."
+	}
+	return s
+}
