@@ -196,11 +196,11 @@ func budgetChecks(s *shapeResult) []check {
 		}
 		polReads, polHow := 0, "none: the policies were read when they were written, and the scan is due at the interval"
 		if name == phaseRestart {
-			// A new process knows no policy's owner: it reads each one in
-			// Vault once, the template's and every other (here the floor's
-			// as many again, and default).
-			polReads = budgetPolicyReads * (2*pols + 1)
-			polHow = fmt.Sprintf("%d per policy in Vault (the template's %d, the floor's %d, default)", budgetPolicyReads, pols, pols)
+			// A new process knows no policy's owner: it reads each policy
+			// in Vault once, the template's and every other (here the
+			// floor's as many again, default, the actors' own).
+			polReads = budgetPolicyReads * p.VaultPolicies
+			polHow = fmt.Sprintf("%d per policy in Vault (%d: the template's %d, the floor's, default, the actors')", budgetPolicyReads, p.VaultPolicies, pols)
 		}
 		out = append(out, vaultBudgets(where+": "+name, p, n, pols, budgetResyncVaultWrites, budgetResyncVaultReads, 0, polReads, polHow)...)
 		out = append(out, limit(where+": "+name+": operator's Kubernetes writes", kubeWrites(p), k8s, n, k8sHow, p.Kube, kubeWriteKinds))

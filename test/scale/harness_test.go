@@ -60,8 +60,11 @@ type phaseResult struct {
 	Latency  []time.Duration
 	// Left counts what the deletion left in Vault: policies of the
 	// template, entities, roles.
-	Left       map[string]int
-	Note       string
+	Left map[string]int
+	// VaultPolicies is how many ACL policies Vault held (root aside) when
+	// the phase started: after a start, each one's owner is read once.
+	VaultPolicies int
+	Note          string
 	Err        string
 	ProfileTop string
 	Profile    string

@@ -233,6 +233,11 @@ func (h *harness) converge(ctx context.Context, _ *phaseResult) (time.Duration, 
 // the new process's start until it has reconciled every binding once
 // (controller-runtime's reconcile count) with nothing queued or running.
 func (h *harness) restart(ctx context.Context, r *phaseResult) (time.Duration, error) {
+	names, err := h.w.root.Sys().ListPoliciesWithContext(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("listing Vault's policies: %w", err)
+	}
+	r.VaultPolicies = len(slices.DeleteFunc(names, func(n string) bool { return n == "root" }))
 	t := time.Now()
 	if err := h.op.stop(ctx); err != nil {
 		return 0, err
@@ -243,7 +248,7 @@ func (h *harness) restart(ctx context.Context, r *phaseResult) (time.Duration, e
 		return 0, err
 	}
 	var rec, depth, active float64
-	err := poll(ctx, 200*time.Millisecond, h.cfg.phaseTimeout(h.n), func() (bool, error) {
+	err = poll(ctx, 200*time.Millisecond, h.cfg.phaseTimeout(h.n), func() (bool, error) {
 		if err := h.op.alive(); err != nil {
 			return false, err
 		}
