@@ -65,9 +65,9 @@ type phaseResult struct {
 	// the phase started: after a start, each one's owner is read once.
 	VaultPolicies int
 	Note          string
-	Err        string
-	ProfileTop string
-	Profile    string
+	Err           string
+	ProfileTop    string
+	Profile       string
 }
 
 // shapeResult is one shape at one N: the floor and the operator's phases.
