@@ -135,22 +135,30 @@ func (r *MinionTemplateReconciler) reconcileTemplate(ctx context.Context, name s
 	}
 
 	interval := templateInterval(tpl, r.DefaultInterval)
-	identity := r.vaultIdentity(ctx, tpl.Spec.ConnectionRef.Name)
+	identity, vaultKey := r.vaultIdentity(ctx, tpl.Spec.ConnectionRef.Name)
 	ti := r.index.template(tpl.Name)
 	r.index.mu.Lock()
-	if ti.identity != identity {
+	if ti.identity != identity || ti.vaultKey != vaultKey {
 		// Another Vault, or the same one re-initialised or restored: what
 		// was found there is no longer known.
-		ti.identity, ti.discovered = identity, false
-		r.owners.forget(tpl.Spec.ConnectionRef.Name)
+		r.owners.forget(ti.vaultKey)
+		ti.identity, ti.vaultKey, ti.discovered = identity, vaultKey, false
 	}
-	due := !ti.built || !ti.discovered || ti.compiled != compiled || time.Since(ti.lastScan) >= interval-interval/10 ||
-		tpl.Annotations[v1alpha1.ReconcileRequestAnnotation] != statusBefore.LastHandledReconcileAt
+	// A request is handled once: the status that records it may not be in
+	// the cache yet when the next reconcile (a status refresh) reads it.
+	asked := tpl.Annotations[v1alpha1.ReconcileRequestAnnotation]
+	requested := asked != statusBefore.LastHandledReconcileAt && asked != ti.handledRequest
+	why := []any{"built", ti.built, "discovered", ti.discovered, "compiledChanged", ti.compiled != compiled, "requested", requested}
+	due := !ti.built || !ti.discovered || ti.compiled != compiled || time.Since(ti.lastScan) >= interval-interval/10 || requested
 	r.index.mu.Unlock()
 	if due {
+		ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", why...)
 		if o, err = r.fullScan(ctx, tpl, compiled, ti); err != nil || o.kind != outcomeReady {
 			return ctrl.Result{}, err
 		}
+		r.index.mu.Lock()
+		ti.handledRequest = asked
+		r.index.mu.Unlock()
 	}
 	o = r.summarize(tpl)
 	written, deleted := r.index.takeUnreported(tpl.Name)
@@ -199,7 +207,7 @@ func (r *MinionTemplateReconciler) fullScan(ctx context.Context, tpl *v1alpha1.M
 		return outcome{}, err
 	}
 	if !discovered {
-		found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, tpl.Spec.ConnectionRef.Name, desired)
+		found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, r.vaultKeyOf(ti), desired)
 		if err != nil {
 			return outcome{}, err
 		}
@@ -209,10 +217,10 @@ func (r *MinionTemplateReconciler) fullScan(ctx context.Context, tpl *v1alpha1.M
 		ti.discovered = true
 		r.index.mu.Unlock()
 	}
-	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, owned)
+	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, owned, r.prefetched(ti))
 	for _, n := range pass.owned {
 		// Other templates' first scans need not read these again.
-		r.owners.set(tpl.Spec.ConnectionRef.Name, n, tpl.Name)
+		r.owners.set(r.vaultKeyOf(ti), n, tpl.Name)
 	}
 	r.index.observe(tpl.Name, pass)
 	r.policyEvents(tpl, appendCounted(nil, pass.written), appendCounted(nil, pass.deleted))
@@ -239,13 +247,33 @@ func (r *MinionTemplateReconciler) summarize(tpl *v1alpha1.MinionTemplate) outco
 }
 
 // vaultIdentity is the identity the template's VaultConnection reports
-// (status.identity), "" when unknown.
-func (r *MinionTemplateReconciler) vaultIdentity(ctx context.Context, conn string) string {
+// (status.identity, "" when unknown), and the key under which what is
+// known of its Vault's policies is kept: the Vault cluster and namespace,
+// so that two connections to one Vault read each policy once between them
+// (the connection's name until its cluster is known).
+func (r *MinionTemplateReconciler) vaultIdentity(ctx context.Context, conn string) (identity, key string) {
 	vc := &v1alpha1.VaultConnection{}
 	if err := r.Get(ctx, types.NamespacedName{Name: conn}, vc); err != nil {
-		return ""
+		return "", "connection/" + conn
 	}
-	return vc.Status.Identity
+	if vc.Status.ClusterID == "" {
+		return vc.Status.Identity, "connection/" + conn
+	}
+	return vc.Status.Identity, "cluster/" + vc.Status.ClusterID + "/namespace/" + vc.Spec.Namespace
+}
+
+// prefetched hands a sync of the template the policies a discovery on the
+// same Vault read for it.
+func (r *MinionTemplateReconciler) prefetched(ti *templateIndex) prefetched {
+	key := r.vaultKeyOf(ti)
+	return func(name string) (string, bool) { return r.owners.takeBody(key, name) }
+}
+
+// vaultKeyOf is the template's key of policy owners (see vaultIdentity).
+func (r *MinionTemplateReconciler) vaultKeyOf(ti *templateIndex) string {
+	r.index.mu.Lock()
+	defer r.index.mu.Unlock()
+	return ti.vaultKey
 }
 
 func firstN(ss []string, n int) []string {
@@ -330,7 +358,8 @@ func (r *MinionTemplateReconciler) syncNames(ctx context.Context, template strin
 			stale = append(stale, n)
 		}
 	}
-	pass, err := syncPolicies(ctx, vc, template, tpl.Spec.AdoptPolicies, desired, stale)
+	ctrl.LoggerFrom(ctx).V(1).Info("Syncing the policies a binding changed", "template", template, "wanted", len(desired), "stale", len(stale))
+	pass, err := syncPolicies(ctx, vc, template, tpl.Spec.AdoptPolicies, desired, stale, r.prefetched(r.index.template(template)))
 	r.index.observe(template, pass)
 	r.index.noteDelta(template, pass)
 	return err
@@ -397,14 +426,14 @@ func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.M
 			discovered := ti.discovered
 			r.index.mu.Unlock()
 			if !discovered {
-				found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, tpl.Spec.ConnectionRef.Name, nil)
+				found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, r.vaultKeyOf(ti), nil)
 				if err != nil {
 					ti.scan.Unlock()
 					return err
 				}
 				owned = append(owned, found...)
 			}
-			pass, err := syncPolicies(ctx, vc, tpl.Name, false, nil, owned)
+			pass, err := syncPolicies(ctx, vc, tpl.Name, false, nil, owned, r.prefetched(ti))
 			r.index.observe(tpl.Name, pass)
 			ti.scan.Unlock()
 			if err != nil {

@@ -30,7 +30,7 @@ func ApplyBinding(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBind
 // managed the policies it wrote before; it returns the policies it refuses
 // to overwrite (not written by this template, and no adoptPolicies).
 func ApplyPolicies(ctx context.Context, vc vault.Client, tpl *v1alpha1.MinionTemplate, desired map[string]string, managed []string) ([]string, error) {
-	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, managed)
+	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, managed, nil)
 	slices.Sort(pass.notOwned)
 	return pass.notOwned, err
 }

@@ -47,11 +47,14 @@ type templateIndex struct {
 	lastScan   time.Time
 	discovered bool   // Vault's policies were listed for this template since the start
 	identity   string // the connection's Vault identity when they were
-	members    int    // bindings that refer to the template
-	refs       map[string]*policyRef
-	owned      map[string]bool // in Vault with this template's header
-	notOwned   map[string]bool // wanted, but someone else's
-	digest     [16]byte        // XOR of sha256(name)[:16] over owned
+	vaultKey   string // where policyOwners keeps what is known of that Vault
+	// handledRequest is the last reconcile request a full scan handled.
+	handledRequest string
+	members        int // bindings that refer to the template
+	refs           map[string]*policyRef
+	owned          map[string]bool // in Vault with this template's header
+	notOwned       map[string]bool // wanted, but someone else's
+	digest         [16]byte        // XOR of sha256(name)[:16] over owned
 	// What binding deltas wrote and deleted since the template's last
 	// reconcile: reported there as one event each, not one per binding
 	// (a burst of 10,000 new bindings is not 10,000 events).

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
 // The index reports exactly the names whose desired state changes, so a
@@ -187,5 +188,72 @@ func TestAppendCounted(t *testing.T) {
 	}
 	if w, d := x.takeUnreported("t"); w != nil || d != nil {
 		t.Errorf("reported twice: %v / %v", w, d)
+	}
+}
+
+// After a start, one template's discovery reads the policies of another
+// on the same Vault; that template's sync then takes what was read
+// instead of reading it again: each policy in Vault is read once.
+func TestDiscoveryReadsEachPolicyOnce(t *testing.T) {
+	ctx := context.Background()
+	v := vault.NewFake()
+	for _, tpl := range []string{"a", "b"} {
+		for i := range 3 {
+			if err := v.WritePolicy(ctx, fmt.Sprintf("%s_%d", tpl, i), ownershipHeader(tpl)+"path \"x\" {\n  capabilities = [\"read\"]\n}\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := v.WritePolicy(ctx, "foreign", "path \"y\" {\n  capabilities = [\"read\"]\n}\n"); err != nil {
+		t.Fatal(err)
+	}
+	desired := func(tpl string) map[string]string {
+		out := map[string]string{}
+		for i := range 3 {
+			out[fmt.Sprintf("%s_%d", tpl, i)] = "path \"x\" {\n  capabilities = [\"read\"]\n}\n"
+		}
+		return out
+	}
+	var owners policyOwners
+	const key = "cluster/c/namespace/"
+	take := func(name string) (string, bool) { return owners.takeBody(key, name) }
+	v.ResetCalls()
+
+	// a scans first: it reads b's policies and the foreign one, not its own.
+	found, err := discoverOwned(ctx, v, "a", &owners, key, desired("a"))
+	if err != nil || len(found) != 0 {
+		t.Fatalf("a's discovery: %v %v", found, err)
+	}
+	pass, err := syncPolicies(ctx, v, "a", false, desired("a"), nil, take)
+	if err != nil || len(pass.owned) != 3 || len(pass.written) != 0 {
+		t.Fatalf("a's sync: %+v %v", pass, err)
+	}
+	for _, n := range pass.owned {
+		owners.set(key, n, "a")
+	}
+	// b: everything in Vault has a known owner; its sync takes its bodies.
+	if _, err := discoverOwned(ctx, v, "b", &owners, key, desired("b")); err != nil {
+		t.Fatal(err)
+	}
+	pass, err = syncPolicies(ctx, v, "b", false, desired("b"), nil, take)
+	if err != nil || len(pass.owned) != 3 || len(pass.written) != 0 {
+		t.Fatalf("b's sync: %+v %v", pass, err)
+	}
+	// Each policy in Vault once (default included, root never).
+	names, err := v.ListPolicies(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inVault := len(slices.DeleteFunc(names, func(n string) bool { return n == "root" }))
+	if got := v.Calls("ReadPolicy"); got != inVault || inVault != 8 {
+		t.Errorf("%d policy reads for %d policies in Vault (%v)", got, inVault, names)
+	}
+	if _, ok := owners.takeBody(key, "b_0"); ok {
+		t.Error("a body was kept after its sync took it")
+	}
+	owners.keepBody(key, "x", "y")
+	owners.forget(key)
+	if _, ok := owners.takeBody(key, "x"); ok {
+		t.Error("forget kept a body")
 	}
 }

@@ -28,11 +28,14 @@ const (
 // the record of what the template owns; it is written in the same request
 // as the policy, so no crash can separate the two. Policies without it (or
 // with another template's) are never written (unless adopt) nor deleted.
-func syncPolicy(ctx context.Context, vc vault.Client, template string, adopt bool, name, want string, wanted bool) (policyOutcome, error) {
+func syncPolicy(ctx context.Context, vc vault.Client, template string, adopt bool, name, want string, wanted bool, pre prefetched) (policyOutcome, error) {
 	log := ctrl.LoggerFrom(ctx)
-	actual, found, err := vc.ReadPolicy(ctx, name)
-	if err != nil {
-		return 0, fmt.Errorf("reading ACL policy %s: %w", name, err)
+	actual, found := pre.take(name)
+	if !found {
+		var err error
+		if actual, found, err = vc.ReadPolicy(ctx, name); err != nil {
+			return 0, fmt.Errorf("reading ACL policy %s: %w", name, err)
+		}
 	}
 	owner, ours := policyOwner(actual)
 	ours = found && ours && owner == template
@@ -69,7 +72,7 @@ type policyPass struct {
 // syncPolicies runs syncPolicy for every name in desired (wanted) and in
 // stale (owned before, no longer wanted), with a few requests in flight:
 // a template with a policy per minion has as many as it has bindings.
-func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt bool, desired map[string]string, stale []string) (policyPass, error) {
+func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt bool, desired map[string]string, stale []string, pre prefetched) (policyPass, error) {
 	type job struct {
 		name, want string
 		wanted     bool
@@ -88,7 +91,7 @@ func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt b
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				out, err := syncPolicy(ctx, vc, template, adopt, j.name, j.want, j.wanted)
+				out, err := syncPolicy(ctx, vc, template, adopt, j.name, j.want, j.wanted, pre)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -187,6 +190,7 @@ func discoverOwned(ctx context.Context, vc vault.Client, template string, known 
 					errs = append(errs, fmt.Errorf("reading ACL policy %s: %w", n, err))
 				case found && ours:
 					known.set(conn, n, owner)
+					known.keepBody(conn, n, hcl)
 					if owner == template {
 						out = append(out, n)
 					}
@@ -208,13 +212,18 @@ func discoverOwned(ctx context.Context, vc vault.Client, template string, known 
 	return out, nil
 }
 
-// policyOwners remembers, per connection, which template's header each ACL
-// policy read so far carries ("" for none), so that the first full scan of
-// every template after a start reads each policy in Vault once, not once
-// per template.
+// policyOwners remembers, per Vault (cluster and namespace), which
+// template's header each ACL policy read so far carries ("" for none), so
+// that the first full scans after a start read each policy in Vault once,
+// not once per template or connection.
 type policyOwners struct {
 	mu sync.Mutex
 	m  map[string]map[string]string
+	// bodies are policies with a template's header that a discovery read
+	// and no sync has used yet: the sync of the template they belong to
+	// takes them instead of reading them again (after a start, templates
+	// scan in any order, and one's discovery reads another's policies).
+	bodies map[string]map[string]string
 }
 
 func (o *policyOwners) get(conn, name string) (string, bool) {
@@ -227,18 +236,51 @@ func (o *policyOwners) get(conn, name string) (string, bool) {
 func (o *policyOwners) set(conn, name, owner string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.m == nil {
-		o.m = map[string]map[string]string{}
-	}
-	if o.m[conn] == nil {
-		o.m[conn] = map[string]string{}
-	}
-	o.m[conn][strings.ToLower(name)] = owner
+	setIn(&o.m, conn, strings.ToLower(name), owner)
 }
 
-// forget drops what is known of a connection's Vault (it changed).
+func (o *policyOwners) keepBody(conn, name, body string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	setIn(&o.bodies, conn, strings.ToLower(name), body)
+}
+
+// takeBody returns a body kept by a discovery, once.
+func (o *policyOwners) takeBody(conn, name string) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	name = strings.ToLower(name)
+	body, ok := o.bodies[conn][name]
+	if ok {
+		delete(o.bodies[conn], name)
+	}
+	return body, ok
+}
+
+// forget drops what is known of a Vault (it changed).
 func (o *policyOwners) forget(conn string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.m, conn)
+	delete(o.bodies, conn)
+}
+
+// prefetched hands a sync the bodies a discovery read (nil: none).
+type prefetched func(name string) (string, bool)
+
+func (p prefetched) take(name string) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	return p(name)
+}
+
+func setIn(m *map[string]map[string]string, outer, inner, v string) {
+	if *m == nil {
+		*m = map[string]map[string]string{}
+	}
+	if (*m)[outer] == nil {
+		(*m)[outer] = map[string]string{}
+	}
+	(*m)[outer][inner] = v
 }

@@ -272,7 +272,15 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 			if err != nil {
 				return nil, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
 			}
-			tp.Changes = dry.Changes()[mark:]
+			// The policies are synced a few at a time: order the plan as
+			// a reader scans it, creations, updates, deletions, by path.
+			tp.Changes = slices.Clone(dry.Changes()[mark:])
+			slices.SortStableFunc(tp.Changes, func(a, b vault.Change) int {
+				if c := actionOrder[a.Action] - actionOrder[b.Action]; c != 0 {
+					return c
+				}
+				return strings.Compare(a.Path, b.Path)
+			})
 			if len(notOwned) > 0 {
 				tp.Refused = &Refusal{Reason: v1alpha1.PolicyNotOwnedReason, Message: fmt.Sprintf(
 					"ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s", strings.Join(notOwned, ", "))}
@@ -413,3 +421,6 @@ func ownedPolicies(ctx context.Context, dry planClient) (map[string][]string, er
 	}
 	return out, nil
 }
+
+// actionOrder is the order of a template's changes in a plan.
+var actionOrder = map[string]int{"create": 0, "update": 1, "delete": 2}

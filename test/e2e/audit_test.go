@@ -6,8 +6,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +60,20 @@ func (s *suite) accessorOf(t testing.TB, token string) string {
 // vaultCalls are the requests one token made, from the audit log.
 type vaultCalls struct {
 	Reads, Writes int
-	Paths         []string // "operation path" of the writes
+	Paths         []string       // "operation path" of the writes
+	ReadPaths     map[string]int // how often each path was read
+}
+
+// readTwice lists the paths read more than once (at most n of them).
+func (c vaultCalls) readTwice(n int) []string {
+	var out []string
+	for p, k := range c.ReadPaths {
+		if k > 1 && len(out) < n {
+			out = append(out, fmt.Sprintf("%s ×%d", p, k))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // mark is the log's current size: count from there.
@@ -84,7 +99,7 @@ func (a *auditLog) since(t testing.TB, offset int64, accessor string) vaultCalls
 	if _, err := f.Seek(offset, 0); err != nil {
 		t.Fatal(err)
 	}
-	var out vaultCalls
+	out := vaultCalls{ReadPaths: map[string]int{}}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -107,6 +122,7 @@ func (a *auditLog) since(t testing.TB, offset int64, accessor string) vaultCalls
 		switch e.Request.Operation {
 		case "read", "list":
 			out.Reads++
+			out.ReadPaths[e.Request.Path]++
 		default:
 			out.Writes++
 			out.Paths = append(out.Paths, e.Request.Operation+" "+e.Request.Path)

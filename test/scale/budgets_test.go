@@ -199,8 +199,8 @@ func budgetChecks(s *shapeResult) []check {
 			// A new process knows no policy's owner: it reads each policy
 			// in Vault once, the template's and every other (here the
 			// floor's as many again, default, the actors' own).
-			polReads = budgetPolicyReads * p.VaultPolicies
-			polHow = fmt.Sprintf("%d per policy in Vault (%d: the template's %d, the floor's, default, the actors')", budgetPolicyReads, p.VaultPolicies, pols)
+			polReads = budgetPolicyReads*p.VaultPolicies + 1
+			polHow = fmt.Sprintf("%d per policy in Vault (%d: the template's %d, the floor's, default, the actors') and their list", budgetPolicyReads, p.VaultPolicies, pols)
 		}
 		out = append(out, vaultBudgets(where+": "+name, p, n, pols, budgetResyncVaultWrites, budgetResyncVaultReads, 0, polReads, polHow)...)
 		out = append(out, limit(where+": "+name+": operator's Kubernetes writes", kubeWrites(p), k8s, n, k8sHow, p.Kube, kubeWriteKinds))
