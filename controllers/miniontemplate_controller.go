@@ -138,17 +138,20 @@ func (r *MinionTemplateReconciler) reconcileTemplate(ctx context.Context, name s
 	identity, vaultKey := r.vaultIdentity(ctx, tpl.Spec.ConnectionRef.Name)
 	ti := r.index.template(tpl.Name)
 	r.index.mu.Lock()
-	if ti.identity != identity || ti.vaultKey != vaultKey {
+	if ti.identity != identity {
 		// Another Vault, or the same one re-initialised or restored: what
 		// was found there is no longer known.
 		r.owners.forget(ti.vaultKey)
-		ti.identity, ti.vaultKey, ti.discovered = identity, vaultKey, false
+		ti.discovered = false
 	}
+	// The key also changes when the connection's cluster becomes known:
+	// the same Vault, nothing to discover again.
+	ti.identity, ti.vaultKey = identity, vaultKey
 	// A request is handled once: the status that records it may not be in
 	// the cache yet when the next reconcile (a status refresh) reads it.
 	asked := tpl.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	requested := asked != statusBefore.LastHandledReconcileAt && asked != ti.handledRequest
-	why := []any{"built", ti.built, "discovered", ti.discovered, "compiledChanged", ti.compiled != compiled, "requested", requested}
+	why := []any{"vault", vaultKey, "built", ti.built, "discovered", ti.discovered, "compiledChanged", ti.compiled != compiled, "requested", requested}
 	due := !ti.built || !ti.discovered || ti.compiled != compiled || time.Since(ti.lastScan) >= interval-interval/10 || requested
 	r.index.mu.Unlock()
 	if due {
@@ -206,8 +209,9 @@ func (r *MinionTemplateReconciler) fullScan(ctx context.Context, tpl *v1alpha1.M
 		}
 		return outcome{}, err
 	}
+	rd := r.reader(ti)
 	if !discovered {
-		found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, r.vaultKeyOf(ti), desired)
+		found, err := discoverOwned(ctx, vc, tpl.Name, rd, desired)
 		if err != nil {
 			return outcome{}, err
 		}
@@ -217,11 +221,12 @@ func (r *MinionTemplateReconciler) fullScan(ctx context.Context, tpl *v1alpha1.M
 		ti.discovered = true
 		r.index.mu.Unlock()
 	}
-	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, owned, r.prefetched(ti))
-	for _, n := range pass.owned {
-		// Other templates' first scans need not read these again.
-		r.owners.set(r.vaultKeyOf(ti), n, tpl.Name)
+	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, owned, rd)
+	for _, n := range pass.written {
+		// Other templates' first scans need not read these.
+		rd.set(n, tpl.Name)
 	}
+	rd.prune()
 	r.index.observe(tpl.Name, pass)
 	r.policyEvents(tpl, appendCounted(nil, pass.written), appendCounted(nil, pass.deleted))
 	if err != nil {
@@ -262,11 +267,9 @@ func (r *MinionTemplateReconciler) vaultIdentity(ctx context.Context, conn strin
 	return vc.Status.Identity, "cluster/" + vc.Status.ClusterID + "/namespace/" + vc.Spec.Namespace
 }
 
-// prefetched hands a sync of the template the policies a discovery on the
-// same Vault read for it.
-func (r *MinionTemplateReconciler) prefetched(ti *templateIndex) prefetched {
-	key := r.vaultKeyOf(ti)
-	return func(name string) (string, bool) { return r.owners.takeBody(key, name) }
+// reader reads the policies of the template's Vault (see policyOwners).
+func (r *MinionTemplateReconciler) reader(ti *templateIndex) *policyReader {
+	return r.owners.reader(r.vaultKeyOf(ti))
 }
 
 // vaultKeyOf is the template's key of policy owners (see vaultIdentity).
@@ -359,7 +362,7 @@ func (r *MinionTemplateReconciler) syncNames(ctx context.Context, template strin
 		}
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Syncing the policies a binding changed", "template", template, "wanted", len(desired), "stale", len(stale))
-	pass, err := syncPolicies(ctx, vc, template, tpl.Spec.AdoptPolicies, desired, stale, r.prefetched(r.index.template(template)))
+	pass, err := syncPolicies(ctx, vc, template, tpl.Spec.AdoptPolicies, desired, stale, r.reader(r.index.template(template)))
 	r.index.observe(template, pass)
 	r.index.noteDelta(template, pass)
 	return err
@@ -426,14 +429,14 @@ func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.M
 			discovered := ti.discovered
 			r.index.mu.Unlock()
 			if !discovered {
-				found, err := discoverOwned(ctx, vc, tpl.Name, &r.owners, r.vaultKeyOf(ti), nil)
+				found, err := discoverOwned(ctx, vc, tpl.Name, r.reader(ti), nil)
 				if err != nil {
 					ti.scan.Unlock()
 					return err
 				}
 				owned = append(owned, found...)
 			}
-			pass, err := syncPolicies(ctx, vc, tpl.Name, false, nil, owned, r.prefetched(ti))
+			pass, err := syncPolicies(ctx, vc, tpl.Name, false, nil, owned, r.reader(ti))
 			r.index.observe(tpl.Name, pass)
 			ti.scan.Unlock()
 			if err != nil {

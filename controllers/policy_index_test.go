@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -191,69 +192,126 @@ func TestAppendCounted(t *testing.T) {
 	}
 }
 
-// After a start, one template's discovery reads the policies of another
-// on the same Vault; that template's sync then takes what was read
-// instead of reading it again: each policy in Vault is read once.
+// After a start, templates scan in any order: one's discovery reads the
+// policies of another on the same Vault, or another's sync has read them
+// already. Either way each policy in Vault is read once.
 func TestDiscoveryReadsEachPolicyOnce(t *testing.T) {
 	ctx := context.Background()
-	v := vault.NewFake()
-	for _, tpl := range []string{"a", "b"} {
-		for i := range 3 {
-			if err := v.WritePolicy(ctx, fmt.Sprintf("%s_%d", tpl, i), ownershipHeader(tpl)+"path \"x\" {\n  capabilities = [\"read\"]\n}\n"); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := v.WritePolicy(ctx, "foreign", "path \"y\" {\n  capabilities = [\"read\"]\n}\n"); err != nil {
-		t.Fatal(err)
-	}
+	body := "path \"x\" {\n  capabilities = [\"read\"]\n}\n"
 	desired := func(tpl string) map[string]string {
 		out := map[string]string{}
 		for i := range 3 {
-			out[fmt.Sprintf("%s_%d", tpl, i)] = "path \"x\" {\n  capabilities = [\"read\"]\n}\n"
+			out[fmt.Sprintf("%s_%d", tpl, i)] = body
 		}
 		return out
 	}
+	for _, order := range []string{"a's discovery before b's sync", "b's sync before a's discovery"} {
+		t.Run(order, func(t *testing.T) {
+			v := vault.NewFake()
+			for _, tpl := range []string{"a", "b"} {
+				for name := range desired(tpl) {
+					if err := v.WritePolicy(ctx, name, ownershipHeader(tpl)+body); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := v.WritePolicy(ctx, "foreign", body); err != nil {
+				t.Fatal(err)
+			}
+			var owners policyOwners
+			rd := owners.reader("cluster/c/namespace/")
+			v.ResetCalls()
+			scan := func(tpl string) {
+				found, err := discoverOwned(ctx, v, tpl, rd, desired(tpl))
+				if err != nil || len(found) != 0 {
+					t.Fatalf("%s's discovery: %v %v", tpl, found, err)
+				}
+			}
+			sync := func(tpl string) {
+				pass, err := syncPolicies(ctx, v, tpl, false, desired(tpl), nil, rd)
+				if err != nil || len(pass.owned) != 3 || len(pass.written) != 0 {
+					t.Fatalf("%s's sync: %+v %v", tpl, pass, err)
+				}
+			}
+			if order == "a's discovery before b's sync" {
+				scan("a")
+				sync("a")
+				scan("b")
+				sync("b")
+			} else {
+				scan("b")
+				sync("b")
+				sync("a")
+				scan("a")
+			}
+			names, err := v.ListPolicies(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inVault := len(slices.DeleteFunc(names, func(n string) bool { return n == "root" }))
+			if got := v.Calls("ReadPolicy"); got != inVault || inVault != 8 {
+				t.Errorf("%d policy reads for %d policies in Vault (%v)", got, inVault, names)
+			}
+		})
+	}
+	// A kept body is taken once, and only while fresh.
 	var owners policyOwners
-	const key = "cluster/c/namespace/"
-	take := func(name string) (string, bool) { return owners.takeBody(key, name) }
-	v.ResetCalls()
+	rd := owners.reader("k")
+	v := vault.NewFake()
+	if err := v.WritePolicy(ctx, "p", ownershipHeader("t")+body); err != nil {
+		t.Fatal(err)
+	}
+	if owner, found, err := rd.owner(ctx, v, "p"); err != nil || !found || owner != "t" {
+		t.Fatalf("owner %q %v %v", owner, found, err)
+	}
+	for range 2 {
+		if _, _, err := rd.read(ctx, v, "p"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := v.Calls("ReadPolicy"); got != 2 {
+		t.Errorf("kept, taken, read again: %d reads, want 2", got)
+	}
+	rd.v.bodies["old"] = keptBody{hcl: "x", at: time.Now().Add(-keptBodyTTL)}
+	rd.prune()
+	if len(rd.v.bodies) != 0 {
+		t.Errorf("stale bodies kept: %v", rd.v.bodies)
+	}
+}
 
-	// a scans first: it reads b's policies and the foreign one, not its own.
-	found, err := discoverOwned(ctx, v, "a", &owners, key, desired("a"))
-	if err != nil || len(found) != 0 {
-		t.Fatalf("a's discovery: %v %v", found, err)
+// A discovery and a sync walking the same names at the same time (two
+// templates' first scans after a start) read each policy once between them.
+func TestDiscoveryAndSyncConcurrently(t *testing.T) {
+	ctx := context.Background()
+	body := "path \"x\" {\n  capabilities = [\"read\"]\n}\n"
+	desired := map[string]string{}
+	v := vault.NewFake()
+	for i := range 300 {
+		name := fmt.Sprintf("b_%03d", i)
+		desired[name] = body
+		if err := v.WritePolicy(ctx, name, ownershipHeader("b")+body); err != nil {
+			t.Fatal(err)
+		}
 	}
-	pass, err := syncPolicies(ctx, v, "a", false, desired("a"), nil, take)
-	if err != nil || len(pass.owned) != 3 || len(pass.written) != 0 {
-		t.Fatalf("a's sync: %+v %v", pass, err)
-	}
-	for _, n := range pass.owned {
-		owners.set(key, n, "a")
-	}
-	// b: everything in Vault has a known owner; its sync takes its bodies.
-	if _, err := discoverOwned(ctx, v, "b", &owners, key, desired("b")); err != nil {
-		t.Fatal(err)
-	}
-	pass, err = syncPolicies(ctx, v, "b", false, desired("b"), nil, take)
-	if err != nil || len(pass.owned) != 3 || len(pass.written) != 0 {
-		t.Fatalf("b's sync: %+v %v", pass, err)
-	}
-	// Each policy in Vault once (default included, root never).
-	names, err := v.ListPolicies(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inVault := len(slices.DeleteFunc(names, func(n string) bool { return n == "root" }))
-	if got := v.Calls("ReadPolicy"); got != inVault || inVault != 8 {
-		t.Errorf("%d policy reads for %d policies in Vault (%v)", got, inVault, names)
-	}
-	if _, ok := owners.takeBody(key, "b_0"); ok {
-		t.Error("a body was kept after its sync took it")
-	}
-	owners.keepBody(key, "x", "y")
-	owners.forget(key)
-	if _, ok := owners.takeBody(key, "x"); ok {
-		t.Error("forget kept a body")
+	for round := range 5 {
+		var owners policyOwners
+		rd := owners.reader("k")
+		v.ResetCalls()
+		done := make(chan error, 1)
+		go func() {
+			_, err := discoverOwned(ctx, v, "a", rd, nil)
+			done <- err
+		}()
+		pass, err := syncPolicies(ctx, v, "b", false, desired, nil, rd)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err != nil || len(pass.owned) != 300 || len(pass.written) != 0 {
+			t.Fatalf("sync: %d owned, %d written, %v", len(pass.owned), len(pass.written), err)
+		}
+		// 300 policies and default.
+		if got := v.Calls("ReadPolicy"); got != 301 {
+			t.Errorf("round %d: %d reads of 301 policies", round, got)
+		}
 	}
 }

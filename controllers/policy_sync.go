@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -28,14 +31,11 @@ const (
 // the record of what the template owns; it is written in the same request
 // as the policy, so no crash can separate the two. Policies without it (or
 // with another template's) are never written (unless adopt) nor deleted.
-func syncPolicy(ctx context.Context, vc vault.Client, template string, adopt bool, name, want string, wanted bool, pre prefetched) (policyOutcome, error) {
+func syncPolicy(ctx context.Context, vc vault.Client, template string, adopt bool, name, want string, wanted bool, rd *policyReader) (policyOutcome, error) {
 	log := ctrl.LoggerFrom(ctx)
-	actual, found := pre.take(name)
-	if !found {
-		var err error
-		if actual, found, err = vc.ReadPolicy(ctx, name); err != nil {
-			return 0, fmt.Errorf("reading ACL policy %s: %w", name, err)
-		}
+	actual, found, err := rd.read(ctx, vc, name)
+	if err != nil {
+		return 0, fmt.Errorf("reading ACL policy %s: %w", name, err)
 	}
 	owner, ours := policyOwner(actual)
 	ours = found && ours && owner == template
@@ -72,7 +72,7 @@ type policyPass struct {
 // syncPolicies runs syncPolicy for every name in desired (wanted) and in
 // stale (owned before, no longer wanted), with a few requests in flight:
 // a template with a policy per minion has as many as it has bindings.
-func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt bool, desired map[string]string, stale []string, pre prefetched) (policyPass, error) {
+func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt bool, desired map[string]string, stale []string, rd *policyReader) (policyPass, error) {
 	type job struct {
 		name, want string
 		wanted     bool
@@ -91,7 +91,7 @@ func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt b
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				out, err := syncPolicy(ctx, vc, template, adopt, j.name, j.want, j.wanted, pre)
+				out, err := syncPolicy(ctx, vc, template, adopt, j.name, j.want, j.wanted, rd)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -152,28 +152,14 @@ const policyWorkers = 4
 // renders any more. Names in desired are not read here: the sync that
 // follows reads each of them anyway (and finds its owner), so a restart
 // costs one read per policy, not two.
-func discoverOwned(ctx context.Context, vc vault.Client, template string, known *policyOwners, conn string, desired map[string]string) ([]string, error) {
+func discoverOwned(ctx context.Context, vc vault.Client, template string, rd *policyReader, desired map[string]string) ([]string, error) {
 	names, err := vc.ListPolicies(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing ACL policies: %w", err)
 	}
-	var out []string
-	var unknown []string
-	for _, n := range names {
-		if _, ok := desired[strings.ToLower(n)]; ok || n == "root" {
-			// root carries no header and cannot be read as a document.
-			continue
-		}
-		if owner, ok := known.get(conn, n); ok {
-			if owner == template {
-				out = append(out, n)
-			}
-			continue
-		}
-		unknown = append(unknown, n)
-	}
 	var (
 		mu   sync.Mutex
+		out  []string
 		errs []error
 		wg   sync.WaitGroup
 	)
@@ -183,25 +169,29 @@ func discoverOwned(ctx context.Context, vc vault.Client, template string, known 
 		go func() {
 			defer wg.Done()
 			for n := range next {
-				hcl, found, err := vc.ReadPolicy(ctx, n)
-				mu.Lock()
-				switch owner, ours := policyOwner(hcl); {
-				case err != nil:
+				owner, found, err := rd.owner(ctx, vc, n)
+				if err != nil {
+					mu.Lock()
 					errs = append(errs, fmt.Errorf("reading ACL policy %s: %w", n, err))
-				case found && ours:
-					known.set(conn, n, owner)
-					known.keepBody(conn, n, hcl)
-					if owner == template {
-						out = append(out, n)
-					}
-				case found:
-					known.set(conn, n, "")
+					mu.Unlock()
+					continue
 				}
-				mu.Unlock()
+				if !found {
+					continue
+				}
+				if owner == template {
+					mu.Lock()
+					out = append(out, n)
+					mu.Unlock()
+				}
 			}
 		}()
 	}
-	for _, n := range unknown {
+	for _, n := range names {
+		if _, ok := desired[strings.ToLower(n)]; ok || n == "root" {
+			// root carries no header and cannot be read as a document.
+			continue
+		}
 		next <- n
 	}
 	close(next)
@@ -215,72 +205,171 @@ func discoverOwned(ctx context.Context, vc vault.Client, template string, known 
 // policyOwners remembers, per Vault (cluster and namespace), which
 // template's header each ACL policy read so far carries ("" for none), so
 // that the first full scans after a start read each policy in Vault once,
-// not once per template or connection.
+// not once per template or connection: templates scan in parallel and in
+// any order, and one's discovery reads the others' policies.
 type policyOwners struct {
-	mu sync.Mutex
-	m  map[string]map[string]string
+	mu     sync.Mutex
+	vaults map[string]*vaultPolicies
+}
+
+// vaultPolicies is what is known of one Vault's policies.
+type vaultPolicies struct {
+	owners map[string]string // by lowercased name
 	// bodies are policies with a template's header that a discovery read
 	// and no sync has used yet: the sync of the template they belong to
-	// takes them instead of reading them again (after a start, templates
-	// scan in any order, and one's discovery reads another's policies).
-	bodies map[string]map[string]string
+	// takes them instead of reading them again. They are used only while
+	// fresh (the scans after a start), then dropped.
+	bodies map[string]keptBody
+	reads  singleflight.Group
 }
 
-func (o *policyOwners) get(conn, name string) (string, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	owner, ok := o.m[conn][strings.ToLower(name)]
-	return owner, ok
+type keptBody struct {
+	hcl string
+	at  time.Time
 }
 
-func (o *policyOwners) set(conn, name, owner string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	setIn(&o.m, conn, strings.ToLower(name), owner)
-}
+// keptBodyTTL bounds how old a body a sync may take instead of reading it.
+const keptBodyTTL = 2 * time.Minute
 
-func (o *policyOwners) keepBody(conn, name, body string) {
+func (o *policyOwners) vault(key string) *vaultPolicies {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	setIn(&o.bodies, conn, strings.ToLower(name), body)
-}
-
-// takeBody returns a body kept by a discovery, once.
-func (o *policyOwners) takeBody(conn, name string) (string, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	name = strings.ToLower(name)
-	body, ok := o.bodies[conn][name]
-	if ok {
-		delete(o.bodies[conn], name)
+	if o.vaults == nil {
+		o.vaults = map[string]*vaultPolicies{}
 	}
-	return body, ok
+	v := o.vaults[key]
+	if v == nil {
+		v = &vaultPolicies{owners: map[string]string{}, bodies: map[string]keptBody{}}
+		o.vaults[key] = v
+	}
+	return v
 }
 
 // forget drops what is known of a Vault (it changed).
-func (o *policyOwners) forget(conn string) {
+func (o *policyOwners) forget(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.m, conn)
-	delete(o.bodies, conn)
+	delete(o.vaults, key)
 }
 
-// prefetched hands a sync the bodies a discovery read (nil: none).
-type prefetched func(name string) (string, bool)
-
-func (p prefetched) take(name string) (string, bool) {
-	if p == nil {
-		return "", false
-	}
-	return p(name)
+// reader reads policies of the Vault key through what is known of it.
+func (o *policyOwners) reader(key string) *policyReader {
+	return &policyReader{owners: o, v: o.vault(key)}
 }
 
-func setIn(m *map[string]map[string]string, outer, inner, v string) {
-	if *m == nil {
-		*m = map[string]map[string]string{}
+// policyReader reads a Vault's policies for syncs and discoveries: one
+// request for concurrent reads of a name, the owner of each recorded, and
+// a body a discovery read handed to the sync that wants it. A nil reader
+// reads straight from Vault (plans).
+type policyReader struct {
+	owners *policyOwners
+	v      *vaultPolicies
+}
+
+// owner returns the template whose header the policy carries ("" for
+// none, found false when it does not exist): recorded if it was read
+// before, otherwise read, and its body kept for the owner's sync.
+func (r *policyReader) owner(ctx context.Context, vc vault.Client, name string) (owner string, found bool, err error) {
+	res, err := r.do(ctx, vc, name, true)
+	if err != nil || !res.found {
+		return "", false, err
 	}
-	if (*m)[outer] == nil {
-		(*m)[outer] = map[string]string{}
+	owner, _ = policyOwner(res.hcl)
+	if res.known {
+		owner = res.owner
 	}
-	(*m)[outer][inner] = v
+	return owner, true, nil
+}
+
+// read returns the policy's text, for a sync: a body a discovery kept is
+// taken instead of reading it again, if it is fresh.
+func (r *policyReader) read(ctx context.Context, vc vault.Client, name string) (string, bool, error) {
+	if r == nil {
+		return vc.ReadPolicy(ctx, name)
+	}
+	res, err := r.do(ctx, vc, name, false)
+	if err == nil && res.known {
+		// Joined a discovery's call that answered from what was recorded,
+		// without the text: ask again.
+		res, err = r.do(ctx, vc, name, false)
+	}
+	return res.hcl, res.found, err
+}
+
+type policyRead struct {
+	hcl          string
+	found, known bool
+	owner        string // when known: recorded before, hcl not read
+}
+
+// do is one read of a name at a time, whichever asks: what was kept or
+// recorded is consulted inside it, so that a discovery and a sync walking
+// the same names never read one twice, in whatever order they meet.
+func (r *policyReader) do(ctx context.Context, vc vault.Client, name string, discovery bool) (policyRead, error) {
+	name = strings.ToLower(name)
+	v, err, shared := r.v.reads.Do(name, func() (any, error) {
+		r.owners.mu.Lock()
+		if discovery {
+			if owner, ok := r.v.owners[name]; ok {
+				r.owners.mu.Unlock()
+				return policyRead{found: true, known: true, owner: owner}, nil
+			}
+		} else if kb, ok := r.v.bodies[name]; ok {
+			delete(r.v.bodies, name)
+			if time.Since(kb.at) < keptBodyTTL {
+				r.owners.mu.Unlock()
+				return policyRead{hcl: kb.hcl, found: true}, nil
+			}
+		}
+		r.owners.mu.Unlock()
+		hcl, found, err := vc.ReadPolicy(ctx, name)
+		if err != nil {
+			return policyRead{}, err
+		}
+		owner, ours := policyOwner(hcl)
+		r.owners.mu.Lock()
+		defer r.owners.mu.Unlock()
+		switch {
+		case !found:
+			delete(r.v.owners, name)
+		case ours:
+			r.v.owners[name] = owner
+			if discovery {
+				r.v.bodies[name] = keptBody{hcl: hcl, at: time.Now()}
+			}
+		default:
+			r.v.owners[name] = ""
+		}
+		return policyRead{hcl: hcl, found: found}, nil
+	})
+	if err != nil {
+		return policyRead{}, err
+	}
+	res := v.(policyRead)
+	if shared && !discovery && !res.known {
+		// A sync that joined a discovery's read has the body: nothing to
+		// keep for it.
+		r.owners.mu.Lock()
+		delete(r.v.bodies, name)
+		r.owners.mu.Unlock()
+	}
+	return res, nil
+}
+
+// set records that name carries owner's header (written or seen).
+func (r *policyReader) set(name, owner string) {
+	r.owners.mu.Lock()
+	defer r.owners.mu.Unlock()
+	r.v.owners[strings.ToLower(name)] = owner
+}
+
+// prune drops the bodies no sync took while they were fresh.
+func (r *policyReader) prune() {
+	r.owners.mu.Lock()
+	defer r.owners.mu.Unlock()
+	for n, kb := range r.v.bodies {
+		if time.Since(kb.at) >= keptBodyTTL {
+			delete(r.v.bodies, n)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	vaultapi "github.com/hashicorp/vault/api"
 )
@@ -76,6 +77,20 @@ func (c vaultCalls) readTwice(n int) []string {
 	return out
 }
 
+// settle waits until the log stops growing for a second (at most 30 s):
+// the calls a wait on status did not see through are in it.
+func (a *auditLog) settle(t testing.TB) {
+	t.Helper()
+	last, since := a.mark(t), time.Now()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if n := a.mark(t); n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= time.Second {
+			return
+		}
+	}
+}
+
 // mark is the log's current size: count from there.
 func (a *auditLog) mark(t testing.TB) int64 {
 	t.Helper()
@@ -90,6 +105,18 @@ func (a *auditLog) mark(t testing.TB) int64 {
 // after offset. The token's own upkeep (auth/token/*) is left out: it is
 // not work on minions.
 func (a *auditLog) since(t testing.TB, offset int64, accessor string) vaultCalls {
+	t.Helper()
+	return a.count(t, offset, func(acc string) bool { return acc == accessor })
+}
+
+// sinceExcept counts the responses to requests made with any token but the
+// one of accessor (the test's root token) after offset.
+func (a *auditLog) sinceExcept(t testing.TB, offset int64, accessor string) vaultCalls {
+	t.Helper()
+	return a.count(t, offset, func(acc string) bool { return acc != "" && acc != accessor })
+}
+
+func (a *auditLog) count(t testing.TB, offset int64, counted func(accessor string) bool) vaultCalls {
 	t.Helper()
 	f, err := os.Open(a.path)
 	if err != nil {
@@ -113,7 +140,7 @@ func (a *auditLog) since(t testing.TB, offset int64, accessor string) vaultCalls
 				Path      string `json:"path"`
 			} `json:"request"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Type != "response" || e.Auth.Accessor != accessor {
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Type != "response" || !counted(e.Auth.Accessor) {
 			continue
 		}
 		if strings.HasPrefix(e.Request.Path, "auth/token/") {
