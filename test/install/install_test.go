@@ -757,6 +757,14 @@ func TestPermissions(t *testing.T) {
 		{"read Pods", res("list", "", "pods", "", "", ""), false},
 	} {
 		got, err := allowed(tc.attr)
+		// The API server's authorizer learns new RBAC objects from its
+		// informers: a grant just applied may take a moment to count (the
+		// grants come first in the table, so the refusals are checked
+		// against settled RBAC).
+		for deadline := time.Now().Add(10 * time.Second); err == nil && tc.want && !got && time.Now().Before(deadline); {
+			time.Sleep(200 * time.Millisecond)
+			got, err = allowed(tc.attr)
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", tc.what, err)
 		}
