@@ -8,8 +8,9 @@
 #   vault policy write minionvault-operator config/vault/operator-policy.hcl
 #
 # Give the operator's login (Kubernetes or AppRole role, or token) this
-# policy; it does not rely on Vault's "default" policy, so
-# token_no_default_policy=true works.
+# policy, and token_no_default_policy=true: it does not rely on Vault's
+# "default" policy, and "default" is templated, so Vault parses it again on
+# every request the operator makes.
 #
 # IMPORTANT: sys/policies/acl/* lets the operator write ANY ACL policy,
 # including one that grants everything, and to change or delete policies it

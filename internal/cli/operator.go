@@ -45,7 +45,10 @@ type OperatorOptions struct {
 	ServiceAccount  string
 	Controllers     []string
 	LeaderID        string
-	Zap             zap.Options
+	// MemoryLimitPercent of the container's memory limit becomes the Go
+	// runtime's soft memory limit (0: none; GOMEMLIMIT wins).
+	MemoryLimitPercent int
+	Zap                zap.Options
 }
 
 // The controllers `--controllers` can run.
@@ -120,6 +123,7 @@ func newOperatorCmd() *cobra.Command {
 	f.StringVar(&o.ServiceAccount, "service-account", "", "namespace/name of the operator's service account, for Vault kubernetes auth")
 	f.StringSliceVar(&o.Controllers, "controllers", allControllers, "controllers to run: bindings, templates, connections (sharding: see docs/operations.md)")
 	f.StringVar(&o.LeaderID, "leader-election-id", "", "name of the leader-election lease (default: one per set of --controllers and watch flags)")
+	f.IntVar(&o.MemoryLimitPercent, "memory-limit-percent", 90, "percent of the container's memory limit (cgroup) the Go runtime keeps its memory under by collecting garbage harder (0: off; GOMEMLIMIT, when set, wins)")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(zfs)
 	f.AddGoFlagSet(zfs)
@@ -136,6 +140,9 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		return err
 	}
 	log := ctrl.Log.WithName("setup")
+	if soft, limit, source := applySoftMemoryLimit(o.MemoryLimitPercent); soft > 0 {
+		log.Info("Soft memory limit set from the container's", "softLimitBytes", soft, "limitBytes", limit, "percent", o.MemoryLimitPercent, "cgroupFile", source)
+	}
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

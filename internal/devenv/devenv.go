@@ -405,9 +405,12 @@ func (r *Runner) operatorToken(ctx context.Context, kc client.Client, root *vaul
 		return nil
 	}
 	sec, err := root.Auth().Token().CreateWithContext(ctx, &vaultapi.TokenCreateRequest{
-		Policies:    []string{OperatorPolicyName},
-		TTL:         "24h",
-		DisplayName: "minionvault-dev-operator",
+		Policies: []string{OperatorPolicyName},
+		// As in production (docs/operations.md): Vault parses its templated
+		// "default" policy again on every request of a token that has it.
+		NoDefaultPolicy: true,
+		TTL:             "24h",
+		DisplayName:     "minionvault-dev-operator",
 	})
 	if err != nil {
 		return fmt.Errorf("creating the operator's token: %w", err)

@@ -45,10 +45,12 @@ type Vault struct {
 const OperatorPolicyName = "minionvault-operator"
 
 // OperatorToken returns a new token with exactly the shipped operator
-// policy (config/vault/operator-policy.hcl), as the operator runs in
-// production.
+// policy (config/vault/operator-policy.hcl) and not Vault's "default"
+// policy, as docs/operations.md has the operator log in in production
+// (token_no_default_policy): "default" is templated, and Vault parses a
+// templated policy again on every request the token makes.
 func (v *Vault) OperatorToken(ctx context.Context) (string, error) {
-	return v.TokenWithPolicy(ctx, OperatorPolicyName, vaultpolicy.OperatorPolicy)
+	return v.token(ctx, OperatorPolicyName, vaultpolicy.OperatorPolicy, true)
 }
 
 // TokenWithPolicy writes the ACL policy name with the rules hcl (unless hcl
@@ -56,15 +58,20 @@ func (v *Vault) OperatorToken(ctx context.Context) (string, error) {
 // has that policy besides "default". The token is a child of the root token,
 // with a TTL of one hour.
 func (v *Vault) TokenWithPolicy(ctx context.Context, name, hcl string) (string, error) {
+	return v.token(ctx, name, hcl, false)
+}
+
+func (v *Vault) token(ctx context.Context, name, hcl string, noDefault bool) (string, error) {
 	if hcl != "" {
 		if err := v.Client.Sys().PutPolicyWithContext(ctx, name, hcl); err != nil {
 			return "", fmt.Errorf("writing policy %s: %w", name, err)
 		}
 	}
 	secret, err := v.Client.Auth().Token().CreateWithContext(ctx, &vaultapi.TokenCreateRequest{
-		Policies:    []string{name},
-		TTL:         "1h",
-		DisplayName: "testenv-" + name,
+		Policies:        []string{name},
+		NoDefaultPolicy: noDefault,
+		TTL:             "1h",
+		DisplayName:     "testenv-" + name,
 	})
 	if err != nil {
 		return "", fmt.Errorf("creating a token with policy %s: %w", name, err)

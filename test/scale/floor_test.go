@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	vaultapi "github.com/hashicorp/vault/api"
@@ -68,6 +69,22 @@ type floor struct {
 	vault   *vaultapi.Client
 	shape   string
 	workers int
+	// record: before its Vault writes, each binding gets the ownership
+	// record the operator must write first (issue 9), in a metadata PATCH of
+	// its own; the Vault names get the suffix "-r", apart from the plain
+	// floor's.
+	record bool
+
+	mu       sync.Mutex
+	entities []string // the IDs of the entities it created
+}
+
+// suffix sets the record variant's Vault names apart.
+func (f *floor) suffix() string {
+	if f.record {
+		return "-r"
+	}
+	return ""
 }
 
 func floorPolicy(path string) string {
@@ -118,7 +135,12 @@ func (f *floor) run(ctx context.Context, n, creators int) error {
 // one is the floor's work for binding i: 3 Vault writes and 1 read (one
 // write more in the perminion shape), and one status patch.
 func (f *floor) one(ctx context.Context, i int, accessor string) error {
-	m := minionID(i)
+	if f.record {
+		if err := f.recordFirst(ctx, i); err != nil {
+			return err
+		}
+	}
+	m := minionID(i) + f.suffix()
 	lg := f.vault.Logical()
 	roles := rolesOf(i)
 	policies := []string{"saltstack/" + m}
@@ -162,6 +184,9 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 		return fmt.Errorf("entity %s: no ID in the response (not new?)", entity)
 	}
 	entityID, _ := sec.Data["id"].(string)
+	f.mu.Lock()
+	f.entities = append(f.entities, entityID)
+	f.mu.Unlock()
 	if _, err := lg.WriteWithContext(ctx, "identity/entity-alias", map[string]any{
 		"name": roleID, "mount_accessor": accessor, "canonical_id": entityID,
 	}); err != nil {
@@ -188,6 +213,76 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 		return err
 	}
 	obj := &v1alpha1.MinionBinding{}
-	obj.Namespace, obj.Name = floorNamespace, m
+	obj.Namespace, obj.Name = floorNamespace, minionID(i)
 	return f.status.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}
+
+// recordFirst is the metadata PATCH the operator makes before it writes
+// Vault: the ownership annotation (as large as the operator's). Without the
+// finalizer, which would only cost the cleanup a patch more.
+func (f *floor) recordFirst(ctx context.Context, i int) error {
+	m := minionID(i)
+	record, err := json.Marshal([]map[string]string{{"connection": connectionName, "mount": floorMount, "entity": floorPolicyPrefix + "_minion_" + m + f.suffix()}})
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.VaultObjectsAnnotation: string(record)}}})
+	if err != nil {
+		return err
+	}
+	obj := &v1alpha1.MinionBinding{}
+	obj.Namespace, obj.Name = floorNamespace, m
+	return f.status.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}
+
+// clearVault removes what the floor wrote to Vault, so that the next phase
+// meets a Vault as empty as the floor met (Vault's garbage collector works
+// in proportion to what it holds): its entities (batch-delete), its AppRole
+// mount with the roles and aliases (disabled and enabled again), and its
+// policies per minion.
+func (f *floor) clearVault(ctx context.Context, n int) error {
+	f.mu.Lock()
+	ids := f.entities
+	f.entities = nil
+	f.mu.Unlock()
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), 500)]
+		ids = ids[len(batch):]
+		if _, err := f.vault.Logical().WriteWithContext(ctx, "identity/entity/batch-delete", map[string]any{"entity_ids": batch}); err != nil {
+			return fmt.Errorf("floor: deleting entities: %w", err)
+		}
+	}
+	if err := f.vault.Sys().DisableAuthWithContext(ctx, floorMount); err != nil {
+		return fmt.Errorf("floor: disabling %s: %w", floorMount, err)
+	}
+	if err := f.vault.Sys().EnableAuthWithOptionsWithContext(ctx, floorMount, &vaultapi.EnableAuthOptions{Type: "approle"}); err != nil {
+		return fmt.Errorf("floor: enabling %s: %w", floorMount, err)
+	}
+	if f.shape != shapePerMinion {
+		return nil
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	next := make(chan int)
+	g.Go(func() error {
+		defer close(next)
+		for i := 0; i < n; i++ {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	for w := 0; w < f.workers; w++ {
+		g.Go(func() error {
+			for i := range next {
+				if err := f.vault.Sys().DeletePolicyWithContext(ctx, floorPolicyPrefix+"_minion_"+minionID(i)+f.suffix()); err != nil {
+					return fmt.Errorf("floor: deleting a policy: %w", err)
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }

@@ -68,6 +68,11 @@ type phaseResult struct {
 	Err           string
 	ProfileTop    string
 	Profile       string
+	// Servers are the servers' CPU profiles (the ratio's phases only).
+	Servers []serverProfile
+	// Heap is the operator's heap profile at the end of the phase, HeapTop
+	// its in-use space by function.
+	Heap, HeapTop string
 }
 
 // shapeResult is one shape at one N: the floor and the operator's phases.
@@ -75,6 +80,8 @@ type shapeResult struct {
 	N      int
 	Shape  string
 	Phases []*phaseResult
+	// Memory says how the operator's memory was limited.
+	Memory string
 	Err    string
 }
 
@@ -89,13 +96,15 @@ func (s *shapeResult) phase(name string) *phaseResult {
 
 // The phases, in the order they run.
 const (
-	phaseFloor    = "floor"
-	phaseConverge = "converge"
-	phaseRestart  = "restart resync"
-	phaseForced   = "forced resync"
-	phaseTemplate = "template change"
-	phaseLatency  = "single change"
-	phaseDelete   = "delete"
+	phaseFloor = "floor"
+	// phaseFloorRecord is the floor with the ownership record first.
+	phaseFloorRecord = "floor + record"
+	phaseConverge    = "converge"
+	phaseRestart     = "restart resync"
+	phaseForced      = "forced resync"
+	phaseTemplate    = "template change"
+	phaseLatency     = "single change"
+	phaseDelete      = "delete"
 )
 
 // harness runs the phases of one shape at one N.
@@ -107,6 +116,11 @@ type harness struct {
 	op    *operatorProc
 	track *tracker
 	res   *shapeResult
+	// lastFloor is the floor phase that ran last, whose Vault objects
+	// clearFloor removes.
+	lastFloor *floor
+	// profilers take the servers' CPU profiles, by server label.
+	profilers map[string]func(seconds int) ([]byte, error)
 }
 
 // snap is the state of the counters at a point in time.
@@ -244,6 +258,15 @@ func (h *harness) run(ctx context.Context, name, actor string, per int, body pha
 		stopProfile = h.op.profiler(prefix+"-part", 3)
 		r.Profile = prefix + ".pprof"
 	}
+	stopServers := map[string]func() []string{}
+	if h.cfg.profileDir != "" && (name == phaseFloor || name == phaseFloorRecord || name == phaseConverge) {
+		prefix := filepath.Join(h.cfg.profileDir, fmt.Sprintf("N%d-%s-%s", h.n, h.shape, strings.ReplaceAll(name, " ", "-")))
+		for _, srv := range profiledServers {
+			if fetch := h.profilers[srv]; fetch != nil {
+				stopServers[srv] = profileLoop(prefix+"-"+srv+"-part", 3, fetch)
+			}
+		}
+	}
 	pctx, cancel := context.WithTimeout(ctx, h.cfg.phaseTimeout(h.n))
 	t0 := time.Now()
 	wall, err := body(pctx, r)
@@ -269,6 +292,21 @@ func (h *harness) run(ctx context.Context, name, actor string, per int, body pha
 			r.ProfileTop = "profile: " + err.Error()
 		}
 	}
+	if h.cfg.profileDir != "" && actor == "operator" {
+		r.Heap, r.HeapTop = h.op.heapProfile(strings.TrimSuffix(r.Profile, ".pprof") + "-heap.pprof")
+	}
+	for _, srv := range profiledServers {
+		stop, ok := stopServers[srv]
+		if !ok {
+			continue
+		}
+		sp := serverProfile{Server: srv, Path: strings.TrimSuffix(r.Profile, ".pprof")}
+		sp.Path = filepath.Join(h.cfg.profileDir, fmt.Sprintf("N%d-%s-%s-%s.pprof", h.n, h.shape, strings.ReplaceAll(name, " ", "-"), srv))
+		if sp.Top, err = mergeProfiles(stop(), sp.Path); err != nil {
+			sp.Top = "profile: " + err.Error()
+		}
+		r.Servers = append(r.Servers, sp)
+	}
 	h.cfg.logf("N=%d %s: %s: %s%s", h.n, h.shape, name, r.Wall.Round(time.Millisecond), errSuffix(r.Err))
 	return r.Err == ""
 }
@@ -280,16 +318,21 @@ func errSuffix(e string) string {
 	return ": FAILED: " + e
 }
 
+// goTool is the go command, for go tool pprof.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
 // mergeProfiles merges the parts into one profile at out, removes the
 // parts, and returns `go tool pprof -top` of it.
 func mergeProfiles(parts []string, out string) (string, error) {
 	if len(parts) == 0 {
 		return "", fmt.Errorf("no profile taken")
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
+	goBin := goTool()
 	merged, err := exec.Command(goBin, append([]string{"tool", "pprof", "-proto"}, parts...)...).Output()
 	if err != nil {
 		return "", fmt.Errorf("merging profiles: %w", err)

@@ -29,6 +29,10 @@ type operatorProc struct {
 	bin, kubeconfig, dir string
 	concurrency          int
 	env                  *localenv.Env
+	// cgroupProcs, when set, is the cgroup.procs file of the memory cgroup
+	// the operator runs in; else GOMEMLIMIT is its soft memory limit (what it
+	// would set from a cgroup limit of operatorMemory).
+	cgroupProcs string
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -75,13 +79,22 @@ func (o *operatorProc) start(ctx context.Context) error {
 	}
 	defer logFile.Close() // the child has its own descriptor
 	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
-	cmd := exec.Command(o.bin, "operator",
-		"--metrics-bind-address="+addr(ports[0]),
-		"--health-probe-bind-address="+addr(ports[1]),
-		"--pprof-bind-address="+addr(ports[2]),
-		"--concurrency="+strconv.Itoa(o.concurrency),
-	)
-	cmd.Env = append(cleanEnv(), "KUBECONFIG="+o.kubeconfig)
+	args := []string{o.bin, "operator",
+		"--metrics-bind-address=" + addr(ports[0]),
+		"--health-probe-bind-address=" + addr(ports[1]),
+		"--pprof-bind-address=" + addr(ports[2]),
+		"--concurrency=" + strconv.Itoa(o.concurrency),
+	}
+	env := append(cleanEnv(), "KUBECONFIG="+o.kubeconfig)
+	if o.cgroupProcs != "" {
+		// Into the cgroup before the operator starts (same PID after exec),
+		// so that it finds the limit as in a container.
+		args = append([]string{"/bin/sh", "-c", `echo $$ > "$0" && exec "$@"`, o.cgroupProcs}, args...)
+	} else {
+		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", operatorMemory/100*90))
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = o.dir
 	// Its own process group, which the environment adopts: the watchdog
@@ -129,7 +142,7 @@ func (o *operatorProc) start(ctx context.Context) error {
 func cleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "VAULT_") {
+		if strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "VAULT_") || strings.HasPrefix(kv, "GOMEMLIMIT=") {
 			continue
 		}
 		out = append(out, kv)
@@ -246,19 +259,48 @@ func (o *operatorProc) scrapeCurrent(ctx context.Context) (samples, error) {
 // seconds, into files named prefix-<i>.pprof, until stop is called; stop
 // waits for the profile in flight and returns the files.
 func (o *operatorProc) profiler(prefix string, seconds int) (stop func() []string) {
+	return profileLoop(prefix, seconds, func(seconds int) ([]byte, error) {
+		o.mu.Lock()
+		base := o.pprof
+		o.mu.Unlock()
+		return get(fmt.Sprintf("%s/profile?seconds=%d", base, seconds), time.Duration(seconds+30)*time.Second)
+	})
+}
+
+// heapProfile writes the operator's heap profile to path and returns the
+// path and the top of its in-use space (what sets the garbage collector's
+// goal, and so the RSS), or "" and the error.
+func (o *operatorProc) heapProfile(path string) (string, string) {
+	o.mu.Lock()
+	base := o.pprof
+	o.mu.Unlock()
+	data, err := get(base+"/heap?gc=1", 30*time.Second)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		return "", "heap profile: " + err.Error()
+	}
+	top, err := exec.Command(goTool(), "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=20", path).Output()
+	if err != nil {
+		return path, "pprof -top: " + err.Error()
+	}
+	return path, string(top)
+}
+
+// profileLoop takes CPU profiles with fetch back to back, each of seconds,
+// into files named prefix-<i>.pprof, until stop is called; stop waits for
+// the profile in flight and returns the files.
+func profileLoop(prefix string, seconds int, fetch func(seconds int) ([]byte, error)) (stop func() []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	var files []string
 	go func() {
 		defer close(done)
 		for i := 0; ctx.Err() == nil; i++ {
-			o.mu.Lock()
-			base := o.pprof
-			o.mu.Unlock()
-			url := fmt.Sprintf("%s/profile?seconds=%d", base, seconds)
 			// Not cancelled by ctx: the profile in flight when the phase
 			// ends is kept.
-			data, err := get(url, time.Duration(seconds+30)*time.Second)
+			data, err := fetch(seconds)
 			if err != nil {
 				// Between instances (a restart), or not yet listening.
 				select {

@@ -36,6 +36,12 @@ func runShape(ctx context.Context, cfg config, n int, shape string) *shapeResult
 		}
 	}()
 	h := &harness{cfg: cfg, n: n, shape: shape, w: w, res: res}
+	if cfg.profileDir != "" {
+		if h.profilers, err = w.serverProfilers(); err != nil {
+			res.Err = err.Error()
+			return res
+		}
+	}
 	if err := h.all(ctx); err != nil {
 		res.Err = err.Error()
 	}
@@ -49,8 +55,21 @@ func (h *harness) all(ctx context.Context) error {
 	if err := h.clearFloor(ctx); err != nil {
 		return err
 	}
+	if !h.run(ctx, phaseFloorRecord, "floor", h.n, h.floorRecord) {
+		return nil
+	}
+	if err := h.clearFloor(ctx); err != nil {
+		return err
+	}
 
 	h.op = &operatorProc{bin: h.cfg.bin, kubeconfig: h.w.kubeconfig, dir: h.w.env.Dir, concurrency: h.cfg.concurrency, env: h.w.env}
+	if cg, err := newMemCgroup(operatorMemory); err != nil {
+		h.res.Memory = fmt.Sprintf("with GOMEMLIMIT=%d (no memory cgroup: %v)", operatorMemory/100*90, err)
+	} else {
+		h.op.cgroupProcs = cg.procs
+		h.res.Memory = fmt.Sprintf("in a memory cgroup limited to %d MiB (%s); it sets its soft limit to 90 %% of that", operatorMemory>>20, cg.dir)
+		defer func() { _ = cg.remove() }() // after the stop below
+	}
 	defer func() { _ = h.op.stop(context.Background()) }()
 	if err := h.op.start(ctx); err != nil {
 		return err
@@ -92,13 +111,25 @@ func (h *harness) all(ctx context.Context) error {
 }
 
 func (h *harness) floor(ctx context.Context, _ *phaseResult) (time.Duration, error) {
-	f := &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers}
-	return 0, f.run(ctx, h.n, h.cfg.creators)
+	h.lastFloor = &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers}
+	return 0, h.lastFloor.run(ctx, h.n, h.cfg.creators)
 }
 
-// clearFloor deletes the floor's bindings (they have no finalizers) before
-// the operator starts.
+// floorRecord is the floor plus the ownership record written before Vault
+// (issue 9): the structural part of the gap between floor and operator.
+func (h *harness) floorRecord(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+	h.lastFloor = &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers, record: true}
+	return 0, h.lastFloor.run(ctx, h.n, h.cfg.creators)
+}
+
+// clearFloor deletes the floor's bindings (they have no finalizers) and
+// what it wrote to Vault, before the next phase.
 func (h *harness) clearFloor(ctx context.Context) error {
+	if h.lastFloor != nil {
+		if err := h.lastFloor.clearVault(ctx, h.n); err != nil {
+			return err
+		}
+	}
 	names := make([]string, h.n)
 	for i := range names {
 		names[i] = minionID(i)

@@ -51,12 +51,22 @@ func table(all []*shapeResult, goals []check) string {
 			}
 		}
 	}
-	b.WriteString("\n/b: per binding (the single-change row: per change). Vault R/W: the actor's calls in Vault's file audit log " +
+	b.WriteString("\n×floor: the converge's wall time over the floor's, and in parentheses over the floor's that also writes the ownership record before Vault (floor + record). ")
+	b.WriteString("/b: per binding (the single-change row: per change). Vault R/W: the actor's calls in Vault's file audit log " +
 		"(reads: read, list, and identity lookups; writes: create, update, delete). metric: the operator's " +
 		"`minionvault_vault_requests_total` by its operation label (read+list / write+delete). K8s W: create, update, patch, " +
 		"delete by the actor's user in the API server's audit log, events and status included. CPU: utime+stime from " +
 		"/proc/<pid>/stat over the phase, including the second or more until the calls stopped. RSS: VmRSS at the end, " +
 		"VmHWM over the phase.\n")
+	var memories []string
+	for _, s := range all {
+		if s.Memory != "" && !slices.Contains(memories, s.Memory) {
+			memories = append(memories, s.Memory)
+		}
+	}
+	for _, m := range memories {
+		fmt.Fprintf(&b, "\nThe operator ran %s.\n", m)
+	}
 
 	b.WriteString("\n## Calls per binding by kind\n\n| N | shape | phase | Vault (audit log) | Kubernetes writes and reads (audit log) | errors |\n|---:|---|---|---|---|---|\n")
 	for _, s := range all {
@@ -110,6 +120,30 @@ func table(all []*shapeResult, goals []check) string {
 		b.WriteString("\n## CPU profiles of the operator\n")
 		b.WriteString(profiles.String())
 	}
+	var heaps strings.Builder
+	for _, s := range all {
+		for _, p := range s.Phases {
+			if p.HeapTop != "" {
+				fmt.Fprintf(&heaps, "\n### N=%d %s %s: `go tool pprof -top -sample_index=inuse_space %s`\n\n```\n%s\n```\n", p.N, p.Shape, p.Phase, p.Heap, strings.TrimSpace(p.HeapTop))
+			}
+		}
+	}
+	if heaps.Len() > 0 {
+		b.WriteString("\n## Heap of the operator at the end of each phase\n")
+		b.WriteString(heaps.String())
+	}
+	var servers strings.Builder
+	for _, s := range all {
+		for _, p := range s.Phases {
+			for _, sp := range p.Servers {
+				fmt.Fprintf(&servers, "\n### N=%d %s %s, %s: `go tool pprof -top %s`\n\n```\n%s\n```\n", p.N, p.Shape, p.Phase, sp.Server, sp.Path, strings.TrimSpace(sp.Top))
+			}
+		}
+	}
+	if servers.Len() > 0 {
+		b.WriteString("\n## CPU profiles of the servers (floor and converge)\n")
+		b.WriteString(servers.String())
+	}
 	return b.String()
 }
 
@@ -128,10 +162,14 @@ func fmtRatio(s *shapeResult, p *phaseResult) string {
 	if p.Phase != phaseConverge {
 		return ""
 	}
+	out := ""
 	if r, ok := ratio(s); ok {
-		return fmt.Sprintf("%.2f", r)
+		out = fmt.Sprintf("%.2f", r)
 	}
-	return ""
+	if r, ok := ratioTo(s, phaseFloorRecord); ok {
+		out += fmt.Sprintf(" (%.2f)", r)
+	}
+	return out
 }
 
 func readsOf(t *tally) int {

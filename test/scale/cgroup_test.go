@@ -1,0 +1,78 @@
+//go:build integration
+
+package scale
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// operatorMemory is the memory limit the operator runs under, as its Pod
+// would with `resources.limits.memory: 256Mi`: the issue's RSS goal at
+// 10,000 bindings.
+const operatorMemory = 256 << 20
+
+// memCgroup is a memory cgroup for the operator beside the harness's own:
+// the operator finds its limit there as in a container (and sets its soft
+// memory limit from it), and the kernel enforces it.
+type memCgroup struct {
+	dir, procs string
+}
+
+// newMemCgroup makes a child of the harness's memory cgroup with the
+// limit (cgroup v1 memory.limit_in_bytes or v2 memory.max).
+func newMemCgroup(limit int64) (*memCgroup, error) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("minionvault-scale-%d", os.Getpid())
+	var dir, limitFile string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case hasMemory(parts[1]):
+			dir, limitFile = filepath.Join("/sys/fs/cgroup/memory", parts[2], name), "memory.limit_in_bytes"
+		case parts[0] == "0" && parts[1] == "" && dir == "":
+			if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+				dir, limitFile = filepath.Join("/sys/fs/cgroup", parts[2], name), "memory.max"
+			}
+		}
+	}
+	if dir == "" {
+		return nil, errors.New("no memory cgroup in /proc/self/cgroup")
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("making a memory cgroup: %w", err)
+	}
+	c := &memCgroup{dir: dir, procs: filepath.Join(dir, "cgroup.procs")}
+	if err := os.WriteFile(filepath.Join(dir, limitFile), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+		_ = c.remove()
+		return nil, fmt.Errorf("setting the cgroup's memory limit: %w", err)
+	}
+	return c, nil
+}
+
+func hasMemory(controllers string) bool {
+	for _, c := range strings.Split(controllers, ",") {
+		if c == "memory" {
+			return true
+		}
+	}
+	return false
+}
+
+// remove removes the cgroup, once the processes in it have exited.
+func (c *memCgroup) remove() error {
+	return os.Remove(c.dir)
+}

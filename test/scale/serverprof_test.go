@@ -1,0 +1,51 @@
+//go:build integration
+
+package scale
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/discovery"
+)
+
+// profiledServers are the servers whose CPU profiles the ratio's phases
+// (the floor and the converge) take, in report order.
+var profiledServers = []string{"apiserver", "vault"}
+
+// serverProfile is one server's CPU profile over a phase.
+type serverProfile struct {
+	Server, Path, Top string
+}
+
+// serverProfilers returns, per server label, how to take a CPU profile of
+// it: the kube-apiserver's /debug/pprof as the admin, Vault's sys/pprof
+// with the root token. They show where the servers' CPU goes for the
+// operator and for the floor, which the per-process CPU only totals.
+func (w *world) serverProfilers() (map[string]func(seconds int) ([]byte, error), error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(w.adminCfg)
+	if err != nil {
+		return nil, fmt.Errorf("the API server's client: %w", err)
+	}
+	apiserver := func(seconds int) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+30)*time.Second)
+		defer cancel()
+		return dc.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", fmt.Sprint(seconds)).DoRaw(ctx)
+	}
+	vault := func(seconds int) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+30)*time.Second)
+		defer cancel()
+		req := w.root.NewRequest(http.MethodGet, "/v1/sys/pprof/profile")
+		req.Params.Set("seconds", fmt.Sprint(seconds))
+		resp, err := w.root.RawRequestWithContext(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		return io.ReadAll(resp.Body)
+	}
+	return map[string]func(int) ([]byte, error){"apiserver": apiserver, "vault": vault}, nil
+}
