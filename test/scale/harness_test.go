@@ -68,6 +68,9 @@ type phaseResult struct {
 	Err           string
 	ProfileTop    string
 	Profile       string
+	// EtcdUpdates is how many updates of MinionBindings the API server
+	// sent to etcd over the phase, whoever patched.
+	EtcdUpdates float64
 	// Servers are the servers' CPU profiles (the ratio's phases only).
 	Servers []serverProfile
 	// Heap is the operator's heap profile at the end of the phase, HeapTop
@@ -126,6 +129,7 @@ type harness struct {
 // snap is the state of the counters at a point in time.
 type snap struct {
 	cpu               map[string]float64
+	etcdUpdates       float64
 	vaultOff, kubeOff int64
 	metrics           samples
 }
@@ -156,6 +160,9 @@ func (h *harness) snapshot(ctx context.Context) (snap, error) {
 		return s, err
 	}
 	s.cpu["harness"] = self
+	if s.etcdUpdates, err = h.w.etcdUpdates(ctx); err != nil {
+		return s, err
+	}
 	if s.vaultOff, err = fileSize(h.w.vaultAudit); err != nil {
 		return s, err
 	}
@@ -171,6 +178,7 @@ func (h *harness) measure(ctx context.Context, start snap, r *phaseResult) error
 	if err != nil {
 		return err
 	}
+	r.EtcdUpdates = end.etcdUpdates - start.etcdUpdates
 	r.CPU = map[string]float64{}
 	for k, v := range end.cpu {
 		r.CPU[k] = v - start.cpu[k]

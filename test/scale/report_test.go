@@ -58,6 +58,22 @@ func table(all []*shapeResult, goals []check) string {
 		"delete by the actor's user in the API server's audit log, events and status included. CPU: utime+stime from " +
 		"/proc/<pid>/stat over the phase, including the second or more until the calls stopped. RSS: VmRSS at the end, " +
 		"VmHWM over the phase.\n")
+	b.WriteString("\n## etcd updates of MinionBindings per binding write\n\n" +
+		"The API server's etcd updates of MinionBindings (its `etcd_request_duration_seconds` count), over the writes of bindings in its audit log " +
+		"by the actor: above 1, an update met a stale object in the watch cache and was applied again.\n\n| N | shape | phase | etcd updates per binding | binding writes per binding | ratio |\n|---:|---|---|---:|---:|---:|\n")
+	for _, s := range all {
+		for _, p := range s.Phases {
+			if p.Phase != phaseFloor && p.Phase != phaseFloorRecord && p.Phase != phaseConverge {
+				continue
+			}
+			w := bindingWrites(p.Kube)
+			ratio := ""
+			if w > 0 {
+				ratio = fmt.Sprintf("%.3f", p.EtcdUpdates/float64(w))
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %.2f | %s | %s |\n", p.N, p.Shape, p.Phase, p.EtcdUpdates/float64(max(p.Per, 1)), perB(w, p.Per), ratio)
+		}
+	}
 	var memories []string
 	for _, s := range all {
 		if s.Memory != "" && !slices.Contains(memories, s.Memory) {
@@ -206,4 +222,20 @@ func oneLine(s string) string {
 		s = s[:600] + "..."
 	}
 	return s
+}
+
+// bindingWrites counts the actor's updates and patches of MinionBindings
+// and their status in the audit log.
+func bindingWrites(t *tally) int {
+	if t == nil {
+		return 0
+	}
+	n := 0
+	for kind, c := range t.By {
+		verb, res, _ := strings.Cut(kind, " ")
+		if (verb == "patch" || verb == "update") && (res == "minionbindings" || res == "minionbindings/status") {
+			n += c
+		}
+	}
+	return n
 }

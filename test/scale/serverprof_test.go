@@ -3,10 +3,12 @@
 package scale
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -15,6 +17,32 @@ import (
 // profiledServers are the servers whose CPU profiles the ratio's phases
 // (the floor and the converge) take, in report order.
 var profiledServers = []string{"apiserver", "vault"}
+
+// etcdUpdates is how many updates of MinionBindings the API server has
+// sent to etcd (its etcd_request_duration_seconds count): more than the
+// patches when an update met a stale cached object and was tried again.
+func (w *world) etcdUpdates(ctx context.Context) (float64, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(w.adminCfg)
+	if err != nil {
+		return 0, err
+	}
+	raw, err := dc.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("the API server's metrics: %w", err)
+	}
+	m, err := parseMetrics(bytes.NewReader(raw))
+	if err != nil {
+		return 0, err
+	}
+	var n float64
+	for series, v := range m {
+		if strings.HasPrefix(series, "etcd_request_duration_seconds_count{") && label(series, "operation") == "update" &&
+			label(series, "resource") == "minionbindings" {
+			n += v
+		}
+	}
+	return n, nil
+}
 
 // serverProfile is one server's CPU profile over a phase.
 type serverProfile struct {
