@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -33,7 +34,7 @@ func containerMemoryLimit(readFile func(string) ([]byte, error)) (limit int64, s
 			switch {
 			case parts[0] == "0" && parts[1] == "":
 				candidates = append(candidates, path.Join("/sys/fs/cgroup", p, "memory.max"))
-			case hasController(parts[1], "memory"):
+			case slices.Contains(strings.Split(parts[1], ","), "memory"):
 				candidates = append(candidates, path.Join("/sys/fs/cgroup/memory", p, "memory.limit_in_bytes"))
 			}
 		}
@@ -58,15 +59,6 @@ func containerMemoryLimit(readFile func(string) ([]byte, error)) (limit int64, s
 		return n, f, true
 	}
 	return 0, "", false
-}
-
-func hasController(list, name string) bool {
-	for _, c := range strings.Split(list, ",") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }
 
 // softMemoryLimit is percent of the container's memory limit, for

@@ -93,15 +93,16 @@ func split(t *tally) (reads, writes, policyReads, policyWrites, upkeep int) {
 	return
 }
 
-// statusWrites counts the Kubernetes writes of binding statuses.
-func statusWrites(t *tally) int {
+// writesTo counts the Kubernetes writes (create, update, patch, delete)
+// of the resources in t.
+func writesTo(t *tally, resources ...string) int {
 	if t == nil {
 		return 0
 	}
 	n := 0
 	for kind, c := range t.By {
 		verb, res, _ := strings.Cut(kind, " ")
-		if res == "minionbindings/status" && kubeWriteVerbs[verb] {
+		if kubeWriteVerbs[verb] && slices.Contains(resources, res) {
 			n += c
 		}
 	}
@@ -213,7 +214,7 @@ func budgetChecks(s *shapeResult) []check {
 		out = append(out, vaultBudgets(where+": "+name, p, n, pols, budgetResyncVaultWrites, budgetResyncVaultReads, 0, polReads, polHow)...)
 		out = append(out, limit(where+": "+name+": operator's Kubernetes writes", kubeWrites(p), k8s, n, k8sHow, p.Kube, kubeWriteKinds))
 		if name == phaseRestart {
-			out = append(out, limit(where+": restart resync: binding status writes", statusWrites(p.Kube), 0, n,
+			out = append(out, limit(where+": restart resync: binding status writes", writesTo(p.Kube, "minionbindings/status"), 0, n,
 				"none when nothing but a timestamp would change", p.Kube, kubeWriteKinds))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,6 +18,11 @@ import (
 // would with `resources.limits.memory: 256Mi`: the issue's RSS goal at
 // 10,000 bindings.
 const operatorMemory = 256 << 20
+
+// operatorSoftLimit is what the operator sets its soft memory limit to
+// under operatorMemory (its --memory-limit-percent default): the
+// GOMEMLIMIT it runs with when no cgroup can be made.
+const operatorSoftLimit = operatorMemory / 100 * 90
 
 // memCgroup is a memory cgroup for the operator beside the harness's own:
 // the operator finds its limit there as in a container (and sets its soft
@@ -41,7 +47,7 @@ func newMemCgroup(limit int64) (*memCgroup, error) {
 			continue
 		}
 		switch {
-		case hasMemory(parts[1]):
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
 			dir, limitFile = filepath.Join("/sys/fs/cgroup/memory", parts[2], name), "memory.limit_in_bytes"
 		case parts[0] == "0" && parts[1] == "" && dir == "":
 			if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
@@ -61,15 +67,6 @@ func newMemCgroup(limit int64) (*memCgroup, error) {
 		return nil, fmt.Errorf("setting the cgroup's memory limit: %w", err)
 	}
 	return c, nil
-}
-
-func hasMemory(controllers string) bool {
-	for _, c := range strings.Split(controllers, ",") {
-		if c == "memory" {
-			return true
-		}
-	}
-	return false
 }
 
 // remove removes the cgroup, once the processes in it have exited.

@@ -11,6 +11,7 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -36,7 +37,10 @@ type world struct {
 	// without client-side rate limits; floorClient is the floor's own user.
 	admin, floorClient client.Client
 	adminCfg           *rest.Config
-	root, floorVault   *vaultapi.Client
+	// apiserver is a REST client of the API server as the admin, for its
+	// own endpoints (/metrics, /debug/pprof).
+	apiserver        rest.Interface
+	root, floorVault *vaultapi.Client
 	// kubeconfig of the operator's own user.
 	kubeconfig string
 	vaultAudit string
@@ -122,6 +126,11 @@ func setUp(ctx context.Context) (w *world, err error) {
 		return nil, err
 	}
 	w.adminCfg = unthrottled(env.Config)
+	dc, err := discovery.NewDiscoveryClientForConfig(w.adminCfg)
+	if err != nil {
+		return nil, fmt.Errorf("the API server's client: %w", err)
+	}
+	w.apiserver = dc.RESTClient()
 	if w.admin, err = client.New(w.adminCfg, client.Options{Scheme: env.Scheme}); err != nil {
 		return nil, err
 	}

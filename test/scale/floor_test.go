@@ -22,6 +22,24 @@ import (
 // clients, as a few parallel `kubectl apply` would, and sends each index to
 // created (when not nil) once its binding exists.
 func createBindings(ctx context.Context, c client.Client, ns string, n, creators int, created chan<- int) error {
+	return forEachIndex(ctx, n, creators, func(ctx context.Context, i int) error {
+		if err := c.Create(ctx, binding(ns, i)); err != nil {
+			return fmt.Errorf("creating binding %s/%s: %w", ns, minionID(i), err)
+		}
+		if created != nil {
+			select {
+			case created <- i:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+}
+
+// forEachIndex calls do for 0..n-1 from `workers` goroutines; the first
+// error stops it.
+func forEachIndex(ctx context.Context, n, workers int, do func(ctx context.Context, i int) error) error {
 	g, ctx := errgroup.WithContext(ctx)
 	next := make(chan int)
 	g.Go(func() error {
@@ -35,18 +53,11 @@ func createBindings(ctx context.Context, c client.Client, ns string, n, creators
 		}
 		return nil
 	})
-	for w := 0; w < creators; w++ {
+	for w := 0; w < workers; w++ {
 		g.Go(func() error {
 			for i := range next {
-				if err := c.Create(ctx, binding(ns, i)); err != nil {
-					return fmt.Errorf("creating binding %s/%s: %w", ns, minionID(i), err)
-				}
-				if created != nil {
-					select {
-					case created <- i:
-					case <-ctx.Done():
-						return ctx.Err()
-					}
+				if err := do(ctx, i); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -71,20 +82,26 @@ type floor struct {
 	workers int
 	// record: before its Vault writes, each binding gets the ownership
 	// record the operator must write first (issue 9), in a metadata PATCH of
-	// its own; the Vault names get the suffix "-r", apart from the plain
-	// floor's.
+	// its own.
 	record bool
 
 	mu       sync.Mutex
 	entities []string // the IDs of the entities it created
 }
 
-// suffix sets the record variant's Vault names apart.
-func (f *floor) suffix() string {
+// vaultID is binding i's minion ID in the floor's Vault names: the record
+// variant's get the suffix "-r", apart from the plain floor's.
+func (f *floor) vaultID(i int) string {
 	if f.record {
-		return "-r"
+		return minionID(i) + "-r"
 	}
-	return ""
+	return minionID(i)
+}
+
+// minionName is the name of binding i's entity, and of its policy in the
+// perminion shape.
+func (f *floor) minionName(i int) string {
+	return floorPolicyPrefix + "_minion_" + f.vaultID(i)
 }
 
 func floorPolicy(path string) string {
@@ -140,7 +157,7 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 			return err
 		}
 	}
-	m := minionID(i) + f.suffix()
+	m := f.vaultID(i)
 	lg := f.vault.Logical()
 	roles := rolesOf(i)
 	policies := []string{"saltstack/" + m}
@@ -148,7 +165,7 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 		policies = append(policies, floorPolicyPrefix+"_role_"+r)
 	}
 	if f.shape == shapePerMinion {
-		name := floorPolicyPrefix + "_minion_" + m
+		name := f.minionName(i)
 		if err := f.vault.Sys().PutPolicyWithContext(ctx, name, floorPolicy("salt/data/minions/"+m)); err != nil {
 			return err
 		}
@@ -171,7 +188,7 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 		return fmt.Errorf("no role ID at %s", rolePath)
 	}
 	roleID, _ := sec.Data["role_id"].(string)
-	entity := floorPolicyPrefix + "_minion_" + m
+	entity := f.minionName(i)
 	metadata := map[string]string{"minion-id": m, "roles": metadataRoles(roles)}
 	for k, r := range roles {
 		metadata[fmt.Sprintf("roles__%d", k)] = r
@@ -221,8 +238,7 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 // Vault: the ownership annotation (as large as the operator's). Without the
 // finalizer, which would only cost the cleanup a patch more.
 func (f *floor) recordFirst(ctx context.Context, i int) error {
-	m := minionID(i)
-	record, err := json.Marshal([]map[string]string{{"connection": connectionName, "mount": floorMount, "entity": floorPolicyPrefix + "_minion_" + m + f.suffix()}})
+	record, err := json.Marshal([]map[string]string{{"connection": connectionName, "mount": floorMount, "entity": f.minionName(i)}})
 	if err != nil {
 		return err
 	}
@@ -231,7 +247,7 @@ func (f *floor) recordFirst(ctx context.Context, i int) error {
 		return err
 	}
 	obj := &v1alpha1.MinionBinding{}
-	obj.Namespace, obj.Name = floorNamespace, m
+	obj.Namespace, obj.Name = floorNamespace, minionID(i)
 	return f.status.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 }
 
@@ -261,28 +277,10 @@ func (f *floor) clearVault(ctx context.Context, n int) error {
 	if f.shape != shapePerMinion {
 		return nil
 	}
-	g, ctx := errgroup.WithContext(ctx)
-	next := make(chan int)
-	g.Go(func() error {
-		defer close(next)
-		for i := 0; i < n; i++ {
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+	return forEachIndex(ctx, n, f.workers, func(ctx context.Context, i int) error {
+		if err := f.vault.Sys().DeletePolicyWithContext(ctx, f.minionName(i)); err != nil {
+			return fmt.Errorf("floor: deleting a policy: %w", err)
 		}
 		return nil
 	})
-	for w := 0; w < f.workers; w++ {
-		g.Go(func() error {
-			for i := range next {
-				if err := f.vault.Sys().DeletePolicyWithContext(ctx, floorPolicyPrefix+"_minion_"+minionID(i)+f.suffix()); err != nil {
-					return fmt.Errorf("floor: deleting a policy: %w", err)
-				}
-			}
-			return nil
-		})
-	}
-	return g.Wait()
 }

@@ -260,21 +260,7 @@ func (h *harness) run(ctx context.Context, name, actor string, per int, body pha
 		r.Err = err.Error()
 		return false
 	}
-	var stopProfile func() []string
-	if h.cfg.profileDir != "" && actor == "operator" {
-		prefix := filepath.Join(h.cfg.profileDir, fmt.Sprintf("N%d-%s-%s", h.n, h.shape, strings.ReplaceAll(name, " ", "-")))
-		stopProfile = h.op.profiler(prefix+"-part", 3)
-		r.Profile = prefix + ".pprof"
-	}
-	stopServers := map[string]func() []string{}
-	if h.cfg.profileDir != "" && (name == phaseFloor || name == phaseFloorRecord || name == phaseConverge) {
-		prefix := filepath.Join(h.cfg.profileDir, fmt.Sprintf("N%d-%s-%s", h.n, h.shape, strings.ReplaceAll(name, " ", "-")))
-		for _, srv := range profiledServers {
-			if fetch := h.profilers[srv]; fetch != nil {
-				stopServers[srv] = profileLoop(prefix+"-"+srv+"-part", 3, fetch)
-			}
-		}
-	}
+	finishProfiles := h.startProfiles(name, actor)
 	pctx, cancel := context.WithTimeout(ctx, h.cfg.phaseTimeout(h.n))
 	t0 := time.Now()
 	wall, err := body(pctx, r)
@@ -294,29 +280,53 @@ func (h *harness) run(ctx context.Context, name, actor string, per int, body pha
 	if err := h.measure(ctx, start, r); err != nil && r.Err == "" {
 		r.Err = "measuring: " + err.Error()
 	}
-	if stopProfile != nil {
-		r.ProfileTop, err = mergeProfiles(stopProfile(), r.Profile)
-		if err != nil {
-			r.ProfileTop = "profile: " + err.Error()
-		}
-	}
-	if h.cfg.profileDir != "" && actor == "operator" {
-		r.Heap, r.HeapTop = h.op.heapProfile(strings.TrimSuffix(r.Profile, ".pprof") + "-heap.pprof")
-	}
-	for _, srv := range profiledServers {
-		stop, ok := stopServers[srv]
-		if !ok {
-			continue
-		}
-		sp := serverProfile{Server: srv, Path: strings.TrimSuffix(r.Profile, ".pprof")}
-		sp.Path = filepath.Join(h.cfg.profileDir, fmt.Sprintf("N%d-%s-%s-%s.pprof", h.n, h.shape, strings.ReplaceAll(name, " ", "-"), srv))
-		if sp.Top, err = mergeProfiles(stop(), sp.Path); err != nil {
-			sp.Top = "profile: " + err.Error()
-		}
-		r.Servers = append(r.Servers, sp)
-	}
+	finishProfiles(r)
 	h.cfg.logf("N=%d %s: %s: %s%s", h.n, h.shape, name, r.Wall.Round(time.Millisecond), errSuffix(r.Err))
 	return r.Err == ""
+}
+
+// startProfiles starts the phase's profiles when the run takes them: the
+// operator's CPU in its phases, the servers' CPU in the ratio's phases.
+// The func returned stops them, merges each into one file with its -top in
+// r, and takes the operator's heap at the end of its phases.
+func (h *harness) startProfiles(name, actor string) (finish func(r *phaseResult)) {
+	if h.cfg.profileDir == "" {
+		return func(*phaseResult) {}
+	}
+	prefix := filepath.Join(h.cfg.profileDir, fmt.Sprintf("N%d-%s-%s", h.n, h.shape, strings.ReplaceAll(name, " ", "-")))
+	var stopOperator func() []string
+	if actor == "operator" {
+		stopOperator = h.op.profiler(prefix+"-part", 3)
+	}
+	stopServers := map[string]func() []string{}
+	if name == phaseFloor || name == phaseFloorRecord || name == phaseConverge {
+		for _, srv := range profiledServers {
+			if fetch := h.profilers[srv]; fetch != nil {
+				stopServers[srv] = profileLoop(prefix+"-"+srv+"-part", 3, fetch)
+			}
+		}
+	}
+	return func(r *phaseResult) {
+		if stopOperator != nil {
+			r.Profile = prefix + ".pprof"
+			r.ProfileTop = topOrError(mergeProfiles(stopOperator(), r.Profile))
+			r.Heap, r.HeapTop = h.op.heapProfile(prefix + "-heap.pprof")
+		}
+		for _, srv := range profiledServers {
+			if stop, ok := stopServers[srv]; ok {
+				path := prefix + "-" + srv + ".pprof"
+				r.Servers = append(r.Servers, serverProfile{Server: srv, Path: path, Top: topOrError(mergeProfiles(stop(), path))})
+			}
+		}
+	}
+}
+
+// topOrError is a profile's -top, or what went wrong taking it.
+func topOrError(top string, err error) string {
+	if err != nil {
+		return "profile: " + err.Error()
+	}
+	return top
 }
 
 func errSuffix(e string) string {

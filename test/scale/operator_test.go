@@ -30,8 +30,7 @@ type operatorProc struct {
 	concurrency          int
 	env                  *localenv.Env
 	// cgroupProcs, when set, is the cgroup.procs file of the memory cgroup
-	// the operator runs in; else GOMEMLIMIT is its soft memory limit (what it
-	// would set from a cgroup limit of operatorMemory).
+	// the operator runs in; else GOMEMLIMIT is operatorSoftLimit.
 	cgroupProcs string
 
 	mu       sync.Mutex
@@ -91,7 +90,7 @@ func (o *operatorProc) start(ctx context.Context) error {
 		// so that it finds the limit as in a container.
 		args = append([]string{"/bin/sh", "-c", `echo $$ > "$0" && exec "$@"`, o.cgroupProcs}, args...)
 	} else {
-		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", operatorMemory/100*90))
+		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", operatorSoftLimit))
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = env

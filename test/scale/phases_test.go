@@ -37,10 +37,7 @@ func runShape(ctx context.Context, cfg config, n int, shape string) *shapeResult
 	}()
 	h := &harness{cfg: cfg, n: n, shape: shape, w: w, res: res}
 	if cfg.profileDir != "" {
-		if h.profilers, err = w.serverProfilers(); err != nil {
-			res.Err = err.Error()
-			return res
-		}
+		h.profilers = w.serverProfilers()
 	}
 	if err := h.all(ctx); err != nil {
 		res.Err = err.Error()
@@ -64,7 +61,7 @@ func (h *harness) all(ctx context.Context) error {
 
 	h.op = &operatorProc{bin: h.cfg.bin, kubeconfig: h.w.kubeconfig, dir: h.w.env.Dir, concurrency: h.cfg.concurrency, env: h.w.env}
 	if cg, err := newMemCgroup(operatorMemory); err != nil {
-		h.res.Memory = fmt.Sprintf("with GOMEMLIMIT=%d (no memory cgroup: %v)", operatorMemory/100*90, err)
+		h.res.Memory = fmt.Sprintf("with GOMEMLIMIT=%d (no memory cgroup: %v)", operatorSoftLimit, err)
 	} else {
 		h.op.cgroupProcs = cg.procs
 		h.res.Memory = fmt.Sprintf("in a memory cgroup limited to %d MiB (%s); it sets its soft limit to 90 %% of that", operatorMemory>>20, cg.dir)

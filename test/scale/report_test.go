@@ -66,7 +66,7 @@ func table(all []*shapeResult, goals []check) string {
 			if p.Phase != phaseFloor && p.Phase != phaseFloorRecord && p.Phase != phaseConverge {
 				continue
 			}
-			w := bindingWrites(p.Kube)
+			w := writesTo(p.Kube, "minionbindings", "minionbindings/status")
 			ratio := ""
 			if w > 0 {
 				ratio = fmt.Sprintf("%.3f", p.EtcdUpdates/float64(w))
@@ -123,44 +123,49 @@ func table(all []*shapeResult, goals []check) string {
 		fmt.Fprintf(&b, "- %s: %s: %s\n", mark, c.Goal, c.Measured)
 	}
 
-	var profiles strings.Builder
-	for _, s := range all {
-		for _, p := range s.Phases {
-			if p.ProfileTop == "" {
-				continue
-			}
-			fmt.Fprintf(&profiles, "\n### N=%d %s %s: `go tool pprof -top %s`\n\n```\n%s\n```\n", p.N, p.Shape, p.Phase, p.Profile, strings.TrimSpace(p.ProfileTop))
+	writeProfiles(&b, "CPU profiles of the operator", all, func(p *phaseResult) []profileBlock {
+		if p.ProfileTop == "" {
+			return nil
 		}
-	}
-	if profiles.Len() > 0 {
-		b.WriteString("\n## CPU profiles of the operator\n")
-		b.WriteString(profiles.String())
-	}
-	var heaps strings.Builder
-	for _, s := range all {
-		for _, p := range s.Phases {
-			if p.HeapTop != "" {
-				fmt.Fprintf(&heaps, "\n### N=%d %s %s: `go tool pprof -top -sample_index=inuse_space %s`\n\n```\n%s\n```\n", p.N, p.Shape, p.Phase, p.Heap, strings.TrimSpace(p.HeapTop))
-			}
+		return []profileBlock{{"", "go tool pprof -top " + p.Profile, p.ProfileTop}}
+	})
+	writeProfiles(&b, "Heap of the operator at the end of each phase", all, func(p *phaseResult) []profileBlock {
+		if p.HeapTop == "" {
+			return nil
 		}
-	}
-	if heaps.Len() > 0 {
-		b.WriteString("\n## Heap of the operator at the end of each phase\n")
-		b.WriteString(heaps.String())
-	}
-	var servers strings.Builder
-	for _, s := range all {
-		for _, p := range s.Phases {
-			for _, sp := range p.Servers {
-				fmt.Fprintf(&servers, "\n### N=%d %s %s, %s: `go tool pprof -top %s`\n\n```\n%s\n```\n", p.N, p.Shape, p.Phase, sp.Server, sp.Path, strings.TrimSpace(sp.Top))
-			}
+		return []profileBlock{{"", "go tool pprof -top -sample_index=inuse_space " + p.Heap, p.HeapTop}}
+	})
+	writeProfiles(&b, "CPU profiles of the servers (floors and converge)", all, func(p *phaseResult) []profileBlock {
+		var out []profileBlock
+		for _, sp := range p.Servers {
+			out = append(out, profileBlock{", " + sp.Server, "go tool pprof -top " + sp.Path, sp.Top})
 		}
-	}
-	if servers.Len() > 0 {
-		b.WriteString("\n## CPU profiles of the servers (floor and converge)\n")
-		b.WriteString(servers.String())
-	}
+		return out
+	})
 	return b.String()
+}
+
+// profileBlock is one profile in the report: what it is of (after the
+// phase), the command that shows it, and that command's output.
+type profileBlock struct {
+	what, command, top string
+}
+
+// writeProfiles writes a section with the blocks of every phase, or
+// nothing when there are none.
+func writeProfiles(b *strings.Builder, heading string, all []*shapeResult, blocks func(*phaseResult) []profileBlock) {
+	var sec strings.Builder
+	for _, s := range all {
+		for _, p := range s.Phases {
+			for _, pb := range blocks(p) {
+				fmt.Fprintf(&sec, "\n### N=%d %s %s%s: `%s`\n\n```\n%s\n```\n", p.N, p.Shape, p.Phase, pb.what, pb.command, strings.TrimSpace(pb.top))
+			}
+		}
+	}
+	if sec.Len() > 0 {
+		b.WriteString("\n## " + heading + "\n")
+		b.WriteString(sec.String())
+	}
 }
 
 func phaseLabel(p *phaseResult) string {
@@ -222,20 +227,4 @@ func oneLine(s string) string {
 		s = s[:600] + "..."
 	}
 	return s
-}
-
-// bindingWrites counts the actor's updates and patches of MinionBindings
-// and their status in the audit log.
-func bindingWrites(t *tally) int {
-	if t == nil {
-		return 0
-	}
-	n := 0
-	for kind, c := range t.By {
-		verb, res, _ := strings.Cut(kind, " ")
-		if (verb == "patch" || verb == "update") && (res == "minionbindings" || res == "minionbindings/status") {
-			n += c
-		}
-	}
-	return n
 }

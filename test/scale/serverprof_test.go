@@ -8,10 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
-
-	"k8s.io/client-go/discovery"
 )
 
 // profiledServers are the servers whose CPU profiles the ratio's phases
@@ -22,11 +19,7 @@ var profiledServers = []string{"apiserver", "vault"}
 // sent to etcd (its etcd_request_duration_seconds count): more than the
 // patches when an update met a stale cached object and was tried again.
 func (w *world) etcdUpdates(ctx context.Context) (float64, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(w.adminCfg)
-	if err != nil {
-		return 0, err
-	}
-	raw, err := dc.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	raw, err := w.apiserver.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("the API server's metrics: %w", err)
 	}
@@ -34,14 +27,7 @@ func (w *world) etcdUpdates(ctx context.Context) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var n float64
-	for series, v := range m {
-		if strings.HasPrefix(series, "etcd_request_duration_seconds_count{") && label(series, "operation") == "update" &&
-			label(series, "resource") == "minionbindings" {
-			n += v
-		}
-	}
-	return n, nil
+	return m.sum("etcd_request_duration_seconds_count", `operation="update"`, `resource="minionbindings"`), nil
 }
 
 // serverProfile is one server's CPU profile over a phase.
@@ -53,15 +39,11 @@ type serverProfile struct {
 // it: the kube-apiserver's /debug/pprof as the admin, Vault's sys/pprof
 // with the root token. They show where the servers' CPU goes for the
 // operator and for the floor, which the per-process CPU only totals.
-func (w *world) serverProfilers() (map[string]func(seconds int) ([]byte, error), error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(w.adminCfg)
-	if err != nil {
-		return nil, fmt.Errorf("the API server's client: %w", err)
-	}
+func (w *world) serverProfilers() map[string]func(seconds int) ([]byte, error) {
 	apiserver := func(seconds int) ([]byte, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+30)*time.Second)
 		defer cancel()
-		return dc.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", fmt.Sprint(seconds)).DoRaw(ctx)
+		return w.apiserver.Get().AbsPath("/debug/pprof/profile").Param("seconds", fmt.Sprint(seconds)).DoRaw(ctx)
 	}
 	vault := func(seconds int) ([]byte, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+30)*time.Second)
@@ -75,5 +57,5 @@ func (w *world) serverProfilers() (map[string]func(seconds int) ([]byte, error),
 		defer resp.Body.Close()
 		return io.ReadAll(resp.Body)
 	}
-	return map[string]func(int) ([]byte, error){"apiserver": apiserver, "vault": vault}, nil
+	return map[string]func(int) ([]byte, error){"apiserver": apiserver, "vault": vault}
 }
