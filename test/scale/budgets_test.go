@@ -281,7 +281,12 @@ func ratio(s *shapeResult) (float64, bool) {
 
 // ratioTo is the converge's wall time over the floor phase's.
 func ratioTo(s *shapeResult, floorPhase string) (float64, bool) {
-	f, c := s.phase(floorPhase), s.phase(phaseConverge)
+	return phaseRatio(s, phaseConverge, floorPhase)
+}
+
+// phaseRatio is the wall time of phase over that of floorPhase.
+func phaseRatio(s *shapeResult, phase, floorPhase string) (float64, bool) {
+	f, c := s.phase(floorPhase), s.phase(phase)
 	if f == nil || c == nil || f.Err != "" || c.Err != "" || f.Wall == 0 {
 		return 0, false
 	}
@@ -328,17 +333,46 @@ func goalChecks(all []*shapeResult) []check {
 			if a == nil || b == nil || a.Err != "" || b.Err != "" {
 				continue
 			}
-			wa, wb := a.Wall.Seconds()/float64(a.Per), b.Wall.Seconds()/float64(b.Per)
-			ca, cb := a.CPU["operator"]/float64(a.Per), b.CPU["operator"]/float64(b.Per)
+			wa, wb := perBinding(a, a.Wall.Seconds()), perBinding(b, b.Wall.Seconds())
+			ca, cb := perBinding(a, a.CPU["operator"]), perBinding(b, b.CPU["operator"])
 			out = append(out, check{
 				Goal: fmt.Sprintf("%s: %s cost per binding flat from N=%d to N=%d (within %.0f %%)", shape, name, small.N, large.N, budgetFlatCost*100),
 				OK:   wb <= wa*(1+budgetFlatCost) && cb <= ca*(1+budgetFlatCost),
-				Measured: fmt.Sprintf("wall %.2f → %.2f ms per binding (%+.0f %%), operator CPU %.2f → %.2f ms (%+.0f %%)",
-					wa*1000, wb*1000, (wb/wa-1)*100, ca*1000, cb*1000, (cb/ca-1)*100),
+				Measured: fmt.Sprintf("wall %s per binding, operator CPU %s, the servers' CPU %s",
+					growth(wa, wb), growth(ca, cb), growth(perBinding(a, serversCPU(a)), perBinding(b, serversCPU(b)))),
+			})
+			fa, fb := small.phase(floorOf(name)), large.phase(floorOf(name))
+			if fa == nil || fb == nil || fa.Err != "" || fb.Err != "" {
+				continue
+			}
+			fwa, fwb := perBinding(fa, fa.Wall.Seconds()), perBinding(fb, fb.Wall.Seconds())
+			out = append(out, check{
+				Goal: fmt.Sprintf("%s: for reference, %s (no operator) cost per binding flat from N=%d to N=%d (within %.0f %%)", shape, fa.Phase, small.N, large.N, budgetFlatCost*100),
+				OK:   fwb <= fwa*(1+budgetFlatCost),
+				Measured: fmt.Sprintf("wall %s per binding, the servers' CPU %s",
+					growth(fwa, fwb), growth(perBinding(fa, serversCPU(fa)), perBinding(fb, serversCPU(fb)))),
 			})
 		}
 	}
 	return out
+}
+
+// perBinding is v (seconds) per binding of p, in milliseconds.
+func perBinding(p *phaseResult, v float64) float64 {
+	return v * 1000 / float64(max(p.Per, 1))
+}
+
+// serversCPU is the CPU seconds of kube-apiserver, etcd and Vault in p.
+func serversCPU(p *phaseResult) float64 {
+	return p.CPU["apiserver"] + p.CPU["etcd"] + p.CPU["vault"]
+}
+
+// growth says how a cost per binding (ms) changed from a to b.
+func growth(a, b float64) string {
+	if a == 0 {
+		return fmt.Sprintf("%.2f → %.2f ms", a, b)
+	}
+	return fmt.Sprintf("%.2f → %.2f ms (%+.0f %%)", a, b, (b/a-1)*100)
 }
 
 func noteOf(p *phaseResult) string {

@@ -189,10 +189,7 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 	}
 	roleID, _ := sec.Data["role_id"].(string)
 	entity := f.minionName(i)
-	metadata := map[string]string{"minion-id": m, "roles": metadataRoles(roles)}
-	for k, r := range roles {
-		metadata[fmt.Sprintf("roles__%d", k)] = r
-	}
+	metadata := f.metadataOf(i, false)
 	sec, err = lg.WriteWithContext(ctx, "identity/entity/name/"+entity, map[string]any{"metadata": metadata})
 	if err != nil {
 		return err
@@ -211,20 +208,30 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 	}
 
 	now := time.Now().UTC().Format(time.RFC3339)
-	status := map[string]any{
+	return f.patchStatus(ctx, i, map[string]any{
 		"observedGeneration": 1,
-		"conditions": []map[string]any{{
-			"type": v1alpha1.ReadyCondition, "status": "True", "reason": v1alpha1.SucceededReason,
-			"message": "Vault holds the rendered state: " + strings.Join(policies, ", "), "lastTransitionTime": now, "observedGeneration": 1,
-		}},
-		"policies":        policies,
-		"entity":          map[string]any{"name": entity, "id": entityID, "metadata": metadata},
-		"appRole":         map[string]any{"mount": floorMount, "name": m, "roleID": roleID},
-		"connection":      connectionName,
-		"lastSyncTime":    now,
-		"deletionPolicy":  "Delete",
-		"lastAppliedHash": "floor",
-	}
+		"conditions":         readyConditions("Vault holds the rendered state: "+strings.Join(policies, ", "), now),
+		"policies":           policies,
+		"entity":             map[string]any{"name": entity, "id": entityID, "metadata": metadata},
+		"appRole":            map[string]any{"mount": floorMount, "name": m, "roleID": roleID},
+		"connection":         connectionName,
+		"lastSyncTime":       now,
+		"deletionPolicy":     "Delete",
+		"lastAppliedHash":    "floor",
+	})
+}
+
+// readyConditions is the status's conditions as a merge patch sends them
+// (the whole list).
+func readyConditions(message, now string) []map[string]any {
+	return []map[string]any{{
+		"type": v1alpha1.ReadyCondition, "status": "True", "reason": v1alpha1.SucceededReason,
+		"message": message, "lastTransitionTime": now, "observedGeneration": 1,
+	}}
+}
+
+// patchStatus merges status into binding i's, as the floor's user.
+func (f *floor) patchStatus(ctx context.Context, i int, status map[string]any) error {
 	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
@@ -232,6 +239,71 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 	obj := &v1alpha1.MinionBinding{}
 	obj.Namespace, obj.Name = floorNamespace, minionID(i)
 	return f.status.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}
+
+// metadataOf is the entity metadata the floor writes for binding i, with
+// the template change's key when changed.
+func (f *floor) metadataOf(i int, changed bool) map[string]string {
+	roles := rolesOf(i)
+	metadata := map[string]string{"minion-id": f.vaultID(i), "roles": metadataRoles(roles)}
+	for k, r := range roles {
+		metadata[fmt.Sprintf("roles__%d", k)] = r
+	}
+	if changed {
+		metadata[changedKey] = changedValue
+	}
+	return metadata
+}
+
+// change is the least work of the template change phase, for the floor's
+// bindings after run: the entity written with the new metadata, and one
+// status patch, per binding. The operator also reads the entity, the role
+// and its role ID first (the resync's budget), and records an event.
+func (f *floor) change(ctx context.Context, n int) error {
+	return forEachIndex(ctx, n, f.workers, func(ctx context.Context, i int) error {
+		metadata := f.metadataOf(i, true)
+		if _, err := f.vault.Logical().WriteWithContext(ctx, "identity/entity/name/"+f.minionName(i), map[string]any{"metadata": metadata}); err != nil {
+			return fmt.Errorf("floor: binding %s: %w", minionID(i), err)
+		}
+		now := time.Now().UTC().Format(time.RFC3339)
+		return f.patchStatus(ctx, i, map[string]any{
+			"conditions":      readyConditions("Vault holds the rendered state (changed)", now),
+			"entity":          map[string]any{"metadata": metadata},
+			"lastSyncTime":    now,
+			"lastAppliedHash": "floor-changed",
+		})
+	})
+}
+
+// forced is the least work of the forced resync phase, for the floor's
+// bindings after run: the annotation that asks for it (the harness's patch
+// in the operator's phase), the role, its role ID and the entity read to
+// compare, and the status patch that says it was handled.
+func (f *floor) forced(ctx context.Context, n int) error {
+	stamp := time.Now().UTC().Format(time.RFC3339Nano)
+	annotate, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.ReconcileRequestAnnotation: stamp}}})
+	if err != nil {
+		return err
+	}
+	lg := f.vault.Logical()
+	return forEachIndex(ctx, n, f.workers, func(ctx context.Context, i int) error {
+		obj := &v1alpha1.MinionBinding{}
+		obj.Namespace, obj.Name = floorNamespace, minionID(i)
+		if err := f.admin.Patch(ctx, obj, client.RawPatch(types.MergePatchType, annotate)); err != nil {
+			return fmt.Errorf("floor: annotating %s: %w", minionID(i), err)
+		}
+		rolePath := "auth/" + floorMount + "/role/" + f.vaultID(i)
+		for _, path := range []string{rolePath, rolePath + "/role-id", "identity/entity/name/" + f.minionName(i)} {
+			sec, err := lg.ReadWithContext(ctx, path)
+			if err != nil {
+				return fmt.Errorf("floor: binding %s: %w", minionID(i), err)
+			}
+			if sec == nil {
+				return fmt.Errorf("floor: binding %s: nothing at %s", minionID(i), path)
+			}
+		}
+		return f.patchStatus(ctx, i, map[string]any{"lastHandledReconcileAt": stamp})
+	})
 }
 
 // recordFirst is the metadata PATCH the operator makes before it writes

@@ -102,6 +102,12 @@ const (
 	phaseFloor = "floor"
 	// phaseFloorRecord is the floor with the ownership record first.
 	phaseFloorRecord = "floor + record"
+	// phaseFloorForced and phaseFloorTemplate are the least work of the
+	// forced resync and the template change, on the plain floor's bindings:
+	// how the servers' cost per binding changes with N, without the
+	// operator.
+	phaseFloorForced   = "floor forced resync"
+	phaseFloorTemplate = "floor template change"
 	phaseConverge    = "converge"
 	phaseRestart     = "restart resync"
 	phaseForced      = "forced resync"
@@ -299,7 +305,7 @@ func (h *harness) startProfiles(name, actor string) (finish func(r *phaseResult)
 		stopOperator = h.op.profiler(prefix+"-part", 3)
 	}
 	stopServers := map[string]func() []string{}
-	if name == phaseFloor || name == phaseFloorRecord || name == phaseConverge {
+	if serverProfiled(name) {
 		for _, srv := range profiledServers {
 			if fetch := h.profilers[srv]; fetch != nil {
 				stopServers[srv] = profileLoop(prefix+"-"+srv+"-part", 3, fetch)
@@ -319,6 +325,29 @@ func (h *harness) startProfiles(name, actor string) (finish func(r *phaseResult)
 			}
 		}
 	}
+}
+
+// serverProfiled: the phases whose servers' CPU is profiled, the floors and
+// the operator's phases they compare with.
+func serverProfiled(phase string) bool {
+	switch phase {
+	case phaseFloor, phaseFloorRecord, phaseConverge, phaseFloorForced, phaseForced, phaseFloorTemplate, phaseTemplate:
+		return true
+	}
+	return false
+}
+
+// floorOf is the floor phase an operator phase compares with, "" for none.
+func floorOf(phase string) string {
+	switch phase {
+	case phaseConverge:
+		return phaseFloor
+	case phaseForced:
+		return phaseFloorForced
+	case phaseTemplate:
+		return phaseFloorTemplate
+	}
+	return ""
 }
 
 // topOrError is a profile's -top, or what went wrong taking it.

@@ -49,6 +49,16 @@ func (h *harness) all(ctx context.Context) error {
 	if !h.run(ctx, phaseFloor, "floor", h.n, h.floor) {
 		return nil
 	}
+	if !h.run(ctx, phaseFloorForced, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+		return 0, h.lastFloor.forced(ctx, h.n)
+	}) {
+		return nil
+	}
+	if !h.run(ctx, phaseFloorTemplate, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+		return 0, h.lastFloor.change(ctx, h.n)
+	}) {
+		return nil
+	}
 	if err := h.clearFloor(ctx); err != nil {
 		return err
 	}

@@ -51,7 +51,9 @@ func table(all []*shapeResult, goals []check) string {
 			}
 		}
 	}
-	b.WriteString("\n×floor: the converge's wall time over the floor's, and in parentheses over the floor's that also writes the ownership record before Vault (floor + record). ")
+	b.WriteString("\n×floor: the converge's wall time over the floor's, and in parentheses over the floor's that also writes the ownership record before Vault (floor + record); " +
+		"the forced resync's and the template change's over their floor's (the least work of the phase, on the plain floor's bindings: " +
+		"the annotation, three Vault reads and a status patch; the entity written and a status patch). ")
 	b.WriteString("/b: per binding (the single-change row: per change). Vault R/W: the actor's calls in Vault's file audit log " +
 		"(reads: read, list, and identity lookups; writes: create, update, delete). metric: the operator's " +
 		"`minionvault_vault_requests_total` by its operation label (read+list / write+delete). K8s W: create, update, patch, " +
@@ -135,7 +137,7 @@ func table(all []*shapeResult, goals []check) string {
 		}
 		return []profileBlock{{"", "go tool pprof -top -sample_index=inuse_space " + p.Heap, p.HeapTop}}
 	})
-	writeProfiles(&b, "CPU profiles of the servers (floors and converge)", all, func(p *phaseResult) []profileBlock {
+	writeProfiles(&b, "CPU profiles of the servers (floors, converge, forced resync, template change)", all, func(p *phaseResult) []profileBlock {
 		var out []profileBlock
 		for _, sp := range p.Servers {
 			out = append(out, profileBlock{", " + sp.Server, "go tool pprof -top " + sp.Path, sp.Top})
@@ -180,12 +182,16 @@ func fmtWall(p *phaseResult) string {
 }
 
 func fmtRatio(s *shapeResult, p *phaseResult) string {
-	if p.Phase != phaseConverge {
+	f := floorOf(p.Phase)
+	if f == "" {
 		return ""
 	}
 	out := ""
-	if r, ok := ratio(s); ok {
+	if r, ok := phaseRatio(s, p.Phase, f); ok {
 		out = fmt.Sprintf("%.2f", r)
+	}
+	if p.Phase != phaseConverge {
+		return out
 	}
 	if r, ok := ratioTo(s, phaseFloorRecord); ok {
 		out += fmt.Sprintf(" (%.2f)", r)
