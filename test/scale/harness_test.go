@@ -108,12 +108,12 @@ const (
 	// operator.
 	phaseFloorForced   = "floor forced resync"
 	phaseFloorTemplate = "floor template change"
-	phaseConverge    = "converge"
-	phaseRestart     = "restart resync"
-	phaseForced      = "forced resync"
-	phaseTemplate    = "template change"
-	phaseLatency     = "single change"
-	phaseDelete      = "delete"
+	phaseConverge      = "converge"
+	phaseRestart       = "restart resync"
+	phaseForced        = "forced resync"
+	phaseTemplate      = "template change"
+	phaseLatency       = "single change"
+	phaseDelete        = "delete"
 )
 
 // harness runs the phases of one shape at one N.
