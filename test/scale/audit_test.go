@@ -42,6 +42,9 @@ func (t *tally) add(kind string, write, failed bool) {
 // eachLine calls fn with every complete line of path between the byte
 // offsets from and to.
 func eachLine(path string, from, to int64, fn func([]byte) error) error {
+	if to < from {
+		return fmt.Errorf("%s shrank from %d to %d bytes during the phase (rotated?): its calls cannot be counted", path, from, to)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -314,5 +317,9 @@ func TestReadAudits(t *testing.T) {
 	}
 	if op := k["operator"]; op.Writes != 3 || op.Reads != 1 || op.By["patch minionbindings/status"] != 2 || op.Failed["patch minionbindings/status"] != 1 || op.By["create events"] != 1 {
 		t.Errorf("kube operator: %+v", op)
+	}
+	// A log that rotated during the phase is an error, not a count of 0.
+	if _, err := readKubeAudit(kube, int64(len(klines)), 10, map[string]string{"op": "operator"}); err == nil {
+		t.Error("a log that shrank during the phase was read without an error")
 	}
 }
