@@ -274,16 +274,6 @@ func roundAll(ds []time.Duration) []time.Duration {
 	return out
 }
 
-// ratio is the operator's converge time over the floor's.
-func ratio(s *shapeResult) (float64, bool) {
-	return ratioTo(s, phaseFloor)
-}
-
-// ratioTo is the converge's wall time over the floor phase's.
-func ratioTo(s *shapeResult, floorPhase string) (float64, bool) {
-	return phaseRatio(s, phaseConverge, floorPhase)
-}
-
 // phaseRatio is the wall time of phase over that of floorPhase.
 func phaseRatio(s *shapeResult, phase, floorPhase string) (float64, bool) {
 	f, c := s.phase(floorPhase), s.phase(phase)
@@ -298,14 +288,14 @@ func phaseRatio(s *shapeResult, phase, floorPhase string) (float64, bool) {
 func goalChecks(all []*shapeResult) []check {
 	var out []check
 	for _, s := range all {
-		if r, ok := ratio(s); ok {
+		if r, ok := phaseRatio(s, phaseConverge, phaseFloor); ok {
 			g := fmt.Sprintf("N=%d %s: converge within %.1f× the floor", s.N, s.Shape, budgetFloorRatio)
 			if s.N != goalN {
 				g += fmt.Sprintf(" (the goal is at N=%d)", goalN)
 			}
 			out = append(out, check{Goal: g, OK: r <= budgetFloorRatio, Measured: fmt.Sprintf("%.2f×", r)})
 		}
-		if r, ok := ratioTo(s, phaseFloorRecord); ok {
+		if r, ok := phaseRatio(s, phaseConverge, phaseFloorRecord); ok {
 			out = append(out, check{
 				Goal: fmt.Sprintf("N=%d %s: for reference, converge within %.1f× the floor that also writes the ownership record first (issue 9)", s.N, s.Shape, budgetFloorRatio),
 				OK:   r <= budgetFloorRatio, Measured: fmt.Sprintf("%.2f×", r),

@@ -281,7 +281,7 @@ func (f *floor) change(ctx context.Context, n int) error {
 // compare, and the status patch that says it was handled.
 func (f *floor) forced(ctx context.Context, n int) error {
 	stamp := time.Now().UTC().Format(time.RFC3339Nano)
-	annotate, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.ReconcileRequestAnnotation: stamp}}})
+	annotate, err := requestPatch(stamp)
 	if err != nil {
 		return err
 	}
@@ -304,6 +304,11 @@ func (f *floor) forced(ctx context.Context, n int) error {
 		}
 		return f.patchStatus(ctx, i, map[string]any{"lastHandledReconcileAt": stamp})
 	})
+}
+
+// requestPatch is the merge patch that asks for a reconcile at stamp.
+func requestPatch(stamp string) ([]byte, error) {
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.ReconcileRequestAnnotation: stamp}}})
 }
 
 // recordFirst is the metadata PATCH the operator makes before it writes

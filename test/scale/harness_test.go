@@ -305,7 +305,8 @@ func (h *harness) startProfiles(name, actor string) (finish func(r *phaseResult)
 		stopOperator = h.op.profiler(prefix+"-part", 3)
 	}
 	stopServers := map[string]func() []string{}
-	if serverProfiled(name) {
+	// The floors, and the operator's phases that have one.
+	if actor == "floor" || floorOf(name) != "" {
 		for _, srv := range profiledServers {
 			if fetch := h.profilers[srv]; fetch != nil {
 				stopServers[srv] = profileLoop(prefix+"-"+srv+"-part", 3, fetch)
@@ -325,16 +326,6 @@ func (h *harness) startProfiles(name, actor string) (finish func(r *phaseResult)
 			}
 		}
 	}
-}
-
-// serverProfiled: the phases whose servers' CPU is profiled, the floors and
-// the operator's phases they compare with.
-func serverProfiled(phase string) bool {
-	switch phase {
-	case phaseFloor, phaseFloorRecord, phaseConverge, phaseFloorForced, phaseForced, phaseFloorTemplate, phaseTemplate:
-		return true
-	}
-	return false
 }
 
 // floorOf is the floor phase an operator phase compares with, "" for none.

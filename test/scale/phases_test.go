@@ -350,7 +350,7 @@ func (h *harness) forced(ctx context.Context, _ *phaseResult) (time.Duration, er
 	h.track.setPredicate(func(b *v1alpha1.MinionBinding) bool {
 		return b.Status.LastHandledReconcileAt == stamp && readyCurrent(b)
 	})
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.ReconcileRequestAnnotation: stamp}}})
+	patch, err := requestPatch(stamp)
 	if err != nil {
 		return 0, err
 	}

@@ -193,7 +193,7 @@ func fmtRatio(s *shapeResult, p *phaseResult) string {
 	if p.Phase != phaseConverge {
 		return out
 	}
-	if r, ok := ratioTo(s, phaseFloorRecord); ok {
+	if r, ok := phaseRatio(s, phaseConverge, phaseFloorRecord); ok {
 		out += fmt.Sprintf(" (%.2f)", r)
 	}
 	return out

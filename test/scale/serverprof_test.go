@@ -12,7 +12,8 @@ import (
 )
 
 // profiledServers are the servers whose CPU profiles the ratio's phases
-// (the floor and the converge) take, in report order.
+// (the floors and the operator's phases that have one) take, in report
+// order.
 var profiledServers = []string{"apiserver", "vault"}
 
 // etcdUpdates is how many updates of MinionBindings the API server has
