@@ -343,6 +343,9 @@ func planBinding(ctx context.Context, dry planClient, in *planInput, claims map[
 	}
 	mark := len(dry.Changes())
 	if err := controllers.ApplyBinding(ctx, dry, b, tpl, res); err != nil {
+		if reason, msg, ok := controllers.Refusal(err); ok {
+			return refusedBinding(b, reason, msg), nil, nil
+		}
 		if errors.Is(err, vault.ErrInvalid) || !vault.Transient(err) && !vault.Denied(err) {
 			return refusedBinding(b, v1alpha1.ValidationFailedReason, "Vault would refuse the write: "+err.Error()), nil, nil
 		}
