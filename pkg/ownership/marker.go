@@ -75,12 +75,13 @@ func ParseMarker(s string) (o Owner, ok bool) {
 	if len(fields) != 3 {
 		return Owner{}, false
 	}
-	seen := 0
+	seen := map[string]bool{}
 	for _, f := range fields {
 		k, v, found := strings.Cut(f, "=")
-		if !found || v == "" {
+		if !found || v == "" || seen[k] {
 			return Owner{}, false
 		}
+		seen[k] = true
 		switch k {
 		case "cluster":
 			o.Cluster = v
@@ -95,9 +96,8 @@ func ParseMarker(s string) (o Owner, ok bool) {
 		default:
 			return Owner{}, false
 		}
-		seen++
 	}
-	if seen != 3 || ValidCluster(o.Cluster) != nil {
+	if o.Namespace == "" || o.UID == "" || ValidCluster(o.Cluster) != nil {
 		return Owner{}, false
 	}
 	return o, true
