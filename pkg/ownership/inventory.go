@@ -118,8 +118,21 @@ func (inv Inventory) Encode() string {
 // deletion policy (so that nothing needs writing).
 func (inv Inventory) Has(p Placement) bool {
 	return slices.ContainsFunc(inv, func(q Placement) bool {
-		return q.Same(p) && q.Connection == p.Connection && q.DeletionPolicy == p.DeletionPolicy
+		return q.Same(p) && q.Connection == p.Connection && samePolicy(q.DeletionPolicy, p.DeletionPolicy)
 	})
+}
+
+// samePolicy compares deletion policies, "" (a record of the previous
+// release) being the default, Delete: upgrading rewrites no record of a
+// binding whose template deletes.
+func samePolicy(a, b string) bool {
+	norm := func(s string) string {
+		if s == "" {
+			return "Delete"
+		}
+		return s
+	}
+	return norm(a) == norm(b)
 }
 
 // Merge records cur: an entry for the same placement is replaced (the
