@@ -129,11 +129,15 @@ func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, ob
 		if !write(what, "role does not exist") {
 			return nil
 		}
-		onMount := aliasOn(entity, accessor)
+		// A new role ID, as Vault would choose it, linked first: the alias
+		// is named by it before the role exists (a role deleted by hand
+		// comes back with a new one, like a role Vault re-created).
 		id := r.roleID()
-		if onMount != nil {
-			// The minion keeps its role ID: the alias still names it.
-			id = onMount.Name
+		if onMount := aliasOn(entity, accessor); onMount != nil {
+			if err := vc.UpdateEntityAlias(ctx, onMount.ID, id, "", ""); err != nil {
+				return wrapAlias(err, mount)
+			}
+			onMount.Name = id
 		} else {
 			aliasID, err := vc.CreateEntityAlias(ctx, id, accessor, entity.ID)
 			if err != nil {

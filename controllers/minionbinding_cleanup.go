@@ -130,6 +130,13 @@ func (r *MinionBindingReconciler) removeStale(ctx context.Context, obj *v1alpha1
 			continue
 		}
 		if err := r.removePlacement(ctx, vc, obj, p, cur, sc); err != nil {
+			if vault.Denied(err) {
+				// The operator's policy does not reach there, so it never
+				// wrote there: a record edited by hand.
+				sc.notOwned = append(sc.notOwned, fmt.Sprintf("%s (the operator may not read it: %v)", p, err))
+				gone = append(gone, p)
+				continue
+			}
 			errs = append(errs, err)
 			continue
 		}
@@ -143,6 +150,21 @@ func (r *MinionBindingReconciler) removeStale(ctx context.Context, obj *v1alpha1
 		return gone, fmt.Errorf("removing %d of %d placements: %w", len(errs), len(stale), errs[0])
 	}
 	return gone, nil
+}
+
+// statusPlacement is where status says the binding's objects were
+// written, or nothing.
+func statusPlacement(ctx context.Context, c client.Client, obj *v1alpha1.MinionBinding) ownership.Inventory {
+	st := &obj.Status
+	if st.AppRole == nil || st.Entity == nil || st.Connection == "" || st.AppRole.Mount == "" || st.Entity.Name == "" {
+		return nil
+	}
+	p := ownership.Placement{Connection: st.Connection, Mount: st.AppRole.Mount, Entity: st.Entity.Name, DeletionPolicy: string(st.DeletionPolicy)}
+	conn := &v1alpha1.VaultConnection{}
+	if err := c.Get(ctx, typesName(st.Connection), conn); err == nil && conn.Status.ClusterID != "" {
+		p.Vault = ownership.VaultKey(conn.Status.ClusterID, conn.Spec.Namespace)
+	}
+	return ownership.Inventory{p}
 }
 
 // errConnectionGone: no VaultConnection reaches a placement's Vault any
@@ -252,9 +274,11 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 	}
 	inv, err := r.inventory(ctx, obj)
 	if err != nil {
-		// Never wedge on a broken record: nothing it names is looked at.
-		emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%v; nothing in Vault is deleted for it", err)
-		inv = nil
+		// Never wedge on a broken record: nothing it names is looked at;
+		// the place status names (the operator's own output) is, and only
+		// what Vault proves the binding's there is deleted.
+		emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%v; looking only where status says the objects were written", err)
+		inv = statusPlacement(ctx, r.Client, obj)
 	}
 	// A connection that exists but cannot log in yet (its Secret is
 	// missing): wait rather than leave an AppRole that still works.
