@@ -421,7 +421,8 @@ func (f *Fake) WriteRole(ctx context.Context, mount, name string, params map[str
 		prefix := key[:strings.LastIndex(key, "/")+1]
 		for k, id := range f.roleIDs {
 			if k != key && strings.HasPrefix(k, prefix) && !strings.Contains(k[len(prefix):], "/") && id == roleID {
-				return bad("role_id already in use")
+				// A Go error in approle's setRoleEntry: Vault answers 500.
+				return fakeErr(OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* role_id already in use\n\n")
 			}
 		}
 		f.roleIDs[key] = roleID
