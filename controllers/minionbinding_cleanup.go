@@ -122,7 +122,14 @@ func (r *MinionBindingReconciler) removeStale(ctx context.Context, obj *v1alpha1
 		vc, err := r.clientFor(ctx, p)
 		switch {
 		case err != nil && isGone(err):
-			emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault: %v", p, err)
+			var g errConnectionGone
+			if errors.As(err, &g) && g.replaced {
+				// The connection now reaches another Vault (re-initialised,
+				// restored): the old one, and its objects, are gone.
+				ctrl.LoggerFrom(ctx).Info("Forgetting a place in a Vault no connection reaches any more", "place", p.String())
+			} else {
+				emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault: %v", p, err)
+			}
 			gone = append(gone, p)
 			continue
 		case err != nil:
@@ -169,7 +176,11 @@ func statusPlacement(ctx context.Context, c client.Client, obj *v1alpha1.MinionB
 
 // errConnectionGone: no VaultConnection reaches a placement's Vault any
 // more; nothing can delete there.
-type errConnectionGone struct{ msg string }
+type errConnectionGone struct {
+	msg string
+	// replaced: connections exist, but reach other Vaults now.
+	replaced bool
+}
 
 func (e errConnectionGone) Error() string { return e.msg }
 
@@ -196,6 +207,7 @@ func (r *MinionBindingReconciler) clientFor(ctx context.Context, p ownership.Pla
 		}
 	}
 	var firstErr error
+	reached := false
 	for _, name := range candidates {
 		vc, conn, err := r.Connections.Get(ctx, name)
 		if err != nil {
@@ -220,11 +232,12 @@ func (r *MinionBindingReconciler) clientFor(ctx context.Context, p ownership.Pla
 		if key == p.Vault {
 			return vc, nil
 		}
+		reached = true
 	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	return nil, errConnectionGone{fmt.Sprintf("no VaultConnection reaches Vault %s any more", p.Vault)}
+	return nil, errConnectionGone{msg: fmt.Sprintf("no VaultConnection reaches Vault %s any more", p.Vault), replaced: reached}
 }
 
 // record patches the binding's annotation to inv, if it differs.
