@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -287,11 +288,17 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 	}
 	inv, err := r.inventory(ctx, obj)
 	if err != nil {
-		// Never wedge on a broken record: nothing it names is looked at;
-		// the place status names (the operator's own output) is, and only
-		// what Vault proves the binding's there is deleted.
+		// Never wedge on a broken record: nothing it names is looked at.
 		emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%v; looking only where status says the objects were written", err)
-		inv = statusPlacement(ctx, r.Client, obj)
+		inv = nil
+	}
+	// Where status says the objects were written is looked at too (a
+	// record edited by hand may have lost it); there as anywhere, only
+	// what Vault proves the binding's is deleted.
+	for _, p := range statusPlacement(ctx, r.Client, obj) {
+		if !slices.ContainsFunc(inv, p.Same) {
+			inv = append(inv, p)
+		}
 	}
 	// A connection that exists but cannot log in yet (its Secret is
 	// missing): wait rather than leave an AppRole that still works.
