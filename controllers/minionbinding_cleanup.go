@@ -209,11 +209,16 @@ func (r *MinionBindingReconciler) clientFor(ctx context.Context, p ownership.Pla
 	}
 	var firstErr error
 	reached := false
-	for _, name := range candidates {
+	for i, name := range candidates {
 		vc, conn, err := r.Connections.Get(ctx, name)
 		if err != nil {
 			if isWaiting(err) && conn == nil {
 				continue // no such connection
+			}
+			if i == 0 {
+				// The connection the objects were written through exists
+				// but fails: wait for it rather than guess another.
+				return nil, err
 			}
 			if firstErr == nil {
 				firstErr = err

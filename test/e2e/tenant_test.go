@@ -47,7 +47,7 @@ func (s *suite) snapshot(t *testing.T, mount, role, entity string) minionSnapsho
 	}
 	if e := s.vaultRead("identity/entity/name/" + entity); e != nil {
 		snap.EntityID = fmt.Sprint(e["id"])
-		snap.Metadata = metadataOf(e)
+		snap.Metadata = rawMetadataOf(e)
 		if as, ok := e["aliases"].([]any); ok {
 			for _, a := range as {
 				snap.AliasIDs = append(snap.AliasIDs, fmt.Sprint(a.(map[string]any)["id"]))
@@ -424,5 +424,79 @@ func TestOneMinionOneOwner(t *testing.T) {
 				t.Fatalf("deleting the refused binding changed the minion:\n%+v\n%+v", before, after)
 			}
 		})
+	}
+}
+
+// TestStatusIsOutputOnly: the status of every binding and template
+// deleted (a restore without status), and the operator restarted: nothing
+// is written to Vault, every binding is Ready again; and a Retain still
+// retains when the template went first.
+func TestStatusIsOutputOnly(t *testing.T) {
+	s := start(t)
+	ctx := context.Background()
+	audit := s.vaultAudit(t)
+	operator := s.accessorOf(t, s.token)
+	s.must(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "so"}}))
+	s.must(s.c.Create(ctx, tokenConnection("so-vault", s.env.Vault.Addr, "vault-token")))
+	tpl := connTemplate("so-t", "so-vault")
+	tpl.Spec.NamespaceSelector = nil
+	tpl.Spec.DeletionPolicy = v1alpha1.DeletionPolicyRetain
+	s.must(s.c.Create(ctx, tpl))
+	const n = 5
+	for i := range n {
+		b := binding("so", fmt.Sprintf("so%d", i), fmt.Sprintf("so%d", i), map[string]any{"roles": []string{"web"}})
+		b.Spec.TemplateRef.Name = "so-t"
+		s.must(s.c.Create(ctx, b))
+	}
+	for i := range n {
+		s.waitReady("so", fmt.Sprintf("so%d", i))
+	}
+	before := s.snapshot(t, "salt-minions", "so0", "salt_minion_so0")
+
+	s.stopOperator()
+	audit.settle(t)
+	mark := audit.mark(t)
+	strip := func() {
+		for i := range n {
+			b := s.binding("so", fmt.Sprintf("so%d", i))
+			b.Status = v1alpha1.MinionBindingStatus{}
+			s.must(s.c.Status().Update(ctx, b))
+		}
+		mt := &v1alpha1.MinionTemplate{}
+		if err := s.c.Get(ctx, client.ObjectKey{Name: "so-t"}, mt); err == nil {
+			mt.Status = v1alpha1.MinionTemplateStatus{}
+			s.must(s.c.Status().Update(ctx, mt))
+		}
+	}
+	strip()
+	s.runOperator(t)
+	for i := range n {
+		s.waitReady("so", fmt.Sprintf("so%d", i))
+	}
+	audit.settle(t)
+	if calls := audit.since(t, mark, operator); calls.Writes != 0 {
+		t.Errorf("%d Vault writes after status was lost: %s", calls.Writes, strings.Join(calls.Paths, ", "))
+	} else {
+		t.Logf("after status was lost and a restart: %d reads, 0 writes", calls.Reads)
+	}
+
+	// The template goes first, status is lost again, then a binding is
+	// deleted: Retain (recorded with its place) still retains.
+	mt := &v1alpha1.MinionTemplate{}
+	s.must(s.c.Get(ctx, client.ObjectKey{Name: "so-t"}, mt))
+	s.must(s.c.Delete(ctx, mt))
+	eventually(t, 30*time.Second, "template gone", func() error {
+		if err := s.c.Get(ctx, client.ObjectKey{Name: "so-t"}, &v1alpha1.MinionTemplate{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
+	s.stopOperator()
+	strip()
+	s.runOperator(t)
+	s.must(s.c.Delete(ctx, s.binding("so", "so0")))
+	s.waitGone("so", "so0")
+	if after := s.snapshot(t, "salt-minions", "so0", "salt_minion_so0"); after.RoleID != before.RoleID || after.EntityID != before.EntityID {
+		t.Errorf("Retain did not retain after status was lost: %+v -> %+v", before, after)
 	}
 }
