@@ -37,7 +37,10 @@ func TestDecideEntity(t *testing.T) {
 }
 
 func TestDecideRole(t *testing.T) {
-	exists := func(f RoleFacts) RoleFacts { f.Exists, f.RoleID, f.Mount, f.Name = true, "rid", "salt-minions", "web01"; return f }
+	exists := func(f RoleFacts) RoleFacts {
+		f.Exists, f.RoleID, f.Mount, f.Name = true, "rid", "salt-minions", "web01"
+		return f
+	}
 	tests := []struct {
 		name string
 		f    RoleFacts

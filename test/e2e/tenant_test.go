@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -17,17 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/cli"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
@@ -319,51 +311,16 @@ func TestSwitchBetweenTwoConnectionsToOneVault(t *testing.T) {
 	t.Logf("operator over 4 switches: %d reads, %d writes (%s)", calls.Reads, calls.Writes, strings.Join(calls.Paths, ", "))
 }
 
-// runShard starts one more operator instance (its own manager and cache)
-// running only the bindings controller on the bindings matching selector,
-// as a shard (--watch-label-selector) of cluster (--cluster-id).
-func (s *suite) runShard(t *testing.T, selector, cluster string) func() {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	sel, err := labels.Parse(selector)
-	s.must(err)
-	mgr, err := ctrl.NewManager(s.env.Config, ctrl.Options{
-		Scheme:     s.env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.MinionBinding{}: {Label: sel},
-		}},
-	})
-	s.must(err)
-	s.must(cli.Setup(ctx, mgr, cli.SetupOptions{Concurrency: 2, Interval: time.Minute, Observer: s.writes,
-		Controllers: []string{"bindings"}, ClusterID: cluster}))
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once bool
-	stop := func() {
-		if once {
-			return
-		}
-		once = true
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("shard %s: %v", selector, err)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-// TestOneMinionOneOwner: two operator instances as shards of one cluster,
+// TestOneMinionOneOwner: two operator processes (the built binary) as
+// shards of one cluster (--controllers=bindings --watch-label-selector),
 // and two clusters (--cluster-id) on one Vault, each with a binding of the
 // same minion ID: exactly one owner, the other refused (MinionIDConflict,
 // naming the holder and its cluster), no writes in steady state over
-// several resyncs; deleting the refused binding deletes nothing, deleting
-// the holder hands the minion over.
+// several resyncs; deleting the refused binding deletes nothing.
 func TestOneMinionOneOwner(t *testing.T) {
 	s := start(t)
 	s.stopOperator() // only the shards below run
+	bin := buildCurrent(t)
 	ctx := context.Background()
 	audit := s.vaultAudit(t)
 	s.must(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sh"}}))
@@ -381,8 +338,15 @@ func TestOneMinionOneOwner(t *testing.T) {
 		{"two clusters on one Vault", "cluster-b", "sh2"},
 	} {
 		s.run(tc.name, func(t *testing.T) {
-			stopA := s.runShard(t, "shard=a", "")
-			stopB := s.runShard(t, "shard=b", tc.clusterB)
+			shard := func(label, cluster string) func() {
+				args := []string{"--controllers=bindings", "--watch-label-selector=shard=" + label, "--default-interval=1h"}
+				if cluster != "" {
+					args = append(args, "--cluster-id="+cluster)
+				}
+				return s.runProcess(t, bin, tc.minion+"-shard-"+label, args...)
+			}
+			stopA := shard("a", "")
+			stopB := shard("b", tc.clusterB)
 			defer stopA()
 			defer stopB()
 			a := binding("sh", tc.minion+"-a", tc.minion, map[string]any{"roles": []string{"web"}})

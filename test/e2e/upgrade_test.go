@@ -53,20 +53,41 @@ func buildPrevious(t *testing.T) string {
 	return bin
 }
 
+// buildCurrent builds this tree's minionvault, to run as its own process.
+func buildCurrent(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	must(t, err)
+	bin := filepath.Join(t.TempDir(), "minionvault")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/minionvault")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building minionvault: %v %s", err, out)
+	}
+	return bin
+}
+
 // runPrevious runs the previous release's operator as its own process
 // until the returned stop is called.
 func (s *suite) runPrevious(t *testing.T, bin string) func() {
 	t.Helper()
-	u, err := s.env.Kubernetes.AddUser(envtest.User{Name: "previous-operator", Groups: []string{"system:masters"}}, nil)
+	return s.runProcess(t, bin, "previous-operator", "--service-account="+operatorNamespace+"/"+operatorServiceAccount)
+}
+
+// runProcess runs `bin operator args...` as its own process, as a
+// Kubernetes user of its own (a cluster admin: RBAC is not what is tested
+// here), until the returned stop is called.
+func (s *suite) runProcess(t *testing.T, bin, user string, args ...string) func() {
+	t.Helper()
+	u, err := s.env.Kubernetes.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
 	must(t, err)
 	kc, err := u.KubeConfig()
 	must(t, err)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	must(t, os.WriteFile(kubeconfig, kc, 0o600))
-	log, err := os.Create(filepath.Join(s.env.Dir, "previous-operator.log"))
+	log, err := os.Create(filepath.Join(s.env.Dir, user+".log"))
 	must(t, err)
-	cmd := exec.Command(bin, "operator", "--metrics-bind-address=0", "--health-probe-bind-address=0", "--concurrency=2",
-		"--service-account="+operatorNamespace+"/"+operatorServiceAccount)
+	cmd := exec.Command(bin, append([]string{"operator", "--metrics-bind-address=0", "--health-probe-bind-address=0", "--concurrency=2"}, args...)...)
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "VAULT_") {
