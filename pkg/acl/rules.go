@@ -65,14 +65,10 @@ type ruleSet struct {
 	segKeys map[string]*entry
 }
 
-func newRuleSet() *ruleSet {
-	return &ruleSet{
-		exact:   map[string]*entry{},
-		prefix:  map[string]*entry{},
-		segs:    map[string][]*entry{},
-		segKeys: map[string]*entry{},
-	}
-}
+// newRuleSet returns an empty set. Its maps are made on first use: a
+// minion's templated rules usually fill one or two of them, and a fleet
+// holds one set per minion.
+func newRuleSet() *ruleSet { return &ruleSet{} }
 
 func (s *ruleSet) empty() bool {
 	return len(s.exact) == 0 && len(s.prefix) == 0 && len(s.segKeys) == 0
@@ -85,11 +81,20 @@ func (s *ruleSet) add(k kind, path string, src Source, constrained bool) {
 	key := path
 	switch k {
 	case exactKind:
+		if s.exact == nil {
+			s.exact = map[string]*entry{}
+		}
 		store = s.exact
 	case prefixKind:
+		if s.prefix == nil {
+			s.prefix = map[string]*entry{}
+		}
 		store = s.prefix
 		key = strings.TrimSuffix(path, "*")
 	case segmentKind:
+		if s.segKeys == nil {
+			s.segKeys, s.segs = map[string]*entry{}, map[string][]*entry{}
+		}
 		store = s.segKeys
 	}
 	if e, ok := store[key]; ok {
