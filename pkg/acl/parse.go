@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl"
 	"github.com/hashicorp/hcl/hcl/ast"
@@ -51,8 +52,22 @@ type hclRule struct {
 	DeniedParametersHCL   map[string][]interface{} `hcl:"denied_parameters"`
 	RequiredParametersHCL []string                 `hcl:"required_parameters"`
 	MFAMethodsHCL         []string                 `hcl:"mfa_methods"`
-	ControlGroupHCL       interface{}              `hcl:"control_group"`
+	ControlGroupHCL       *controlGroupHCL         `hcl:"control_group"`
 	SubscribeEventTypes   []string                 `hcl:"subscribe_event_types"`
+}
+
+type controlGroupHCL struct {
+	TTL     interface{}                    `hcl:"ttl"`
+	Factors map[string]*controlGroupFactor `hcl:"factor"`
+}
+
+type controlGroupFactor struct {
+	Identity *struct {
+		GroupIDs          []string `hcl:"group_ids"`
+		GroupNames        []string `hcl:"group_names"`
+		ApprovalsRequired int      `hcl:"approvals"`
+	} `hcl:"identity"`
+	ControlledCapabilities []string `hcl:"controlled_capabilities"`
 }
 
 var (
@@ -158,6 +173,9 @@ func parseRule(item *ast.ObjectItem) (Rule, error) {
 		}
 		r.Caps |= c
 	}
+	if err := checkExtras(&pc, caps); err != nil {
+		return Rule{}, fmt.Errorf("path %q: %w", key, err)
+	}
 	r.Constrained = pc.AllowedParametersHCL != nil || pc.DeniedParametersHCL != nil ||
 		len(pc.RequiredParametersHCL) > 0 || pc.MinWrappingTTLHCL != nil ||
 		pc.MaxWrappingTTLHCL != nil || len(pc.MFAMethodsHCL) > 0 || pc.ControlGroupHCL != nil
@@ -230,4 +248,72 @@ func classify(path string) (kind, error) {
 		return prefixKind, nil
 	}
 	return exactKind, nil
+}
+
+// checkExtras are parsePaths' checks of what does not reach capabilities:
+// Vault refuses the document when they fail, so Parse does too.
+func checkExtras(pc *hclRule, caps []string) error {
+	var minTTL, maxTTL time.Duration
+	var err error
+	if pc.MinWrappingTTLHCL != nil {
+		if minTTL, err = durationSecond(pc.MinWrappingTTLHCL); err != nil {
+			return fmt.Errorf("error parsing min_wrapping_ttl: %w", err)
+		}
+	}
+	if pc.MaxWrappingTTLHCL != nil {
+		if maxTTL, err = durationSecond(pc.MaxWrappingTTLHCL); err != nil {
+			return fmt.Errorf("error parsing max_wrapping_ttl: %w", err)
+		}
+	}
+	if minTTL != 0 && maxTTL != 0 && maxTTL < minTTL {
+		return errors.New("max_wrapping_ttl cannot be less than min_wrapping_ttl")
+	}
+	cg := pc.ControlGroupHCL
+	if cg == nil {
+		return nil
+	}
+	if cg.TTL != nil {
+		if _, err := durationSecond(cg.TTL); err != nil {
+			return fmt.Errorf("error parsing control group max ttl: %w", err)
+		}
+	}
+	n := 0
+	for _, f := range cg.Factors {
+		if f == nil || f.Identity == nil {
+			return errors.New("no control_group factor provided")
+		}
+		if f.Identity.ApprovalsRequired <= 0 || (len(f.Identity.GroupIDs) == 0 && len(f.Identity.GroupNames) == 0) {
+			return errors.New("must provide more than one identity group and approvals > 0")
+		}
+		for _, c := range f.ControlledCapabilities {
+			found := false
+			for _, have := range caps {
+				found = found || have == c
+			}
+			if !found {
+				return errors.New("control group factor capabilities must be a subset of the policy's capabilities")
+			}
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("no control group factors provided")
+	}
+	return nil
+}
+
+// durationSecond is parseutil.ParseDurationSecond for what HCL decodes: a
+// number is seconds, a string a number of seconds or a Go duration.
+func durationSecond(v interface{}) (time.Duration, error) {
+	switch x := v.(type) {
+	case int:
+		return time.Duration(x) * time.Second, nil
+	case int64:
+		return time.Duration(x) * time.Second, nil
+	case float64:
+		return time.Duration(x * float64(time.Second)), nil
+	case string:
+		return parseDurationSecond(x)
+	}
+	return 0, fmt.Errorf("could not parse duration from input %v", v)
 }

@@ -241,6 +241,24 @@ func TestSpecWriteTime(t *testing.T) {
   allowed_parameters = { "x" = ["1"] }
   required_parameters = ["x"]
 }`, false},
+		{"wrapping TTLs accepted", `path "a" {
+  capabilities = ["read"]
+  min_wrapping_ttl = "1m"
+  max_wrapping_ttl = 3600
+}`, false},
+		{"max wrapping TTL below min refused", `path "a" {
+  capabilities = ["read"]
+  min_wrapping_ttl = "1h"
+  max_wrapping_ttl = "1m"
+}`, true},
+		{"bad wrapping TTL refused", `path "a" {
+  capabilities = ["read"]
+  min_wrapping_ttl = "soon"
+}`, true},
+		{"control group without factors refused", `path "a" {
+  capabilities = ["read"]
+  control_group = { ttl = "1h" }
+}`, true},
 		{"empty document", ``, false},
 		{"json document", `{"path": {"a/b": {"capabilities": ["read"]}}}`, false},
 		{"not hcl", `path "a" {`, true},
