@@ -336,7 +336,13 @@ func whatCanTable(w io.Writer, r WhatCanReport) {
 		fmt.Fprintf(w, "every request fails: %s\n", r.Error)
 	}
 	for _, x := range r.Explain {
-		fmt.Fprintf(w, "%s: %s (%s; %s %s; %s)\n", x.Minion, caps(x.Capabilities, x.Error), x.Step, strings.Join(x.Policies, ","), x.Pattern, x.Rule)
+		fmt.Fprintf(w, "%s: %s", x.Path, caps(x.Capabilities, x.Error))
+		if x.Pattern != "" {
+			fmt.Fprintf(w, " from %s %q (%s; %s)", strings.Join(x.Policies, ","), x.Pattern, x.Step, x.Rule)
+		} else if x.Step != "" {
+			fmt.Fprintf(w, " (%s)", x.Step)
+		}
+		fmt.Fprintln(w)
 		for _, c := range x.Caveats {
 			fmt.Fprintf(w, "  caveat: %s\n", c)
 		}

@@ -28,6 +28,7 @@ type WhoCanCount struct {
 
 // MinionAccess is one minion's answer on a path, and why.
 type MinionAccess struct {
+	Path         string   `json:"path,omitempty"`
 	Minion       string   `json:"minion"`
 	Role         string   `json:"role"`
 	Binding      string   `json:"binding"`
@@ -107,7 +108,9 @@ func whatCan(f *fleet, m *fleetMinion, paths []string) WhatCanReport {
 			} else {
 				r.Paths[p] = d.Capabilities()
 			}
-			r.Explain = append(r.Explain, access(m, p))
+			x := access(m, p)
+			x.Path = p
+			r.Explain = append(r.Explain, x)
 		}
 	}
 	return r
