@@ -247,7 +247,13 @@ func diffFleets(base, head *fleet, extra []string) DiffReport {
 	}
 	slices.Sort(sorted)
 	r.Summary.Minions = len(sorted)
-	probesSeen := map[string]bool{}
+	commonList := make([]string, 0, len(common))
+	for p := range common {
+		commonList = append(commonList, p)
+	}
+	slices.Sort(commonList)
+	probesSeen := len(commonList)
+	extraSeen := map[string]bool{}
 	for _, id := range sorted {
 		bm, hm := base.byID[id], head.byID[id]
 		md := MinionDiff{Changes: []PathChange{}}
@@ -259,23 +265,25 @@ func diffFleets(base, head *fleet, extra []string) DiffReport {
 		default:
 			md.Minion, md.Role = hm.id, hm.role
 		}
-		set := map[string]bool{}
-		for p := range common {
-			set[p] = true
+		// The minion's own templated paths, beyond those all share.
+		own := map[string]bool{}
+		minionProbes(bm, own)
+		minionProbes(hm, own)
+		var extras []string
+		for p := range own {
+			if !common[p] {
+				extras = append(extras, p)
+				if !extraSeen[p] {
+					extraSeen[p] = true
+					probesSeen++
+				}
+			}
 		}
-		minionProbes(bm, set)
-		minionProbes(hm, set)
-		paths := make([]string, 0, len(set))
-		for p := range set {
-			paths = append(paths, p)
-			probesSeen[p] = true
-		}
-		slices.Sort(paths)
 		gaining, losing := false, false
-		for _, p := range paths {
+		compare := func(p string) {
 			a, b := answerOf(bm, p), answerOf(hm, p)
 			if a.caps == b.caps && (a.err == nil) == (b.err == nil) {
-				continue
+				return
 			}
 			c := PathChange{Path: p, Base: a.names(), Head: b.names()}
 			if g := b.caps &^ a.caps; g != 0 && b.err == nil {
@@ -291,10 +299,19 @@ func diffFleets(base, head *fleet, extra []string) DiffReport {
 				losing = a.caps != 0
 			}
 			if hm != nil && len(c.Gained) > 0 {
-				x := hm.prep.Explain(p)
-				c.Why = strings.TrimSpace(fmt.Sprintf("%s %s (%s)", strings.Join(x.Policies, ","), x.Pattern, x.Step))
+				d := hm.prep.Check(p)
+				c.Why = strings.TrimSpace(fmt.Sprintf("%s %s (%s)", strings.Join(d.Policies(), ","), d.Pattern(), d.Step))
 			}
 			md.Changes = append(md.Changes, c)
+		}
+		for _, p := range commonList {
+			compare(p)
+		}
+		for _, p := range extras {
+			compare(p)
+		}
+		if len(extras) > 0 {
+			slices.SortFunc(md.Changes, func(x, y PathChange) int { return strings.Compare(x.Path, y.Path) })
 		}
 		if gaining {
 			r.Summary.Gaining++
@@ -306,7 +323,7 @@ func diffFleets(base, head *fleet, extra []string) DiffReport {
 			r.Minions = append(r.Minions, md)
 		}
 	}
-	r.Summary.Paths = len(probesSeen)
+	r.Summary.Paths = probesSeen
 	return r
 }
 
