@@ -250,3 +250,22 @@ func TestAuditCheck(t *testing.T) {
 		t.Fatalf("unknown key: exit %d, want 2", code)
 	}
 }
+
+func TestAuditProbes(t *testing.T) {
+	cases := []struct {
+		pattern string
+		want    []string
+	}{
+		{"salt/data/roles/db", []string{"salt/data/roles/db"}},
+		{"/salt/data/roles/db", []string{"salt/data/roles/db"}},
+		{"salt/data/roles/*", []string{"salt/data/roles/", "salt/data/roles/_"}},
+		{"identity/oidc/provider/+/authorize", []string{"identity/oidc/provider/_/authorize"}},
+		{"*", []string{"_"}},
+		{"salt/{{identity.entity.name}}", nil},
+	}
+	for _, c := range cases {
+		if got := probes(c.pattern); !reflect.DeepEqual(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
+			t.Errorf("probes(%q) = %q, want %q", c.pattern, got, c.want)
+		}
+	}
+}
