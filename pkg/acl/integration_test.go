@@ -108,7 +108,7 @@ func TestIntegrationAgreesWithVault(t *testing.T) {
 			p := ev.Prepare(c.subject)
 			ps := make([]string, 0, paths)
 			for len(ps) < paths {
-				if path := liveRandomPath(r); !slices.Contains(ps, path) {
+				if path := liveRandomPath(r, c.role); !slices.Contains(ps, path) {
 					ps = append(ps, path)
 				}
 			}
@@ -162,10 +162,10 @@ func livePolicyExtras(r *rand.Rand, accessor string) string {
 	return b.String()
 }
 
-func liveRandomPath(r *rand.Rand) string {
+func liveRandomPath(r *rand.Rand, role string) string {
 	if r.IntN(3) == 0 {
 		mid := []string{"data", "metadata"}[r.IntN(2)]
-		tail := []string{"a", "ab", "x", "web01", "a/x", "ab/x", "g/gv", "g/a*", "role-x", ""}[r.IntN(10)]
+		tail := []string{"a", "ab", "x", "web01", "a/x", "ab/x", "g/gv", "g/a*", role, role + "/x"}[r.IntN(10)]
 		p := "secret/" + mid + "/" + tail
 		if r.IntN(4) == 0 {
 			p += "/"
