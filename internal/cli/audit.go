@@ -71,7 +71,8 @@ func (o *auditOptions) load(paths []string) (*fleet, error) {
 }
 
 func newAuditWhoCanCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
-	var capName string
+	var capName, kvOp, kvMount string
+	var kvVersion int
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "who-can PATH",
@@ -83,30 +84,52 @@ win and over what, and the caveats (a deny that lost, a templated rule
 dropped for a missing key, a rendered value that became a glob, parameter
 constraints that capabilities do not show).
 
+With --kv-op, PATH is a logical KV secret path (mount/path, as the pillar
+names it): who-can asks about the physical path the operation uses (KV v2:
+mount/data/path for read and write, mount/metadata/path/ for list, ...) and
+the capability it needs.
+
 Exit status: 0, or 2 on an error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
 				return err
 			}
-			var want acl.Caps
+			q := whoCanQuery{path: args[0], all: all}
 			if capName != "" {
 				c, ok := acl.ParseCap(capName)
 				if !ok || c == acl.Deny {
 					return fmt.Errorf("--cap: unknown capability %q", capName)
 				}
-				want = c
+				q.want = c
+			}
+			if kvOp != "" {
+				if capName != "" {
+					return errors.New("--cap and --kv-op exclude each other: the operation says which capability")
+				}
+				mount := kvMount
+				if mount == "" {
+					mount, _, _ = strings.Cut(strings.TrimLeft(args[0], "/"), "/")
+				}
+				req, err := acl.KVPath(mount, args[0], kvVersion, kvOp)
+				if err != nil {
+					return err
+				}
+				q.kv, q.path, q.logical, q.operation = &req, req.Path, args[0], kvOp
 			}
 			f, err := o.load(o.files)
 			if err != nil {
 				return err
 			}
-			r := whoCan(f, args[0], want, all)
+			r := whoCan(f, q)
 			return writeAudit(stdout, o.output, r, func(w io.Writer) { whoCanTable(w, r) })
 		},
 	}
 	cmd.Flags().StringVar(&capName, "cap", "", "only minions with this capability (read, list, create, update, delete, patch, sudo, ...)")
 	cmd.Flags().BoolVar(&all, "all", false, "list the minions without access too")
+	cmd.Flags().StringVar(&kvOp, "kv-op", "", "PATH is a logical KV secret path; ask about this operation ("+strings.Join(acl.KVOps, ", ")+")")
+	cmd.Flags().StringVar(&kvMount, "kv-mount", "", "the KV mount of PATH for --kv-op (default: its first segment)")
+	cmd.Flags().IntVar(&kvVersion, "kv-version", 2, "the KV version of the mount for --kv-op")
 	return cmd
 }
 
@@ -310,7 +333,11 @@ func whoCanTable(w io.Writer, r WhoCanReport) {
 	if r.Capability != "" {
 		what = r.Capability + " on"
 	}
-	fmt.Fprintf(w, "%d of %d minions have %s %s\n", r.Count.Matching, r.Count.Minions, what, r.Path)
+	fmt.Fprintf(w, "%d of %d minions have %s %s", r.Count.Matching, r.Count.Minions, what, r.Path)
+	if r.Operation != "" {
+		fmt.Fprintf(w, " (KV %s of %s)", r.Operation, r.Logical)
+	}
+	fmt.Fprintln(w)
 	if len(r.Minions) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "MINION\tCAPABILITIES\tPOLICIES\tPATTERN\tWHY")

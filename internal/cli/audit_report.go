@@ -13,7 +13,11 @@ import (
 
 // WhoCanReport is the output of audit who-can.
 type WhoCanReport struct {
-	Path       string         `json:"path"`
+	Path string `json:"path"`
+	// Logical and Operation are set for a KV query (--kv-op): the secret
+	// path as the pillar names it and the operation asked about.
+	Logical    string         `json:"logicalPath,omitempty"`
+	Operation  string         `json:"operation,omitempty"`
 	Capability string         `json:"capability,omitempty"`
 	Count      WhoCanCount    `json:"count"`
 	Minions    []MinionAccess `json:"minions"`
@@ -52,18 +56,46 @@ func access(m *fleetMinion, p string) MinionAccess {
 	return a
 }
 
-// whoCan answers for every minion: with want, those granted it; without,
-// those with any access (and those whose every request fails). all keeps
-// the denied ones too.
-func whoCan(f *fleet, p string, want acl.Caps, all bool) WhoCanReport {
-	r := WhoCanReport{Path: p, Minions: []MinionAccess{}, Warnings: f.warnings}
-	if want != 0 {
-		r.Capability = strings.Join(want.Names(), ",")
+// whoCanQuery is what who-can asks: a path, and what counts as access.
+type whoCanQuery struct {
+	path, logical, operation string
+	// want is the capability asked for (0: any); kv, when set, decides
+	// instead (a KV operation).
+	want acl.Caps
+	kv   *acl.KVRequest
+	all  bool
+}
+
+func (q whoCanQuery) matches(d acl.Decision) bool {
+	switch {
+	case d.Err != nil, d.Root:
+		return true
+	case q.kv != nil:
+		return q.kv.Allowed(d.Caps)
+	case q.want != 0:
+		return d.Caps.Allows(q.want)
+	}
+	return d.Caps.Granted() != 0
+}
+
+// whoCan answers for every minion: those the query matches (and those
+// whose every request fails); with all, the others too.
+func whoCan(f *fleet, q whoCanQuery) WhoCanReport {
+	p, all := q.path, q.all
+	r := WhoCanReport{Path: p, Logical: q.logical, Operation: q.operation, Minions: []MinionAccess{}, Warnings: f.warnings}
+	switch {
+	case q.kv != nil:
+		r.Capability = strings.Join(q.kv.Need.Names(), " or ")
+		if !q.kv.Any {
+			r.Capability = strings.Join(q.kv.Need.Names(), ",")
+		}
+	case q.want != 0:
+		r.Capability = strings.Join(q.want.Names(), ",")
 	}
 	r.Count.Minions = len(f.minions)
 	for _, m := range f.minions {
 		d := m.prep.Check(p)
-		match := d.Err != nil || d.Root || (want == 0 && d.Caps.Granted() != 0) || (want != 0 && d.Caps.Allows(want))
+		match := q.matches(d)
 		if match {
 			r.Count.Matching++
 		}

@@ -60,6 +60,8 @@ func TestAuditWhoCan(t *testing.T) {
 		{"any access to the ci role's path", []string{"who-can", "salt/data/roles/ci"}, 1, []string{"build01"}},
 		{"the env path through templating", []string{"who-can", "salt/data/env/staging", "--cap", "read"}, 1, []string{"build01"}},
 		{"nobody updates", []string{"who-can", "salt/data/roles/db", "--cap", "update"}, 0, nil},
+		{"a KV v2 read of a logical path", []string{"who-can", "salt/roles/db", "--kv-op", "read"}, 2, []string{"db01", "web01"}},
+		{"a KV v2 write of a logical path", []string{"who-can", "salt/roles/db", "--kv-op", "write"}, 0, nil},
 		{"all lists the denied too", []string{"who-can", "salt/data/roles/ci", "--all"}, 1, []string{"build01", "db01", "web01"}},
 	}
 	for _, c := range cases {
@@ -80,6 +82,20 @@ func TestAuditWhoCan(t *testing.T) {
 				t.Fatalf("count %+v minions %v, want %d of 3, %v", r.Count, got, c.matches, c.minions)
 			}
 		})
+	}
+}
+
+func TestAuditWhoCanFlagErrors(t *testing.T) {
+	dir := copySamples(t)
+	for _, args := range [][]string{
+		{"who-can", "salt/roles/db", "--kv-op", "read", "--cap", "read"},
+		{"who-can", "salt/roles/db", "--kv-op", "fly"},
+		{"who-can", "salt/roles/db", "--cap", "fly"},
+		{"who-can", "salt/roles/db", "-o", "xml"},
+	} {
+		if code, _, _ := runAudit(t, append(args, "-f", dir)...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
 	}
 }
 
