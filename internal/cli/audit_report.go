@@ -326,9 +326,10 @@ func diffFleets(base, head *fleet, extra []string) DiffReport {
 				c.Lost = l.Names()
 				losing = true
 			}
-			if b.err != nil && a.err == nil {
+			if b.err != nil && a.err == nil && a.caps != 0 {
+				// Every request of the minion fails now: it loses all.
 				c.Lost = a.caps.Names()
-				losing = a.caps != 0
+				losing = true
 			}
 			if hm != nil && len(c.Gained) > 0 {
 				d := hm.prep.Check(p)
