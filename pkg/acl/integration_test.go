@@ -77,7 +77,7 @@ func TestIntegrationAgreesWithVault(t *testing.T) {
 	if testing.Short() {
 		rounds = 3
 	}
-	agreed, mismatches := 0, 0
+	agreed, mismatches, errs, granting := 0, 0, 0, 0
 	for round := range rounds {
 		prefix := fmt.Sprintf("acl%d-%d-", seed%100000, round)
 		docs := map[string]string{"default": def}
@@ -108,7 +108,10 @@ func TestIntegrationAgreesWithVault(t *testing.T) {
 			p := ev.Prepare(c.subject)
 			ps := make([]string, 0, paths)
 			for len(ps) < paths {
-				if path := liveRandomPath(r, c.role); !slices.Contains(ps, path) {
+				// A path named like a top-level key of Vault's response
+				// ("data", ...) would overwrite it: Vault copies the
+				// answer's data to the top level (injectDataIntoTopRoutes).
+				if path := liveRandomPath(r, c.role); !slices.Contains(ps, path) && !slices.Contains(responseKeys, path) {
 					ps = append(ps, path)
 				}
 			}
@@ -116,11 +119,12 @@ func TestIntegrationAgreesWithVault(t *testing.T) {
 			for _, path := range ps {
 				d := p.Check(path)
 				if verr != nil || d.Err != nil {
-					if (verr == nil) != (d.Err == nil) {
+					if (verr == nil) != (d.Err == nil) || !sameError(verr, d.Err) {
 						mismatches++
 						t.Errorf("seed %d role %s: Vault error %v, evaluator error %v", seed, c.role, verr, d.Err)
 					} else {
 						agreed++
+						errs++
 					}
 					continue
 				}
@@ -133,13 +137,29 @@ func TestIntegrationAgreesWithVault(t *testing.T) {
 					continue
 				}
 				agreed++
+				if d.Caps.Granted() != 0 {
+					granting++
+				}
 			}
 		}
 	}
-	t.Logf("%d answers agree, %d differ", agreed, mismatches)
+	t.Logf("%d answers agree (%d errors, %d granting something), %d differ", agreed, errs, granting, mismatches)
 	if mismatches > 0 {
 		t.Fatalf("seed %d: %d of %d answers differ from Vault", seed, mismatches, agreed+mismatches)
 	}
+}
+
+// sameError reports whether Vault's error is the evaluator's: 400 "invalid
+// token" for a disabled entity, 500 "error parsing templated policy" for a
+// templated policy that no longer parses.
+func sameError(vaultErr, evalErr error) bool {
+	switch {
+	case errors.Is(evalErr, ErrInvalidToken):
+		return strings.HasPrefix(vaultErr.Error(), "400 ") && strings.Contains(vaultErr.Error(), "invalid token")
+	case errors.Is(evalErr, ErrTemplatedPolicy):
+		return strings.HasPrefix(vaultErr.Error(), "500 ") && strings.Contains(vaultErr.Error(), "error parsing templated policy")
+	}
+	return true
 }
 
 // livePolicyExtras adds rules only a live server can render: the AppRole
@@ -161,6 +181,8 @@ func livePolicyExtras(r *rand.Rand, accessor string) string {
 	}
 	return b.String()
 }
+
+var responseKeys = []string{"data", "auth", "warnings", "wrap_info", "lease_id", "renewable", "lease_duration", "request_id", "mount_type", "capabilities"}
 
 func liveRandomPath(r *rand.Rand, role string) string {
 	if r.IntN(3) == 0 {
