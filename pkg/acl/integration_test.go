@@ -174,6 +174,12 @@ func livePolicyExtras(r *rand.Rand, accessor string) string {
 		rule("secret/data/+/a*", "create"),
 		rule("secret/metadata/*", "list"),
 		rule("secret/data/{{identity.entity.metadata.k1}}/x", "deny"),
+		"path \"a/b\" {\n  policy = \"write\"\n}\n",
+		"path \"a/*\" {\n  capabilities = [\"list\"]\n  policy = \"read\"\n}\n",
+		"path \"a/+\" {\n  policy = \"deny\"\n}\n",
+		"path \"ab\" {\n  capabilities = [\"deny\", \"bogus\"]\n}\n",
+		"path \"secret/data/x\" {\n  capabilities = [\"create\", \"update\"]\n  allowed_parameters = { \"k\" = [] }\n}\n",
+		rule("a/+a/*", "recover", "subscribe"),
 	}
 	var b strings.Builder
 	for range r.IntN(3) {
@@ -392,4 +398,48 @@ func vaultCapabilities(c *vaultapi.Client, token string, paths []string) (map[st
 		out[k] = anyList(v)
 	}
 	return out, nil
+}
+
+// TestIntegrationWriteParity writes documents Vault accepts and refuses,
+// and Parse must agree on each (rows 44 and 45 of the specification, and
+// the HCL and key checks).
+func TestIntegrationWriteParity(t *testing.T) {
+	ctx := context.Background()
+	root := testenv.Get(t).Vault.Client
+	docs := []string{
+		`path "a" { capabilities = ["deny", "bogus"] }`,
+		`path "a" { capabilities = ["bogus", "deny"] }`,
+		`path "a+*" { capabilities = ["read"] }`,
+		`path "a/+/*" { capabilities = ["read"] }`,
+		`path "x/{{identity.entity.name}}}}" { capabilities = ["read"] }`,
+		`path "x/}}{{identity.entity.name}}" { capabilities = ["read"] }`,
+		`path "x/{{identity.entity.foo}}" { capabilities = ["read"] }`,
+		`path "x/{{identity.entity.name}}+*" { capabilities = ["read"] }`,
+		`path "a" { capabilities = ["read"] nope = 1 }`,
+		`paths "a" { capabilities = ["read"] }`,
+		`path "a" { policy = "all" }`,
+		`path "a" { policy = "deny" capabilities = ["bogus"] }`,
+		`path "a" { capabilities = "read" }`,
+		`path "a" { capabilities = ["read"] capabilities = ["list"] }`,
+		`path "a" { capabilities = ["patch", "subscribe", "recover", "sudo"] }`,
+		`path "a" { capabilities = ["read"] min_wrapping_ttl = "1h" max_wrapping_ttl = "1m" }`,
+		`path "a" { capabilities = ["read"] min_wrapping_ttl = "soon" }`,
+		`path "a" { capabilities = ["deny"] min_wrapping_ttl = "soon" }`,
+		`path "a" { capabilities = ["read"] subscribe_event_types = ["kv*"] }`,
+		`path "a" { capabilities = ["read"] comment = "x" }`,
+		`path "a" { capabilities = ["read"] required_parameters = ["x"] denied_parameters = { "y" = ["1"] } }`,
+		`name = "x"` + "\n" + `path "a" { capabilities = ["read"] }`,
+		`path "a" {`,
+		`{"path": {"a/b": {"capabilities": ["read"]}}}`,
+		`{"path": {"a/b": {"capabilities": ["bogus"]}}}`,
+		`path = "a"`,
+	}
+	for i, doc := range docs {
+		name := fmt.Sprintf("acl-parity-%d", i)
+		werr := root.Sys().PutPolicyWithContext(ctx, name, doc)
+		_, perr := Parse(name, doc)
+		if (werr == nil) != (perr == nil) {
+			t.Errorf("%s: Vault %v, Parse %v", doc, werr, perr)
+		}
+	}
 }
