@@ -445,3 +445,147 @@ func TestIntegrationWriteParity(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationSpecRows puts the rows of section 2 of the specification
+// to the real server: the same policies, a token built as the row says
+// (an AppRole login with the row's entity, a token without an entity, the
+// root token), and sys/capabilities must give the row's answer. Rows that
+// need another Vault version, a clock, or a token Vault cannot make are
+// left out.
+func TestIntegrationSpecRows(t *testing.T) {
+	ctx := context.Background()
+	root := testenv.Get(t).Vault.Client
+	accessor := mountAccessor(t, root, testenv.AppRoleMount)
+	mount := "auth/" + testenv.AppRoleMount
+	for _, c := range specCases() {
+		toks := c.tokenPolicies()
+		ent := c.entity
+		if ent == nil {
+			ent = c.subject.Entity
+		}
+		switch {
+		case c.mode != (Mode{}), strings.HasPrefix(c.row, "47"), c.subject.NoIdentityPolicies:
+			continue
+		case slices.Contains(toks, "root") && ent != nil:
+			continue
+		}
+		t.Run(c.row, func(t *testing.T) {
+			for name, doc := range c.docs {
+				if SanitizeName(name) == "default" {
+					continue // the server's own, the same text
+				}
+				if err := root.Sys().PutPolicyWithContext(ctx, name, strings.ReplaceAll(doc, specApprole, accessor)); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = root.Sys().DeletePolicy(name) })
+			}
+			var token string
+			switch {
+			case slices.Contains(toks, "root"):
+				token = root.Token()
+			case ent == nil && len(toks) > 0:
+				s, err := root.Auth().Token().CreateWithContext(ctx, &vaultapi.TokenCreateRequest{Policies: toks, NoDefaultPolicy: true, TTL: "10m"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				token = s.Auth.ClientToken
+			default:
+				token = specLogin(t, root, mount, accessor, toks, ent, c.subject.Groups)
+			}
+			got, err := vaultCapabilities(root, token, []string{c.path, "zz/unused"})
+			if c.wantErr != nil {
+				status, msg := "", c.wantErr.Error()
+				switch {
+				case errors.Is(c.wantErr, ErrInvalidToken), errors.Is(c.wantErr, ErrMissingPath):
+					status = "400 "
+				case errors.Is(c.wantErr, ErrTemplatedPolicy):
+					status = "500 "
+				}
+				if err == nil || !strings.HasPrefix(err.Error(), status) || !strings.Contains(err.Error(), msg) {
+					t.Fatalf("Vault answers %v, %v; the row says %v", got, err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got[c.path], c.want) {
+				t.Fatalf("Vault answers %v, the row says %v", got[c.path], c.want)
+			}
+		})
+	}
+}
+
+// specLogin makes the row's entity (metadata, policies, groups, an alias on
+// the AppRole mount), logs in with a role named like the entity, and
+// disables the entity afterwards when the row says so.
+func specLogin(t *testing.T, c *vaultapi.Client, mount, accessor string, toks []string, ent *Entity, groups []Group) string {
+	t.Helper()
+	role := "spec-role"
+	if ent != nil && ent.Name != "" {
+		role = ent.Name
+	}
+	if _, err := c.Logical().Write(mount+"/role/"+role, map[string]any{
+		"token_policies": toks, "token_no_default_policy": true, "token_ttl": "10m",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.Logical().Delete(mount + "/role/" + role) })
+	s, err := c.Logical().Read(mount + "/role/" + role + "/role-id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roleID := s.Data["role_id"].(string)
+	var entityID string
+	if ent != nil {
+		data := map[string]any{"name": ent.Name, "metadata": ent.Metadata}
+		if len(ent.Policies) > 0 {
+			data["policies"] = ent.Policies
+		}
+		s, err := c.Logical().Write("identity/entity", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entityID = s.Data["id"].(string)
+		t.Cleanup(func() { _, _ = c.Logical().Delete("identity/entity/id/" + entityID) })
+		if _, err := c.Logical().Write("identity/entity-alias", map[string]any{
+			"name": roleID, "mount_accessor": accessor, "canonical_id": entityID,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range groups {
+			s, err := c.Logical().Write("identity/group", map[string]any{
+				"name": g.Name, "policies": g.Policies, "metadata": g.Metadata, "member_entity_ids": []string{entityID},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := s.Data["id"].(string)
+			t.Cleanup(func() { _, _ = c.Logical().Delete("identity/group/id/" + id) })
+		}
+	}
+	s, err = c.Logical().Write(mount+"/role/"+role+"/secret-id", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon, err := c.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon.ClearToken()
+	login, err := anon.Logical().Write(mount+"/login", map[string]any{"role_id": roleID, "secret_id": s.Data["secret_id"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ent == nil {
+		// The login made an entity: remove it with the row.
+		id := login.Auth.EntityID
+		t.Cleanup(func() { _, _ = c.Logical().Delete("identity/entity/id/" + id) })
+	}
+	if ent != nil && ent.Disabled {
+		if _, err := c.Logical().Write("identity/entity/id/"+entityID, map[string]any{"disabled": true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return login.Auth.ClientToken
+}
