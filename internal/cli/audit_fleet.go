@@ -249,3 +249,8 @@ func (m *fleetMinion) roles() []string {
 	}
 	return out
 }
+
+func readFileString(file string) (string, error) {
+	data, err := os.ReadFile(file)
+	return string(data), err
+}
