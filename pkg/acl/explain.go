@@ -206,6 +206,9 @@ func (p *Prepared) Explain(path string) Explanation {
 	if d.Constrained() {
 		x.Caveats = append(x.Caveats, fmt.Sprintf("%q carries parameter constraints (allowed, denied or required parameters, wrapping TTL, MFA or control group) that capabilities do not show", x.Pattern))
 	}
+	if g := d.Caps.Granted(); g != 0 && g&Sudo == 0 && RootProtected(path) {
+		x.Caveats = append(x.Caveats, "a root-protected path: a real request also needs sudo, which these capabilities lack")
+	}
 	if d.Step == StepExactTrimmed || d.Step == StepNonExactTrimmed {
 		x.Caveats = append(x.Caveats, "capabilities evaluate a list here, with the fallback to the path without its trailing /; a real read of this path does not fall back")
 	}

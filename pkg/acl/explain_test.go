@@ -50,6 +50,9 @@ func TestExplain(t *testing.T) {
 		{name: "parameter constraints",
 			docs: map[string]string{"p": "path \"secret/x\" {\n  capabilities = [\"create\"]\n  allowed_parameters = { \"a\" = [] }\n}\n"},
 			path: "secret/x", pattern: "secret/x", policies: []string{"p"}, caveat: "parameter constraints"},
+		{name: "root-protected path without sudo",
+			docs: map[string]string{"p": rule("sys/auth/*", "read", "update")},
+			path: "sys/auth/approle", pattern: "sys/auth/*", policies: []string{"p"}, caveat: "also needs sudo"},
 		{name: "uncleaned path (row 21)",
 			docs: map[string]string{"p": rule("secret/+/x", "read")},
 			path: "secret//x", pattern: "secret/+/x", policies: []string{"p"}, caveat: "refused since Vault 1.21.5"},
@@ -107,5 +110,18 @@ func TestPatterns(t *testing.T) {
 	}
 	if d := p.Dropped(); len(d) != 1 || d[0].Policy != "b" {
 		t.Fatalf("dropped %+v", d)
+	}
+}
+
+func TestRootProtected(t *testing.T) {
+	cases := map[string]bool{
+		"sys/auth/approle": true, "/sys/auth/x/tune": true, "sys/audit": true, "sys/audit/file": true,
+		"sys/leases": true, "sys/leases/lookup": false, "sys/leases/lookup/x": true, "sys/seal": true,
+		"sys/mounts": false, "sys/auth": false, "auth/token/create": false, "sys/rotate": true,
+	}
+	for p, want := range cases {
+		if got := RootProtected(p); got != want {
+			t.Errorf("RootProtected(%q) = %v, want %v", p, got, want)
+		}
 	}
 }
