@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,11 @@ type auditOptions struct {
 	output       string
 	vaultVersion string
 	accessor     string
+	online       bool
+	minionMount  string
+	// versionSet: --vault-version was given (online, the server's own
+	// version applies otherwise).
+	versionSet bool
 }
 
 func newAuditCmd(stdout io.Writer) *cobra.Command {
@@ -43,14 +49,25 @@ among the manifests (a file is named by its name without .hcl, or by a
 first line "# policy: NAME"). Policies that are neither are absent, as
 Vault skips unknown policies; the report says so.
 
-It does not see other auth methods, identity groups, Enterprise Sentinel
-policies or control groups. See docs/audit.md.`,
+With --vault the fleet is read from Vault instead (VAULT_ADDR, VAULT_TOKEN,
+read rights only): the ACL policies, the roles of --minion-mount, and each
+role's entity (its alias is the role ID on the mount) with its groups. A
+minion is then a role, and its answer is what a fresh login of the role
+would get now. Nothing is written, no minion is logged in.
+
+Offline it does not see other auth methods, identity groups, Enterprise
+Sentinel policies or control groups. See docs/audit.md.`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringArrayVarP(&o.files, "filename", "f", nil, "manifest or policy file, or folder (repeatable; folders: *.yaml, *.yml, *.json, *.hcl)")
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.StringVar(&o.vaultVersion, "vault-version", "1.21.4", "Vault version whose rules apply (1.21.6 and later drop templated values with * or +)")
 	pf.StringVar(&o.accessor, "approle-accessor", "auth_approle_offline", "mount accessor of the minions' AppRole mount, for {{identity.entity.aliases.<accessor>...}}")
+	pf.BoolVar(&o.online, "vault", false, "read the fleet from Vault (VAULT_ADDR, VAULT_TOKEN; read rights only) instead of manifests: a minion is a role of --minion-mount")
+	pf.StringVar(&o.minionMount, "minion-mount", "approle", "the minions' AppRole auth mount, with --vault")
+	cmd.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		o.versionSet = cmd.Flags().Changed("vault-version")
+	}
 	cmd.AddCommand(newAuditWhoCanCmd(o, stdout), newAuditWhatCanCmd(o, stdout), newAuditDiffCmd(o, stdout), newAuditCheckCmd(o, stdout))
 	return cmd
 }
@@ -64,6 +81,13 @@ func (o *auditOptions) validate() error {
 }
 
 func (o *auditOptions) load(paths []string) (*fleet, error) {
+	if o.online {
+		version := ""
+		if o.versionSet {
+			version = o.vaultVersion
+		}
+		return loadOnlineFleet(context.Background(), o.minionMount, version)
+	}
 	if len(paths) == 0 {
 		return nil, errors.New("no manifests: give -f FILE or folder")
 	}
@@ -134,7 +158,8 @@ Exit status: 0, or 2 on an error.`,
 }
 
 func newAuditWhatCanCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var extra []string
+	cmd := &cobra.Command{
 		Use:   "what-can MINION [PATH...]",
 		Short: "A minion's policies and patterns after templating, and its capabilities on PATHs",
 		Long: `What-can prints a minion's policies, its patterns after Vault's identity
@@ -156,10 +181,12 @@ Exit status: 0, or 2 on an error (an unknown minion).`,
 			if m == nil {
 				return fmt.Errorf("no minion %q among the manifests", args[0])
 			}
-			r := whatCan(f, m, args[1:])
+			r := whatCan(f, m, append(args[1:], extra...))
 			return writeAudit(stdout, o.output, r, func(w io.Writer) { whatCanTable(w, r) })
 		},
 	}
+	cmd.Flags().StringArrayVar(&extra, "path", nil, "a path to answer for (repeatable; the same as PATH arguments)")
+	return cmd
 }
 
 func newAuditDiffCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
@@ -178,6 +205,9 @@ Exit status: 1 when any minion gains access, 0 otherwise, 2 on an error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
 				return err
+			}
+			if o.online {
+				return errors.New("diff compares two sets of manifests: --vault does not apply")
 			}
 			if len(base) == 0 || len(head) == 0 {
 				return errors.New("--base and --head are required")

@@ -10,6 +10,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -118,6 +119,79 @@ path "salt/*" { capabilities = ["deny"] }
 		}
 	}
 	t.Logf("%d answers of %d minions on %d paths agree with Vault", agreed, len(f.minions), len(paths))
+
+	// Online: the same answers read from Vault alone, through the
+	// command, as the contract checked from outside asks for them.
+	t.Setenv("VAULT_ADDR", env.Addr)
+	t.Setenv("VAULT_TOKEN", env.RootToken)
+	for _, m := range f.minions {
+		token := minionLogin(t, root, m.role)
+		want, err := capabilities(root, token, paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"what-can", m.role, "--vault", "--minion-mount", testenv.AppRoleMount, "-o", "json"}
+		for _, p := range paths {
+			args = append(args, "--path", p)
+		}
+		code, out, errOut := runAudit(t, args...)
+		if code != 0 {
+			t.Fatalf("what-can --vault: exit %d: %s", code, errOut)
+		}
+		var r struct{ Paths map[string][]string }
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(r.Paths, want) {
+			for _, p := range paths {
+				if !reflect.DeepEqual(r.Paths[p], want[p]) {
+					t.Errorf("what-can %s --vault %q: %v, Vault %v", m.role, p, r.Paths[p], want[p])
+				}
+			}
+		}
+	}
+	code, out, errOut := runAudit(t, "who-can", "salt/data/roles/db", "--vault", "--minion-mount", testenv.AppRoleMount, "-o", "json")
+	if code != 0 {
+		t.Fatalf("who-can --vault: exit %d: %s", code, errOut)
+	}
+	var wc struct {
+		Minions []struct {
+			Role         string
+			Capabilities []string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &wc); err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range wc.Minions {
+		roles = append(roles, m.Role+"="+strings.Join(m.Capabilities, ","))
+	}
+	if !reflect.DeepEqual(roles, []string{"db01=list,read", "web01=list,read"}) {
+		t.Fatalf("who-can --vault: %v", roles)
+	}
+
+	// A disabled entity: Vault answers an error for every path of the
+	// minion, and so does what-can, with an object holding "error".
+	token := minionLogin(t, root, "db01")
+	ent, err := root.Logical().Read("identity/entity/name/salt_minion_db01")
+	if err != nil || ent == nil {
+		t.Fatalf("entity of db01: %v", err)
+	}
+	if _, err := root.Logical().Write("identity/entity/id/"+ent.Data["id"].(string), map[string]any{"disabled": true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := capabilities(root, token, []string{"salt/data/roles/db", "x"}); err == nil || !strings.Contains(err.Error(), "invalid token") {
+		t.Fatalf("Vault answers %v for a disabled entity", err)
+	}
+	code, out, errOut = runAudit(t, "what-can", "db01", "--vault", "--minion-mount", testenv.AppRoleMount, "--path", "salt/data/roles/db", "-o", "json")
+	if code != 0 {
+		t.Fatalf("what-can --vault: exit %d: %s", code, errOut)
+	}
+	var dr struct{ Paths map[string]map[string]string }
+	if err := json.Unmarshal([]byte(out), &dr); err != nil || dr.Paths["salt/data/roles/db"]["error"] != "invalid token" {
+		t.Fatalf("what-can of a disabled entity: %v %s", err, out)
+	}
 
 	// who-can on a path the policy file decides: its longer prefix beats
 	// its own salt/* deny, and the other minions have no rule there.
