@@ -171,6 +171,28 @@ path "salt/*" { capabilities = ["deny"] }
 		t.Fatalf("who-can --vault: %v", roles)
 	}
 
+	// The rights docs/audit.md lists are enough.
+	reader := `path "sys/policies/acl" { capabilities = ["list"] }
+path "sys/policies/acl/*" { capabilities = ["read"] }
+path "sys/auth" { capabilities = ["read"] }
+path "auth/` + testenv.AppRoleMount + `/role" { capabilities = ["list"] }
+path "auth/` + testenv.AppRoleMount + `/role/*" { capabilities = ["read"] }
+path "identity/lookup/entity" { capabilities = ["update"] }
+path "identity/group/id/*" { capabilities = ["read"] }
+`
+	if err := root.Sys().PutPolicyWithContext(ctx, "audit-reader", reader); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := root.Auth().Token().CreateWithContext(ctx, &vaultapi.TokenCreateRequest{Policies: []string{"audit-reader"}, NoDefaultPolicy: true, TTL: "10m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VAULT_TOKEN", rt.Auth.ClientToken)
+	if code, _, errOut := runAudit(t, "who-can", "salt/data/roles/db", "--vault", "--minion-mount", testenv.AppRoleMount, "-o", "json"); code != 0 {
+		t.Fatalf("who-can --vault with the documented rights: exit %d: %s", code, errOut)
+	}
+	t.Setenv("VAULT_TOKEN", env.RootToken)
+
 	// A disabled entity: Vault answers an error for every path of the
 	// minion, and so does what-can, with an object holding "error".
 	token := minionLogin(t, root, "db01")
