@@ -35,7 +35,7 @@ type MinionAccess struct {
 	Path         string   `json:"path,omitempty"`
 	Minion       string   `json:"minion"`
 	Role         string   `json:"role"`
-	Binding      string   `json:"binding"`
+	Binding      string   `json:"binding,omitempty"`
 	Capabilities []string `json:"capabilities,omitempty"`
 	Error        string   `json:"error,omitempty"`
 	Policies     []string `json:"policies,omitempty"`
