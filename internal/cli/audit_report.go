@@ -110,7 +110,7 @@ func whoCan(f *fleet, q whoCanQuery) WhoCanReport {
 type WhatCanReport struct {
 	Minion   string            `json:"minion"`
 	Role     string            `json:"role"`
-	Binding  string            `json:"binding"`
+	Binding  string            `json:"binding,omitempty"`
 	Policies []string          `json:"policies"`
 	Missing  []string          `json:"missingPolicies,omitempty"`
 	Error    string            `json:"error,omitempty"`
