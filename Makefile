@@ -119,6 +119,8 @@ fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).
 	$(call fuzz-target,FuzzImportConfig,./internal/importer,15000x)
 	$(call fuzz-target,FuzzRender,./internal/cli,2000x)
 	$(call fuzz-target,FuzzParseAndCheck,./pkg/acl,200000x)
+	$(call fuzz-target,FuzzParseMarker,./pkg/ownership,200000x)
+	$(call fuzz-target,FuzzDecode,./pkg/ownership,100000x)
 
 .PHONY: vectors
 vectors: build ## Also run the vectors through the project's reference runner, when ../shared has it.

@@ -47,7 +47,7 @@ func TestBindingCostBudgets(t *testing.T) {
 	if !apimeta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ReadyCondition) {
 		t.Fatalf("conditions %+v", b.Status.Conditions)
 	}
-	if got := b.Annotations[v1alpha1.VaultObjectsAnnotation]; got != `[{"connection":"vault","mount":"salt-minions","entity":"salt_minion_web01"}]` {
+	if got := b.Annotations[v1alpha1.VaultObjectsAnnotation]; got != `[{"vault":"`+testVaultID+`","connection":"vault","mount":"salt-minions","entity":"salt_minion_web01","deletionPolicy":"Delete"}]` {
 		t.Errorf("record %s", got)
 	}
 	check("new binding", budget{patches: 1, statusPatches: 1, vaultWrites: 3, vaultReads: 3})

@@ -7,29 +7,35 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
+	"k8s.io/apimachinery/pkg/util/uuid"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
 // apply brings the minion's role, entity and alias to what res renders,
-// writing only what differs. Its cost is what the fleet pays per binding:
+// writing only what differs, and only to objects Vault proves the
+// binding's (pkg/ownership): everything is read and decided before the
+// first write, so a refusal writes nothing. Its cost is what the fleet pays
+// per binding:
 //
 //   - a binding applied before, Vault in sync: three reads (the role, its
-//     role ID, the entity with its aliases) and no write;
-//   - a new binding: the role written without reading it first (nothing
-//     records it, so it is written either way), its role ID read, the
-//     entity read and created, the alias created: three writes, two reads.
+//     role ID, the entity with its aliases and marker) and no write;
+//   - a new binding: the role and the entity read (both absent), then the
+//     entity created with the owner marker, its alias created under a role
+//     ID the operator chooses, and the role created with that role ID:
+//     three writes, two reads. A crash between any two leaves only objects
+//     that are proven the binding's (the marked entity, its alias).
 //
 // The mount's accessor comes from the client's cache (sys/auth is read once
 // per connection, and again when Vault changes).
 func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result, sc *bindingScope) error {
 	log := ctrl.LoggerFrom(ctx)
-	sc.hash = desiredHash(sc.conn, res)
+	sc.hash = desiredHash(sc.vault, res)
 	st := &obj.Status
 	sc.created = st.LastAppliedHash == ""
 	// Nothing changed on our side since the last successful apply: any
@@ -50,76 +56,138 @@ func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, ob
 	}
 
 	mount, role := res.AppRole.Mount, res.AppRole.RoleName
-	applied := st.LastAppliedHash != "" && st.Connection == sc.conn && st.AppRole != nil &&
-		st.AppRole.Mount == mount && strings.EqualFold(st.AppRole.Name, role)
-	if applied || r.readBeforeEveryWrite {
-		actualRole, err := vc.ReadRole(ctx, mount, role)
-		if err != nil {
-			return fmt.Errorf("reading AppRole %s/%s: %w", mount, role, err)
-		}
-		if differs, why := roleDiffers(res.AppRole.Params, actualRole); differs && write("AppRole "+mount+"/"+role, why) {
-			if err := vc.WriteRole(ctx, mount, role, roleParams(res.AppRole.Params)); err != nil {
-				return fmt.Errorf("writing AppRole %s/%s: %w", mount, role, err)
-			}
-		}
-	} else if write("AppRole "+mount+"/"+role, "not written by this binding yet") {
-		if err := vc.WriteRole(ctx, mount, role, roleParams(res.AppRole.Params)); err != nil {
-			return fmt.Errorf("writing AppRole %s/%s: %w", mount, role, err)
-		}
-	}
-	roleID, err := vc.ReadRoleID(ctx, mount, role)
+	accessor, err := vc.MountAccessor(ctx, mount)
 	if err != nil {
-		return fmt.Errorf("reading the role ID of AppRole %s/%s: %w", mount, role, err)
+		return fmt.Errorf("reading the accessor of auth/%s: %w", mount, err)
 	}
-	sc.roleID = roleID
+	if accessor == "" {
+		return vaultState(nil, fmt.Sprintf("no auth method is mounted at auth/%s", mount))
+	}
+	obs, err := r.observe(ctx, vc, obj, mount, role, accessor, res.EntityName)
+	if err != nil {
+		return err
+	}
+	entityDecision, roleDecision, err := r.decide(ctx, obj, tpl, obs)
+	if err != nil {
+		return err
+	}
+	entity := obs.entity
 
-	entity, err := vc.ReadEntityByName(ctx, res.EntityName)
-	if err != nil {
-		return fmt.Errorf("reading entity %s: %w", res.EntityName, err)
-	}
+	// The entity: created with the marker, or its metadata (the marker
+	// and the list of rendered keys included) brought to the rendering.
 	var actualMD map[string]string
 	if entity != nil {
 		actualMD = entity.Metadata
 	}
-	var previous []string
-	if st.Entity != nil {
-		for k := range st.Entity.Metadata {
-			previous = append(previous, k)
-		}
+	desired, err := ownership.Metadata(actualMD, res.EntityMetadata, obs.self)
+	if err != nil {
+		return &errInvalidInput{err: err}
 	}
-	desired := desiredMetadata(actualMD, res.EntityMetadata, previous)
 	sc.metadata = map[string]string{}
 	for _, kv := range res.EntityMetadata {
 		sc.metadata[kv.Key] = kv.Value
 	}
-	if entity == nil {
+	switch {
+	case entityDecision == ownership.Create:
 		if !write("entity "+res.EntityName, "entity does not exist") {
-			return nil // detect-only, and nothing to link an alias to
+			return nil // detect-only, and nothing to link a role to
 		}
 		id, err := vc.WriteEntityByName(ctx, res.EntityName, desired)
 		if err != nil {
 			return fmt.Errorf("creating entity %s: %w", res.EntityName, err)
 		}
 		if id == "" {
-			// Created by someone else between our read and write: Vault
-			// updated it instead. Read it for its ID and aliases.
-			if entity, err = vc.ReadEntityByName(ctx, res.EntityName); err != nil || entity == nil {
-				return fmt.Errorf("reading entity %s after writing it: %w", res.EntityName, vaultState(err, "the entity vanished"))
-			}
-		} else {
-			entity = &vault.Entity{ID: id, Name: res.EntityName, Metadata: desired}
+			// Someone created it between our read and write: read it and
+			// decide again.
+			return vaultState(nil, fmt.Sprintf("entity %s appeared while the operator created it", res.EntityName))
 		}
-	} else if differs, why := metadataDiffers(desired, actualMD); differs && write("entity "+res.EntityName, why) {
+		entity = &vault.Entity{ID: id, Name: res.EntityName, Metadata: desired}
+	case entityDecision == ownership.Take && !obs.entityProven:
+		// Not drift: the marker makes the entity provably the binding's.
+		log.Info("Taking over entity", "entity", res.EntityName, "entityID", entity.ID, "previousOwner", obs.entityClaim.Describe())
+		sc.written = append(sc.written, "entity "+res.EntityName)
+		sc.taken = append(sc.taken, "entity "+res.EntityName)
 		if _, err := vc.WriteEntityByName(ctx, res.EntityName, desired); err != nil {
-			return fmt.Errorf("writing entity %s: %w", res.EntityName, err)
+			return fmt.Errorf("writing the owner marker of entity %s: %w", res.EntityName, err)
+		}
+		entity.Metadata = desired
+	default:
+		if differs, why := metadataDiffers(desired, actualMD); differs && write("entity "+res.EntityName, why) {
+			if _, err := vc.WriteEntityByName(ctx, res.EntityName, desired); err != nil {
+				return fmt.Errorf("writing entity %s: %w", res.EntityName, err)
+			}
+			entity.Metadata = desired
 		}
 	}
 	sc.entityID = entity.ID
 	sc.entity = entity
-	if roleID == "" {
-		return nil // detect-only with the role missing: nothing to link
+
+	// The role: created under the role ID of the entity's alias, or linked
+	// to the entity and brought to the rendering.
+	what := "AppRole " + mount + "/" + role
+	if roleDecision == ownership.Create {
+		if !write(what, "role does not exist") {
+			return nil
+		}
+		// A new role ID, as Vault would choose it, linked first: the alias
+		// is named by it before the role exists (a role deleted by hand
+		// comes back with a new one, like a role Vault re-created).
+		id := r.roleID()
+		if onMount := aliasOn(entity, accessor); onMount != nil {
+			if err := vc.UpdateEntityAlias(ctx, onMount.ID, id, "", ""); err != nil {
+				return wrapAlias(err, mount)
+			}
+			onMount.Name = id
+		} else {
+			aliasID, err := vc.CreateEntityAlias(ctx, id, accessor, entity.ID)
+			if err != nil {
+				return wrapAlias(err, mount)
+			}
+			entity.Aliases = append(entity.Aliases, vault.Alias{ID: aliasID, Name: id, MountAccessor: accessor, CanonicalID: entity.ID})
+		}
+		params := roleParams(res.AppRole.Params)
+		params["role_id"] = id
+		if err := vc.WriteRole(ctx, mount, role, params); err != nil {
+			return fmt.Errorf("writing AppRole %s: %w", what, err)
+		}
+		sc.roleID = id
+		return nil
 	}
-	return r.applyAlias(ctx, vc, mount, entity, sc, write)
+	sc.roleID = obs.roleID
+	if roleDecision == ownership.Take {
+		sc.taken = append(sc.taken, what)
+	}
+	if err := r.applyAlias(ctx, vc, mount, accessor, entity, sc, write); err != nil {
+		return err
+	}
+	if differs, why := roleDiffers(res.AppRole.Params, obs.role); differs && write(what, why) {
+		if err := vc.WriteRole(ctx, mount, role, roleParams(res.AppRole.Params)); err != nil {
+			return fmt.Errorf("writing AppRole %s: %w", what, err)
+		}
+	}
+	return nil
+}
+
+// roleID chooses the role ID of a new role.
+func (r *MinionBindingReconciler) roleID() string {
+	if r.newRoleID != nil {
+		return r.newRoleID()
+	}
+	return string(uuid.NewUUID())
+}
+
+// aliasOn returns the entity's alias on the mount with accessor, if any
+// (Vault keeps at most one per entity and mount).
+func aliasOn(e *vault.Entity, accessor string) *vault.Alias {
+	if e == nil {
+		return nil
+	}
+	for i, a := range e.Aliases {
+		if a.MountAccessor == accessor {
+			return &e.Aliases[i]
+		}
+	}
+	return nil
 }
 
 // applyAlias links the entity to the AppRole login: an alias named by the
@@ -128,20 +196,8 @@ func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, ob
 // entity's alias on the mount is renamed when the role was re-created (its
 // role ID changed), and a create moves an alias of that name that a
 // minion's login attached to an entity Vault made up for it.
-func (r *MinionBindingReconciler) applyAlias(ctx context.Context, vc vault.Client, mount string, entity *vault.Entity, sc *bindingScope, write func(what, why string) bool) error {
-	accessor, err := vc.MountAccessor(ctx, mount)
-	if err != nil {
-		return fmt.Errorf("reading the accessor of auth/%s: %w", mount, err)
-	}
-	if accessor == "" {
-		return vaultState(nil, fmt.Sprintf("no auth method is mounted at auth/%s", mount))
-	}
-	var onMount *vault.Alias
-	for i, a := range entity.Aliases {
-		if a.MountAccessor == accessor {
-			onMount = &entity.Aliases[i]
-		}
-	}
+func (r *MinionBindingReconciler) applyAlias(ctx context.Context, vc vault.Client, mount, accessor string, entity *vault.Entity, sc *bindingScope, write func(what, why string) bool) error {
+	onMount := aliasOn(entity, accessor)
 	what := "entity alias " + sc.roleID
 	switch {
 	case onMount != nil && onMount.Name == sc.roleID:
@@ -166,7 +222,7 @@ func (r *MinionBindingReconciler) applyAlias(ctx context.Context, vc vault.Clien
 			return nil
 		}
 	}
-	_, err = vc.CreateEntityAlias(ctx, sc.roleID, accessor, entity.ID)
+	_, err := vc.CreateEntityAlias(ctx, sc.roleID, accessor, entity.ID)
 	return wrapAlias(err, mount)
 }
 
@@ -179,10 +235,10 @@ func wrapAlias(err error, mount string) error {
 
 // desiredHash fingerprints what the binding renders for Vault, to tell
 // "we changed" from "Vault drifted".
-func desiredHash(conn string, res *render.Result) string {
+func desiredHash(vaultKey string, res *render.Result) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
-	_ = enc.Encode(conn)
+	_ = enc.Encode(vaultKey)
 	_ = enc.Encode(res.AppRole)
 	_ = enc.Encode(res.EntityName)
 	md := make([]string, 0, len(res.EntityMetadata))
@@ -193,6 +249,13 @@ func desiredHash(conn string, res *render.Result) string {
 	_ = enc.Encode(md)
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
+
+// errInvalidInput is a rendering that Vault cannot store (found before
+// anything is written): it stalls like a refused write.
+type errInvalidInput struct{ err error }
+
+func (e *errInvalidInput) Error() string { return e.err.Error() }
+func (e *errInvalidInput) Unwrap() error { return e.err }
 
 // errVaultState is Vault's state refusing the operator (a mount missing,
 // an object vanishing between two requests): repaired by Vault or the next

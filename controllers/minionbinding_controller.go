@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
@@ -19,11 +18,11 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -39,9 +38,18 @@ type MinionBindingReconciler struct {
 	// DefaultInterval applies when a template sets no interval.
 	DefaultInterval time.Duration
 
-	// readBeforeEveryWrite: read the role even for a binding never applied
-	// (a plan reports what would change, so it cannot write blindly).
-	readBeforeEveryWrite bool
+	// ClusterID identifies this Kubernetes cluster in the owner markers the
+	// operator writes into Vault (pkg/ownership).
+	ClusterID string
+	// APIReader reads past the cache: whether the binding a marker names
+	// still exists (another shard's bindings are not in the cache).
+	APIReader client.Reader
+
+	// matchByName: a plan of manifests, whose bindings have no UID, takes
+	// a marker naming the binding's namespace and name as its own.
+	matchByName bool
+	// newRoleID chooses the role ID of a new role (a random UUID).
+	newRoleID func() string
 }
 
 // bindingScope records what one reconcile saw and did; status and events
@@ -51,11 +59,16 @@ type bindingScope struct {
 	result  *render.Result
 	tpl     *v1alpha1.MinionTemplate
 	conn    string
+	vault   string // the Vault written to (ownership.VaultKey)
 	hash    string
 	written []string // what was written, for events
 	deleted []string // what was removed (old placements, deletion)
-	created bool     // first successful write of this binding
-	drift   []string // differences found although nothing changed on our side
+	taken   []string // what was taken over (marked, linked) this time
+	// notOwned are objects a removal left because Vault does not prove
+	// them the binding's, with why.
+	notOwned []string
+	created  bool     // first successful write of this binding
+	drift    []string // differences found although nothing changed on our side
 	// corrected: drift was written back (false in detect-only mode).
 	corrected bool
 	entityID  string
@@ -177,13 +190,13 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 		sc.stall(ViolationReason(vs), ViolationMessage(vs))
 		return nil
 	}
-	recorded, err := recordedPlacements(obj)
+	inv, err := r.inventory(ctx, obj)
 	if err != nil {
 		sc.stall(v1alpha1.ValidationFailedReason, err.Error())
 		return nil
 	}
 
-	vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
+	vc, conn, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 	if err != nil {
 		if isWaiting(err) {
 			sc.wait(v1alpha1.ConnectionNotReadyReason, err.Error())
@@ -193,19 +206,31 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 		return err
 	}
 	sc.conn = tpl.Spec.ConnectionRef.Name
+	if sc.vault, err = vaultKey(ctx, vc, conn); err != nil {
+		return r.vaultFailed(sc, err)
+	}
 
 	// Record where we are about to write, with the finalizer, before the
 	// first write.
-	cur := placement{Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName}
-	if err := r.recordBeforeWriting(ctx, obj, recorded, cur); err != nil {
+	cur := ownership.Placement{Vault: sc.vault, Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
+		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
+	if err := r.recordBeforeWriting(ctx, obj, inv, cur); err != nil {
 		return err
 	}
 	if err := r.apply(ctx, vc, obj, tpl, res, sc); err != nil {
 		return r.vaultFailed(sc, err)
 	}
-	if len(recorded) > 1 || (len(recorded) == 1 && !recorded[0].same(cur)) {
-		keep, err := r.removeStale(ctx, obj, addPlacement(recorded, cur), &cur, r.stalePolicy(obj), sc)
-		if rerr := r.record(ctx, obj, keep); rerr != nil {
+	if stale := inv.Stale(&cur); len(stale) > 0 {
+		// Left behind by a switch: deleted under the policy recorded when
+		// they were written.
+		recorded := func(p ownership.Placement) v1alpha1.DeletionPolicy {
+			if p.DeletionPolicy != "" {
+				return v1alpha1.DeletionPolicy(p.DeletionPolicy)
+			}
+			return tpl.Spec.EffectiveDeletionPolicy()
+		}
+		gone, err := r.removeStale(ctx, obj, stale, &cur, recorded, sc)
+		if rerr := r.record(ctx, obj, inv.Merge(cur).Without(gone)); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		if err != nil {
@@ -217,35 +242,22 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 	return nil
 }
 
-// recordBeforeWriting adds the finalizer and cur to the record, in one
-// patch, when either is missing.
-func (r *MinionBindingReconciler) recordBeforeWriting(ctx context.Context, obj *v1alpha1.MinionBinding, recorded []placement, cur placement) error {
-	if controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) && slices.ContainsFunc(recorded, cur.same) &&
-		obj.Annotations[v1alpha1.VaultObjectsAnnotation] != "" {
-		return nil
-	}
-	base := obj.DeepCopy()
-	controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
-	setPlacements(obj, addPlacement(recorded, cur))
-	if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("recording the Vault objects to write, with the finalizer: %w", err)
-	}
-	return nil
-}
-
-// stalePolicy is the deletion policy for objects a switch left behind: the
-// one recorded when they were written.
-func (r *MinionBindingReconciler) stalePolicy(obj *v1alpha1.MinionBinding) v1alpha1.DeletionPolicy {
-	if obj.Status.DeletionPolicy != "" {
-		return obj.Status.DeletionPolicy
-	}
-	return v1alpha1.DeletionPolicyDelete
-}
-
 // vaultFailed sorts a Vault error into the three classes: refused input
 // stalls; credentials, Vault's state and its availability are retried with
 // backoff.
 func (r *MinionBindingReconciler) vaultFailed(sc *bindingScope, err error) error {
+	var refused *errRefused
+	if errors.As(err, &refused) {
+		// Someone else's objects: nothing was written; look again later
+		// (a holder's deletion wakes the binding sooner).
+		sc.wait(refused.reason, refused.msg)
+		return nil
+	}
+	var bad *errInvalidInput
+	if errors.As(err, &bad) {
+		sc.stall(v1alpha1.ValidationFailedReason, err.Error())
+		return nil
+	}
 	switch classify(err) {
 	case vault.ClassInvalid:
 		// Vault refused what we sent: retrying the same write cannot
@@ -348,8 +360,7 @@ func (r *MinionBindingReconciler) namespaceSelected(ctx context.Context, tpl *v1
 }
 
 // minionIDOwner returns the binding that owns the minion ID when it is not
-// obj: a binding that holds it (it has recorded Vault objects: its
-// finalizer is set) keeps it; otherwise the oldest claim wins (creation
+// obj: a binding that holds it (status records its role) keeps it; otherwise the oldest claim wins (creation
 // time, then namespace/name), so the answer is the same whichever binding
 // is reconciled. A binding being deleted keeps its claim until it is gone:
 // its finalizer is still removing the minion's objects.
@@ -375,13 +386,20 @@ func claimsBefore(a, b *v1alpha1.MinionBinding) bool {
 	// Creation times have a resolution of one second: without this, a
 	// binding created in the same second with a name sorting first would
 	// take over from one that has written Vault already.
-	if ha, hb := controllerutil.ContainsFinalizer(a, v1alpha1.Finalizer), controllerutil.ContainsFinalizer(b, v1alpha1.Finalizer); ha != hb {
+	if ha, hb := holds(a), holds(b); ha != hb {
 		return ha
 	}
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
 	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+}
+
+// holds: the operator recorded, in status (which a tenant cannot write),
+// that the binding wrote its minion's role. A finalizer says nothing: a
+// tenant can set it by hand.
+func holds(b *v1alpha1.MinionBinding) bool {
+	return b.Status.AppRole != nil && b.Status.AppRole.RoleID != ""
 }
 
 func minionIDKey(id string) string { return strings.ToLower(id) }

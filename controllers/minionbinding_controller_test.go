@@ -52,6 +52,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	conns := &Connections{Client: c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return v, nil }}
 	return &harness{t: t, c: c, v: v, rec: rec, r: &MinionBindingReconciler{
 		Client: c, Recorder: rec, Connections: conns, Templates: &Templates{Client: c}, DefaultInterval: time.Hour,
+		ClusterID: testCluster,
 	}}
 }
 
@@ -84,6 +85,12 @@ func (h *harness) events() string {
 	}
 }
 
+// The cluster and Vault of the unit tests.
+const (
+	testCluster = "test-cluster"
+	testVaultID = "vault-cluster-1"
+)
+
 func rawDoc(v any) *v1alpha1.Document {
 	b, _ := json.Marshal(v)
 	d := v1alpha1.NewDocument(b)
@@ -93,13 +100,13 @@ func rawDoc(v any) *v1alpha1.Document {
 func fixtures(pillar map[string]any) []client.Object {
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "salt"}},
-		&v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "vault"}},
+		&v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "vault"}, Status: v1alpha1.VaultConnectionStatus{ClusterID: testVaultID}},
 		&v1alpha1.MinionTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t", Generation: 1}, Spec: v1alpha1.MinionTemplateSpec{
 			ConnectionRef: v1alpha1.VaultConnectionReference{Name: "vault"},
 			Policies:      &v1alpha1.PoliciesSpec{Assign: []string{"salt_role_{pillar[roles]}"}},
 			Metadata:      &v1alpha1.MetadataSpec{Entity: map[string]string{"roles": "{pillar[roles]}"}},
 		}},
-		&v1alpha1.MinionBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "salt", Name: "web01", Generation: 1, CreationTimestamp: metav1.Now()},
+		&v1alpha1.MinionBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "salt", Name: "web01", UID: "uid-web01", Generation: 1, CreationTimestamp: metav1.Now()},
 			Spec: v1alpha1.MinionBindingSpec{MinionID: "web01", TemplateRef: v1alpha1.MinionTemplateReference{Name: "t"}, Pillar: rawDoc(pillar)}},
 	}
 }

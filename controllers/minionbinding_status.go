@@ -84,6 +84,9 @@ func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindin
 	case len(sc.written) > 0 && !sc.created:
 		emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(sc.written, ", "))
 	}
+	if len(sc.taken) > 0 {
+		emit(r.Recorder, obj, "Normal", "TakenOver", "Reconcile", "Marked as this binding's in Vault: %s", strings.Join(sc.taken, ", "))
+	}
 	if len(sc.deleted) > 0 && obj.DeletionTimestamp.IsZero() {
 		emit(r.Recorder, obj, "Normal", "Removed", "Reconcile", "Removed from Vault, no longer rendered: %s", strings.Join(sc.deleted, ", "))
 	}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -21,8 +22,19 @@ import (
 // obj's status, if it has one (a binding read from the cluster), tells
 // which metadata keys the operator wrote before.
 func ApplyBinding(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result) error {
-	r := &MinionBindingReconciler{readBeforeEveryWrite: true}
-	return r.apply(ctx, vc, obj.DeepCopy(), tpl, res, &bindingScope{})
+	r := &MinionBindingReconciler{matchByName: true, ClusterID: planCluster}
+	if _, dry := vc.(*vault.DryRun); dry {
+		r.newRoleID = func() string { return vault.Placeholder }
+	}
+	obj = obj.DeepCopy()
+	if obj.UID == "" {
+		obj.UID = planUID
+	}
+	sc := &bindingScope{}
+	if vk, err := vc.ServerInfo(ctx); err == nil {
+		sc.vault = vk.ClusterID
+	}
+	return r.apply(ctx, vc, obj, tpl, res, sc)
 }
 
 // ApplyPolicies runs the template reconciler's policy step against vc.
@@ -33,6 +45,22 @@ func ApplyPolicies(ctx context.Context, vc vault.Client, tpl *v1alpha1.MinionTem
 	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, managed, nil)
 	slices.Sort(pass.notOwned)
 	return pass.notOwned, err
+}
+
+// A plan's owner marker, for a binding the cluster has not stored yet.
+const (
+	planCluster = "this-cluster"
+	planUID     = "known-after-apply"
+)
+
+// Refusal says why ApplyBinding wrote nothing because Vault's objects are
+// not the binding's (ok false for any other error).
+func Refusal(err error) (reason, msg string, ok bool) {
+	var r *errRefused
+	if errors.As(err, &r) {
+		return r.reason, r.msg, true
+	}
+	return "", "", false
 }
 
 // PolicyManagedBy returns the MinionTemplate named in a policy's ownership

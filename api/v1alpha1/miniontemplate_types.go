@@ -236,6 +236,17 @@ type MinionTemplateSpec struct {
 	// +kubebuilder:default=false
 	// +optional
 	AdoptPolicies bool `json:"adoptPolicies,omitempty"`
+
+	// adoptMinions allows the operator to take over a minion's entity and
+	// AppRole role that exist in Vault without its owner marker (made by a
+	// Salt master, by hand, or by a minion's login): the marker is written
+	// and from then on the objects are the binding's, deleted with it
+	// under deletionPolicy Delete. When false (the default), such a binding
+	// reports NotOwned and nothing is written. Objects marked for another
+	// MinionBinding are never adopted.
+	// +kubebuilder:default=false
+	// +optional
+	AdoptMinions bool `json:"adoptMinions,omitempty"`
 }
 
 // VaultConnectionReference names a VaultConnection.

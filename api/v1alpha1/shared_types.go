@@ -57,6 +57,19 @@ const (
 	// takes the ID over (a handover never interleaves two bindings' writes).
 	MinionIDReleasingReason = "MinionIDReleasing"
 
+	// MinionIDConflictReason: the minion's objects in Vault carry the owner
+	// marker of another MinionBinding (another shard of this cluster, or
+	// another cluster on the same Vault). Nothing is written; the operator
+	// checks again periodically, and takes the minion over when the holder
+	// in this cluster is gone.
+	MinionIDConflictReason = "MinionIDConflict"
+
+	// NotOwnedReason: the minion's entity or AppRole role exists in Vault
+	// without the operator's owner marker (made by a Salt master, by hand,
+	// or by a login), and the template does not set adoptMinions. Nothing
+	// is written; the operator checks again periodically.
+	NotOwnedReason = "NotOwned"
+
 	// VaultConflictReason: Vault refused a write because of its current
 	// state (for example an alias left by a role deleted by hand, or a
 	// mount re-created meanwhile). The operator repairs what it can and
@@ -101,13 +114,15 @@ const (
 	Finalizer = "minionvault.dev/finalizer"
 
 	// VaultObjectsAnnotation on a MinionBinding records, before the
-	// operator writes to Vault, where it writes: a JSON list of
-	// {"connection", "mount", "entity"} (the AppRole role is always named by
-	// the minion ID). A crash or a failed write never loses track of an
-	// object, and a switch of template, mount, entity name or connection
-	// removes the objects of the old place. The operator maintains it; it
-	// only ever deletes, from an edited value, the roles named by the
-	// binding's own minion ID and entities it can prove are the binding's.
+	// operator writes to Vault, where it writes: a JSON list of {"vault",
+	// "connection", "mount", "entity", "deletionPolicy"} (the AppRole role
+	// is always named by the minion ID; vault is the Vault's cluster ID and
+	// namespace). A crash or a failed write never loses track of an object,
+	// and a switch of template, mount or entity name removes the objects of
+	// the old place. It only says where to look: the operator deletes or
+	// takes over nothing unless Vault proves it the binding's (the owner
+	// marker on the entity, see pkg/ownership), so an edited record gains
+	// nothing.
 	VaultObjectsAnnotation = "minionvault.dev/vault-objects"
 
 	// ReconcileRequestAnnotation, when set or changed to any value (a

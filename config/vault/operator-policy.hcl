@@ -30,7 +30,9 @@ path "auth/salt-minions/role/+" {
   capabilities = ["create", "read", "update", "delete"]
 }
 
-# The role ID, to find the minion's entity alias (read only).
+# The role ID, to find the minion's entity alias (read only). A new role's
+# role ID is chosen by the operator and sent with the role's creation
+# (role/+ above), so that its alias can exist before the role does.
 path "auth/salt-minions/role/+/role-id" {
   capabilities = ["read"]
 }
@@ -43,6 +45,14 @@ path "sys/auth" {
 # Entities by name: read, create, replace metadata, delete.
 path "identity/entity/name/+" {
   capabilities = ["create", "read", "update", "delete"]
+}
+
+# Whose login an AppRole role leads to: the entity holding the alias named
+# by the role's role ID (a POST that changes nothing). The operator asks it
+# only when that alias is not on the minion's own entity, to prove whether
+# the role is the binding's before it writes or deletes it.
+path "identity/lookup/entity" {
+  capabilities = ["update"]
 }
 
 # Entity aliases: create (or move a login's alias to the minion's entity),

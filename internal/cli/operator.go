@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +30,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers"
 	"github.com/minionvault/minion-vault-operator/internal/version"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -48,7 +51,9 @@ type OperatorOptions struct {
 	// MemoryLimitPercent of the container's memory limit becomes the Go
 	// runtime's soft memory limit (0: none; GOMEMLIMIT wins).
 	MemoryLimitPercent int
-	Zap                zap.Options
+	// ClusterID names this cluster in the owner markers in Vault.
+	ClusterID string
+	Zap       zap.Options
 }
 
 // The controllers `--controllers` can run.
@@ -124,6 +129,7 @@ func newOperatorCmd() *cobra.Command {
 	f.StringSliceVar(&o.Controllers, "controllers", allControllers, "controllers to run: bindings, templates, connections (sharding: see docs/operations.md)")
 	f.StringVar(&o.LeaderID, "leader-election-id", "", "name of the leader-election lease (default: one per set of --controllers and watch flags)")
 	f.IntVar(&o.MemoryLimitPercent, "memory-limit-percent", 90, "percent of the container's memory limit (cgroup) the Go runtime keeps its memory under by collecting garbage harder (0: off; GOMEMLIMIT, when set, wins)")
+	f.StringVar(&o.ClusterID, "cluster-id", "", "this cluster's identity in the owner markers the operator writes into Vault (default: the UID of the kube-system namespace); keep it when the cluster is rebuilt from a backup, and make it unique per cluster on one Vault")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(zfs)
 	f.AddGoFlagSet(zfs)
@@ -188,7 +194,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		}
 		sa = types.NamespacedName{Namespace: ns, Name: name}
 	}
-	so := SetupOptions{ServiceAccount: sa, Concurrency: o.Concurrency, Interval: o.Interval, Controllers: o.Controllers}
+	so := SetupOptions{ServiceAccount: sa, Concurrency: o.Concurrency, Interval: o.Interval, Controllers: o.Controllers, ClusterID: o.ClusterID}
 	if err := Setup(ctx, mgr, so); err != nil {
 		return err
 	}
@@ -213,6 +219,23 @@ type SetupOptions struct {
 	NewClient func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error)
 	// Controllers to run (default: all).
 	Controllers []string
+	// ClusterID names this cluster in the owner markers written to Vault
+	// (default: the UID of the kube-system namespace).
+	ClusterID string
+}
+
+// clusterIdentity is the cluster's identity in owner markers: the flag's,
+// or the UID of kube-system, which every cluster has, never changes while
+// the cluster lives, and differs between clusters.
+func clusterIdentity(ctx context.Context, c client.Reader, flag string) (string, error) {
+	if flag != "" {
+		return flag, ownership.ValidCluster(flag)
+	}
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf("reading namespace kube-system for the cluster's identity (or set --cluster-id): %w", err)
+	}
+	return string(ns.UID), nil
 }
 
 // Setup registers the three controllers with a manager; tests use it too.
@@ -233,9 +256,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
 	opts := controller.Options{MaxConcurrentReconciles: so.Concurrency}
 	interval := so.Interval
 	run := func(name string) bool { return len(so.Controllers) == 0 || slices.Contains(so.Controllers, name) }
+	clusterID, err := clusterIdentity(ctx, mgr.GetAPIReader(), so.ClusterID)
+	if err != nil {
+		return err
+	}
 	bindings := &controllers.MinionBindingReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
 		Connections: conns, Templates: templates, Metrics: metrics, DefaultInterval: interval,
+		ClusterID: clusterID, APIReader: mgr.GetAPIReader(),
 	}
 	if run(controllerBindings) {
 		if err := bindings.SetupWithManager(mgr, opts); err != nil {

@@ -65,7 +65,9 @@ login (--role-id with --secret-id-file or VAULT_SECRET_ID), a kubernetes
 auth login (--kubernetes-role, with the pod's ServiceAccount token or
 --jwt-file), or a token (VAULT_TOKEN or --token-file). Reading needs the operator's
 policy minus its writes; to show ACL policies a template no longer renders,
-the token also needs "list" on sys/policies/acl.
+the token also needs "list" on sys/policies/acl, and to tell whose login a
+role that is not linked to its minion's entity leads to, "update" on
+identity/lookup/entity (a lookup that changes nothing).
 
 Bindings removed from the manifests are not found: the operator deletes a
 minion's objects when its MinionBinding is deleted.
@@ -343,6 +345,9 @@ func planBinding(ctx context.Context, dry planClient, in *planInput, claims map[
 	}
 	mark := len(dry.Changes())
 	if err := controllers.ApplyBinding(ctx, dry, b, tpl, res); err != nil {
+		if reason, msg, ok := controllers.Refusal(err); ok {
+			return refusedBinding(b, reason, msg), nil, nil
+		}
 		if errors.Is(err, vault.ErrInvalid) || !vault.Transient(err) && !vault.Denied(err) {
 			return refusedBinding(b, v1alpha1.ValidationFailedReason, "Vault would refuse the write: "+err.Error()), nil, nil
 		}

@@ -122,14 +122,14 @@ func TestPlanNewMinionsThenInSyncThenAnEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"create sys/policies/acl/salt_role_mail", "update auth/salt-minions/role/web01", "update identity/entity/name/salt_minion_web01"}
+	want := []string{"create sys/policies/acl/salt_role_mail", "update identity/entity/name/salt_minion_web01", "update auth/salt-minions/role/web01"}
 	if got := changesOf(p); !slices.Equal(got, want) {
 		t.Errorf("changes %q, want %q", got, want)
 	}
 	var entity vault.Change
 	for _, b := range p.Bindings {
 		if b.Name == "web01" {
-			entity = b.Changes[1]
+			entity = b.Changes[0]
 		}
 	}
 	var text strings.Builder

@@ -261,6 +261,11 @@ func templateDoc(cfg *Config, opts Options, trustGrains bool) Document {
 	if cfg.AppRole != nil {
 		spec = append(spec, pair("appRole", appRoleMap(cfg.AppRole)))
 	}
+	// The master made the minions' entities and roles: without their
+	// owner marker the operator would refuse them (NotOwned).
+	spec = append(spec, pair("adoptMinions", value.NewBool(true)))
+	comments["spec.adoptMinions"] = "The Salt master's entities and AppRoles of these minions are taken over at cut-over.\n" +
+		"Remove it once every binding is Ready: later objects made outside the operator are then refused."
 	if trustGrains {
 		spec = append(spec, pair("trustMinionGrains", value.NewBool(true)))
 		comments["spec.trustMinionGrains"] = "Salt's policies:assign reads minion-controlled grains; the operator refuses that\n" +

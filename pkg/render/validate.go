@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 )
 
@@ -127,7 +128,31 @@ func (c *Compiled) Validate(r *Result) []Violation {
 		vs = append(vs, Violation{ReasonInvalidEntityName, "entityName", fmt.Sprintf("%q %s", r.EntityName, msg)})
 	}
 	vs = append(vs, metadataLimits("metadata.entity", r.EntityMetadata)...)
+	vs = append(vs, entityMetadataReserved(r.EntityMetadata)...)
 	vs = append(vs, metadataLimits("metadata.secret", r.SecretMetadata)...)
+	return vs
+}
+
+// entityMetadataReserved keeps the operator's own entity metadata (the
+// owner marker and the list of rendered keys, pkg/ownership) out of any
+// template's reach, and room for them within Vault's limits.
+func entityMetadataReserved(kvs []template.KV) []Violation {
+	const field = "metadata.entity"
+	var vs []Violation
+	for _, kv := range kvs {
+		if strings.HasPrefix(kv.Key, ownership.ReservedKeyPrefix) {
+			vs = append(vs, Violation{ReasonMetadataLimit, field, fmt.Sprintf("key %.40q starts with %q, which the operator reserves for its owner marker", kv.Key, ownership.ReservedKeyPrefix)})
+		}
+	}
+	if len(kvs) > MaxMetadataPairs {
+		return vs // reported by metadataLimits
+	}
+	if n := len(kvs); n > MaxMetadataPairs-2 {
+		vs = append(vs, Violation{ReasonMetadataLimit, field, fmt.Sprintf("%d pairs, and the operator's owner marker needs 2: Vault allows %d in all", n, MaxMetadataPairs)})
+	}
+	if _, err := ownership.KeysValue(kvs); err != nil {
+		vs = append(vs, Violation{ReasonMetadataLimit, field, err.Error()})
+	}
 	return vs
 }
 

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,6 +17,13 @@ func TestValidate(t *testing.T) {
 	many := []template.KV{}
 	for i := 0; i < 70; i++ {
 		many = append(many, template.KV{Key: "k" + strings.Repeat("i", i), Value: "v"})
+	}
+	full, longKeys := []template.KV{}, []template.KV{}
+	for i := 0; i < 63; i++ {
+		full = append(full, template.KV{Key: fmt.Sprintf("k%d", i), Value: "v"})
+	}
+	for i := 0; i < 10; i++ {
+		longKeys = append(longKeys, template.KV{Key: fmt.Sprintf("%060d", i), Value: "v"})
 	}
 	cases := []struct {
 		name   string
@@ -47,6 +55,11 @@ func TestValidate(t *testing.T) {
 		{name: "metadata key too long", tpl: Template{SecretMetadata: []template.KV{kv(strings.Repeat("k", 129), "v")}}, want: []Reason{ReasonMetadataLimit}},
 		{name: "metadata key Vault refuses", tpl: Template{EntityMetadata: []template.KV{kv("roles.0", "x")}}, want: []Reason{ReasonMetadataLimit}},
 		{name: "reserved metadata key", tpl: Template{SecretMetadata: []template.KV{kv("vault-x", "x")}}, want: []Reason{ReasonMetadataLimit}},
+		{name: "the operator's owner marker key", tpl: Template{EntityMetadata: []template.KV{kv("minionvault-owner", "cluster=x binding=a/b uid=u")}}, want: []Reason{ReasonMetadataLimit}},
+		{name: "any key the operator reserves", tpl: Template{EntityMetadata: []template.KV{kv("minionvault-keys", "roles")}}, want: []Reason{ReasonMetadataLimit}},
+		{name: "the reserved prefix on secret metadata is fine", tpl: Template{SecretMetadata: []template.KV{kv("minionvault-owner", "x")}}},
+		{name: "no room left for the owner marker", tpl: Template{EntityMetadata: full}, want: []Reason{ReasonMetadataLimit}},
+		{name: "the list of keys would not fit in one value", tpl: Template{EntityMetadata: longKeys}, want: []Reason{ReasonMetadataLimit}},
 		{name: "bad ttl", tpl: Template{AppRole: AppRole{SecretIDTTL: "1w"}}, want: []Reason{ReasonInvalidTemplate}},
 		{name: "entity name with slash", tpl: Template{EntityName: "a/{minion}"}, want: []Reason{ReasonInvalidEntityName}},
 		{name: "policy document named default", tpl: Template{PolicyDocuments: doc("default", "s/a")}, want: []Reason{ReasonInvalidPolicyName}},

@@ -603,6 +603,26 @@ func (c *client) DeleteEntityByName(ctx context.Context, name string) error {
 	return err
 }
 
+func (c *client) LookupEntityByAlias(ctx context.Context, name, mountAccessor string) (*Entity, error) {
+	const p = "identity/lookup/entity"
+	if name == "" || mountAccessor == "" {
+		return nil, invalid(OpRead, p, fmt.Errorf("%w: a lookup needs an alias name and a mount accessor", ErrInvalid))
+	}
+	// A POST that changes nothing: retried like a read.
+	resp, err := c.call(ctx, request{
+		op: OpRead, method: http.MethodPost, path: p, idempotent: true, absentOK: true,
+		body: map[string]any{"alias_name": name, "alias_mount_accessor": mountAccessor},
+	})
+	if err != nil || resp.absent() {
+		return nil, err
+	}
+	d := resp.data()
+	if d == nil {
+		return nil, nil // 204: no such alias
+	}
+	return parseEntity(d), nil
+}
+
 func (c *client) CreateEntityAlias(ctx context.Context, name, mountAccessor, canonicalID string) (string, error) {
 	const p = "identity/entity-alias"
 	if name == "" || mountAccessor == "" || canonicalID == "" {

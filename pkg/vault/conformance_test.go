@@ -159,6 +159,24 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 			t.Errorf("deleted role: %v, %v", r, err)
 		}
 		must(c.DeleteRole(ctx, mount, lower)) // absent: fine
+
+		// A role created with a role ID of the operator's choosing (its
+		// alias can exist before the role); role IDs are unique per mount.
+		chosen := prefix + "0b5bd3c2-6c6e-4a50-9b1d-2f1b8c9f1e77"
+		must(c.WriteRole(ctx, mount, lower, map[string]any{"token_policies": []string{"a"}, "role_id": chosen}))
+		if id, err := c.ReadRoleID(ctx, mount, lower); err != nil || id != chosen {
+			t.Errorf("chosen role ID: %q, %v", id, err)
+		}
+		// An update without role_id keeps it.
+		must(c.WriteRole(ctx, mount, lower, map[string]any{"token_policies": []string{"b"}}))
+		if id, _ := c.ReadRoleID(ctx, mount, lower); id != chosen {
+			t.Errorf("role ID after an update: %q", id)
+		}
+		// (a Go error inside approle: Vault answers 500)
+		if err := c.WriteRole(ctx, mount, lower+"-2", map[string]any{"role_id": chosen}); status(err) != 500 || !strings.Contains(err.Error(), "role_id already in use") {
+			t.Errorf("a second role with the same role ID: %v", err)
+		}
+		must(c.DeleteRole(ctx, mount, lower))
 	})
 
 	t.Run("entities", func(t *testing.T) {
@@ -273,6 +291,13 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 			t.Errorf("alias ID %q", id)
 		}
 		want("created", "alias-one:"+aname)
+		// Whose login the alias leads to.
+		if e, err := c.LookupEntityByAlias(ctx, aname, acc); err != nil || e == nil || e.ID != id1 || e.Name != prefix+"alias-one" {
+			t.Errorf("LookupEntityByAlias = %+v, %v; want entity %s", e, err, id1)
+		}
+		if e, err := c.LookupEntityByAlias(ctx, aname+"-none", acc); err != nil || e != nil {
+			t.Errorf("lookup of an unknown alias = %+v, %v; want nil", e, err)
+		}
 		got, err := c.ReadEntityByName(ctx, prefix+"alias-one")
 		must(err)
 		if len(got.Aliases) != 1 || got.Aliases[0] != (Alias{ID: id, Name: aname, MountAccessor: acc, CanonicalID: id1}) {

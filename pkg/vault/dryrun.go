@@ -166,6 +166,12 @@ func (d *DryRun) DeleteEntityByName(ctx context.Context, name string) error {
 	return nil
 }
 
+// LookupEntityByAlias answers from Vault: the plan's own aliases are
+// always on the binding's entity, which the caller has read.
+func (d *DryRun) LookupEntityByAlias(ctx context.Context, name, mountAccessor string) (*Entity, error) {
+	return d.Client.LookupEntityByAlias(ctx, name, mountAccessor)
+}
+
 func aliasFields(name, mountAccessor, canonicalID string) map[string]any {
 	return map[string]any{"name": name, "mount_accessor": mountAccessor, "canonical_id": canonicalID}
 }

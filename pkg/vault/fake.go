@@ -415,7 +415,18 @@ func (f *Fake) WriteRole(ctx context.Context, mount, name string, params map[str
 		// Vault 1.21 answers this one with a 500.
 		return fakeErr(OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* at least one constraint should be enabled on the role\n\n")
 	}
-	if _, ok := f.roleIDs[key]; !ok {
+	roleID, _ := params["role_id"].(string)
+	if roleID != "" {
+		// Vault keeps role IDs unique per mount (approle's role-id index).
+		prefix := key[:strings.LastIndex(key, "/")+1]
+		for k, id := range f.roleIDs {
+			if k != key && strings.HasPrefix(k, prefix) && !strings.Contains(k[len(prefix):], "/") && id == roleID {
+				// A Go error in approle's setRoleEntry: Vault answers 500.
+				return fakeErr(OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* role_id already in use\n\n")
+			}
+		}
+		f.roleIDs[key] = roleID
+	} else if _, ok := f.roleIDs[key]; !ok {
 		f.roleIDs[key] = randomUUID()
 	}
 	f.roles[key] = r
@@ -599,6 +610,24 @@ func (f *Fake) aliasByFactors(name, acc string) *Alias {
 		}
 	}
 	return fold
+}
+
+func (f *Fake) LookupEntityByAlias(ctx context.Context, name, mountAccessor string) (*Entity, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	const p = "identity/lookup/entity"
+	if err := f.begin("LookupEntityByAlias", OpRead); err != nil {
+		return nil, err
+	}
+	if name == "" || mountAccessor == "" {
+		return nil, invalid(OpRead, p, fmt.Errorf("%w: a lookup needs an alias name and a mount accessor", ErrInvalid))
+	}
+	if a := f.aliasByFactors(name, mountAccessor); a != nil {
+		if e, ok := f.entities[a.CanonicalID]; ok {
+			return f.entityCopy(e), nil
+		}
+	}
+	return nil, nil
 }
 
 func (f *Fake) CreateEntityAlias(ctx context.Context, name, mountAccessor, canonicalID string) (string, error) {

@@ -50,6 +50,11 @@ type Client interface {
 	// existing one (whose ID the caller read before).
 	WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (createdID string, err error)
 	DeleteEntityByName(ctx context.Context, name string) error
+	// LookupEntityByAlias finds the entity that holds the alias named name
+	// on the auth mount with mountAccessor (POST identity/lookup/entity);
+	// nil when no alias of that name exists there. It tells whose login an
+	// AppRole role's role ID leads to.
+	LookupEntityByAlias(ctx context.Context, name, mountAccessor string) (*Entity, error)
 
 	// CreateEntityAlias posts identity/entity-alias and returns the
 	// alias's ID. Vault keeps one alias per name and mount: when one

@@ -19,6 +19,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
 func doc(v any) *v1alpha1.Document {
@@ -67,7 +68,20 @@ func managesExactly(mt *v1alpha1.MinionTemplate, names ...string) bool {
 	return p != nil && p.Count == int64(len(names)) && p.Digest == controllers.PolicySetDigest(names)
 }
 
+// metadataOf is an entity's rendered metadata: without the operator's
+// own keys (the owner marker, the list of rendered keys).
 func metadataOf(data map[string]any) map[string]string {
+	out := rawMetadataOf(data)
+	for k := range out {
+		if strings.HasPrefix(k, ownership.ReservedKeyPrefix) {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// rawMetadataOf is an entity's metadata as Vault holds it.
+func rawMetadataOf(data map[string]any) map[string]string {
 	out := map[string]string{}
 	m, _ := data["metadata"].(map[string]any)
 	for k, v := range m {
@@ -124,6 +138,11 @@ func TestOperator(t *testing.T) {
 		want := map[string]string{"minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}
 		if got := metadataOf(entity); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("metadata %v, want %v", got, want)
+		}
+		raw := rawMetadataOf(entity)
+		if owner, ok := ownership.ParseMarker(raw[ownership.MarkerKey]); !ok || owner.Namespace != "salt" || owner.Name != "web01" ||
+			owner.UID != string(s.binding("salt", "web01").UID) || raw[ownership.KeysKey] != "minion-id,roles" {
+			t.Errorf("the operator's own metadata: %v", raw)
 		}
 		roleID := fmt.Sprint(s.vaultRead("auth/salt-minions/role/web01/role-id")["role_id"])
 		aliases, _ := entity["aliases"].([]any)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	vaultpolicy "github.com/minionvault/minion-vault-operator/config/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
 // TestOwnership is issue 9: every Vault object the operator writes stays
@@ -118,7 +119,7 @@ func TestOwnership(t *testing.T) {
 		if got := s.loginEntity(t, "salt-minions-b", "sw1"); got != b.Status.Entity.ID {
 			t.Errorf("login on the new mount got entity %s, want %s", got, b.Status.Entity.ID)
 		}
-		if got := b.Annotations[v1alpha1.VaultObjectsAnnotation]; got != `[{"connection":"own-vault","mount":"salt-minions-b","entity":"minion_b_sw1"}]` {
+		if got := b.Annotations[v1alpha1.VaultObjectsAnnotation]; got != `[{"vault":"`+s.vaultKey(t, "own-vault")+`","connection":"own-vault","mount":"salt-minions-b","entity":"minion_b_sw1","deletionPolicy":"Delete"}]` {
 			t.Errorf("record after the switch %s", got)
 		}
 		s.event("sw1", "Removed")
@@ -155,7 +156,9 @@ func TestOwnership(t *testing.T) {
 
 	s.run("3: a binding deleted after a half-failed apply leaves nothing in Vault", func(t *testing.T) {
 		// A connection whose token may write roles but not entities: the
-		// role is written, the entity write is refused (403).
+		// entity write is refused (403), and nothing is written after it
+		// (the entity, with its owner marker, comes first: no role is ever
+		// written that is not linked to a marked entity).
 		policy := operatorPolicy(t) + `
 path "identity/entity/name/+" {
   capabilities = ["read", "delete"]
@@ -172,8 +175,8 @@ path "identity/entity/name/+" {
 		s.must(s.c.Create(ctx, half))
 		s.must(s.c.Create(ctx, ownBinding("own", "half1", "half1", "own-half", "web")))
 		s.waitReason("own", "half1", v1alpha1.AccessDeniedReason)
-		if s.vaultRead("auth/salt-minions/role/half1") == nil {
-			t.Fatal("the role was not written before the entity write failed")
+		if s.vaultRead("auth/salt-minions/role/half1") != nil {
+			t.Fatal("the role was written although its entity could not be")
 		}
 		s.must(s.c.Delete(ctx, s.binding("own", "half1")))
 		s.waitGone("own", "half1")
@@ -181,13 +184,14 @@ path "identity/entity/name/+" {
 			t.Error("a working AppRole was left behind")
 		}
 
-		// Role and entity written, the alias refused: deletion removes both.
+		// The entity written, the alias refused (so no role): deletion
+		// removes the entity.
 		policy = strings.Replace(operatorPolicy(t), `path "identity/entity-alias" {`, `path "identity/entity-alias/nope" {`, 1)
 		s.must(s.root.Sys().PutPolicyWithContext(ctx, "half-role", policy))
 		s.must(s.c.Create(ctx, ownBinding("own", "half2", "half2", "own-half", "web")))
 		s.waitReason("own", "half2", v1alpha1.AccessDeniedReason)
-		if s.vaultRead("identity/entity/name/salt_minion_half2") == nil {
-			t.Fatal("the entity was not written before the alias write failed")
+		if s.vaultRead("identity/entity/name/salt_minion_half2") == nil || s.vaultRead("auth/salt-minions/role/half2") != nil {
+			t.Fatal("want the entity written and no role before the alias write failed")
 		}
 		s.must(s.c.Delete(ctx, s.binding("own", "half2")))
 		s.waitGone("own", "half2")
@@ -265,6 +269,14 @@ path "identity/entity/name/+" {
 		}
 		t.Logf("%d handovers in %s", handovers, time.Since(start).Round(time.Millisecond))
 	})
+}
+
+// vaultKey is the Vault a connection reaches, as the binding's record names it.
+func (s *suite) vaultKey(t *testing.T, conn string) string {
+	t.Helper()
+	vc := &v1alpha1.VaultConnection{}
+	s.must(s.c.Get(context.Background(), types.NamespacedName{Name: conn}, vc))
+	return ownership.VaultKey(vc.Status.ClusterID, vc.Spec.Namespace)
 }
 
 // operatorPolicy is the shipped policy (config/vault/operator-policy.hcl).

@@ -142,10 +142,10 @@ func TestPlan(t *testing.T) {
 		want := []string{
 			"create sys/policies/acl/plan_role_mail",
 			"delete sys/policies/acl/plan_role_db", // no binding renders "db" any more
-			"update auth/salt-minions/role/plan-db",
 			"update identity/entity/name/salt_minion_plan-db",
-			"update auth/salt-minions/role/plan-web",
+			"update auth/salt-minions/role/plan-db",
 			"update identity/entity/name/salt_minion_plan-web",
+			"update auth/salt-minions/role/plan-web",
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("changes\n %q\nwant\n %q", got, want)
