@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	vaultapi "github.com/hashicorp/vault/api"
+
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
@@ -24,6 +26,10 @@ type fleet struct {
 	ev      *acl.Evaluator
 	// warnings are what the audit cannot see or had to assume.
 	warnings []string
+	// Online only: the Vault version whose rules apply, the minion mount's
+	// accessor, and the client that read the fleet.
+	version, accessor string
+	client            *vaultapi.Client
 }
 
 type fleetMinion struct {
@@ -32,11 +38,18 @@ type fleetMinion struct {
 	metadata map[string]string
 	subject  acl.Subject
 	prep     *acl.Prepared
+	// Online only: the role ID, and the entity as Vault holds it (nil when
+	// there is none yet), its alias metadata as the last login left it.
+	roleID string
+	live   *acl.Entity
 }
 
 type fleetOptions struct {
 	vaultVersion string
 	accessor     string
+	// vaultDocs (audit drift): the policies Vault holds, for those the
+	// minions name that are neither rendered nor a file, and for default.
+	vaultDocs map[string]string
 }
 
 // loadFleet renders the bindings of the manifests in paths (files or
@@ -59,6 +72,10 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 	}
 	for name, text := range files {
 		f.docs[name] = text
+	}
+	if text, ok := o.vaultDocs["default"]; ok && f.docs["default"] == "" {
+		f.docs["default"] = text
+		f.warnings = append(f.warnings, "policy \"default\" is Vault's text (no default.hcl among the files)")
 	}
 	if _, ok := f.docs["default"]; !ok {
 		f.docs["default"] = acl.DefaultPolicy
@@ -126,6 +143,24 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 	for _, b := range in.bindings {
 		if !known[b.Spec.TemplateRef.Name] {
 			f.warnings = append(f.warnings, fmt.Sprintf("MinionBinding %s/%s is left out: MinionTemplate %q is not among the manifests", b.Namespace, b.Name, b.Spec.TemplateRef.Name))
+		}
+	}
+	if o.vaultDocs != nil {
+		var fromVault []string
+		for _, m := range f.minions {
+			for _, n := range m.subject.PolicyNames() {
+				if _, ok := f.docs[n]; ok {
+					continue
+				}
+				if text, ok := o.vaultDocs[n]; ok {
+					f.docs[n] = text
+					fromVault = append(fromVault, n)
+				}
+			}
+		}
+		slices.Sort(fromVault)
+		for _, n := range fromVault {
+			f.warnings = append(f.warnings, fmt.Sprintf("policy %q is neither rendered by a template nor among the policy files: Vault's text is used on both sides", n))
 		}
 	}
 	f.ev, err = acl.New(f.docs, acl.Options{Mode: mode})

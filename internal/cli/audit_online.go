@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -35,7 +36,7 @@ func loadOnlineFleet(ctx context.Context, mount, version string) (*fleet, error)
 	if err != nil {
 		return nil, err
 	}
-	f := &fleet{byID: map[string]*fleetMinion{}, docs: map[string]string{}}
+	f := &fleet{byID: map[string]*fleetMinion{}, docs: map[string]string{}, version: version, client: c}
 	names, err := c.Sys().ListPoliciesWithContext(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing ACL policies: %w", err)
@@ -63,6 +64,7 @@ func loadOnlineFleet(ctx context.Context, mount, version string) (*fleet, error)
 	if !ok {
 		return nil, fmt.Errorf("no auth mount %q", mount)
 	}
+	f.accessor = am.Accessor
 	s, err := c.Logical().ListWithContext(ctx, "auth/"+mount+"/role")
 	if err != nil {
 		return nil, fmt.Errorf("listing roles of %s: %w", mount, err)
@@ -101,7 +103,7 @@ func onlineMinion(ctx context.Context, c *vaultapi.Client, mount, accessor, role
 		return nil, fmt.Errorf("reading the role ID of %q: %v", role, err)
 	}
 	roleID, _ := s.Data["role_id"].(string)
-	m := &fleetMinion{id: role, role: role, binding: "", metadata: map[string]string{}}
+	m := &fleetMinion{id: role, role: role, binding: "", metadata: map[string]string{}, roleID: roleID}
 	m.subject.TokenPolicies = acl.LoginPolicies(tok, !noDefault)
 	s, err = c.Logical().WriteWithContext(ctx, "identity/lookup/entity", map[string]any{"alias_name": roleID, "alias_mount_accessor": accessor})
 	if err != nil {
@@ -117,6 +119,7 @@ func onlineMinion(ctx context.Context, c *vaultapi.Client, mount, accessor, role
 		Policies: anyStrings(s.Data["policies"]), Disabled: s.Data["disabled"] == true,
 	}
 	e.ID, _ = s.Data["id"].(string)
+	live := *e
 	aliases, _ := s.Data["aliases"].([]any)
 	for _, a := range aliases {
 		am, _ := a.(map[string]any)
@@ -124,11 +127,14 @@ func onlineMinion(ctx context.Context, c *vaultapi.Client, mount, accessor, role
 		al.ID, _ = am["id"].(string)
 		al.Name, _ = am["name"].(string)
 		al.MountAccessor, _ = am["mount_accessor"].(string)
+		live.Aliases = append(live.Aliases, al)
 		if al.Name == roleID && al.MountAccessor == accessor {
+			al.Metadata = maps.Clone(al.Metadata)
 			al.Metadata["role_name"] = role
 		}
 		e.Aliases = append(e.Aliases, al)
 	}
+	m.live = &live
 	m.metadata = e.Metadata
 	m.subject.Entity = e
 	for _, gid := range append(anyStrings(s.Data["direct_group_ids"]), anyStrings(s.Data["inherited_group_ids"])...) {
