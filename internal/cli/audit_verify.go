@@ -180,7 +180,7 @@ func verifyMinion(ctx context.Context, c *vaultapi.Client, f *fleet, m *fleetMin
 		"renewable": false, "display_name": "audit-verify", "no_parent": false,
 	})
 	if err != nil {
-		vm.Skipped = "no token: " + err.Error()
+		vm.Skipped = "Vault makes no token for it: " + vaultErrText(err)
 		return vm, nil, nil
 	}
 	if s == nil || s.Auth == nil {
@@ -274,4 +274,13 @@ func verifyTable(w io.Writer, v *VerifyReport) {
 		}
 		_ = tw.Flush()
 	}
+}
+
+// vaultErrText is Vault's own message of an error answer, on one line.
+func vaultErrText(err error) string {
+	var re *vaultapi.ResponseError
+	if errors.As(err, &re) && len(re.Errors) > 0 {
+		return fmt.Sprintf("%d %s", re.StatusCode, strings.Join(re.Errors, "; "))
+	}
+	return err.Error()
 }
