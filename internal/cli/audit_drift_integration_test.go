@@ -192,6 +192,19 @@ func TestIntegrationAuditDrift(t *testing.T) {
 		}
 		return n
 	}
+	// An alias an interrupted run left on web01's entity is used and
+	// removed.
+	tokenAccessor := func() string {
+		auths, err := root.Sys().ListAuthWithContext(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return auths["token/"].Accessor
+	}()
+	webID := entityOf("web01")["id"].(string)
+	if _, err := root.Logical().Write("identity/entity-alias", map[string]any{"name": verifyAliasPrefix + webID, "canonical_id": webID, "mount_accessor": tokenAccessor}); err != nil {
+		t.Fatal(err)
+	}
 	before := secretIDs()
 	r = drift(1, "--verify", "10", "--verify-seed", "7", "--path", "secret/data/extra", "--path", "sys/mounts")
 	v := r.Verify

@@ -154,9 +154,11 @@ func verifyMinion(ctx context.Context, c *vaultapi.Client, f *fleet, m *fleetMin
 			vm.Skipped = fmt.Sprintf("the entity already has an alias %q on the token mount", a.Name)
 			return vm, nil, nil
 		}
+		// Left by an interrupted run: used, and removed as ours.
 		aliasID = a.ID
 	}
-	if aliasID == "" {
+	leftover := aliasID != ""
+	if !leftover {
 		s, err := c.Logical().WriteWithContext(ctx, "identity/entity-alias", map[string]any{
 			"name": name, "canonical_id": m.live.ID, "mount_accessor": tokenAccessor})
 		if err != nil {
@@ -166,12 +168,12 @@ func verifyMinion(ctx context.Context, c *vaultapi.Client, f *fleet, m *fleetMin
 			return vm, nil, fmt.Errorf("attaching an alias to the entity of %s: no alias ID in Vault's answer", m.role)
 		}
 		aliasID = fmt.Sprint(s.Data["id"])
-		defer func() {
-			if _, derr := c.Logical().DeleteWithContext(ctx, "identity/entity-alias/id/"+aliasID); derr != nil && err == nil {
-				err = fmt.Errorf("removing the alias %s from the entity of %s: %w", aliasID, m.role, derr)
-			}
-		}()
 	}
+	defer func() {
+		if _, derr := c.Logical().DeleteWithContext(ctx, "identity/entity-alias/id/"+aliasID); derr != nil && err == nil {
+			err = fmt.Errorf("removing the alias %s from the entity of %s: %w", aliasID, m.role, derr)
+		}
+	}()
 
 	want := m.subject.TokenPolicies
 	s, err := c.Logical().WriteWithContext(ctx, "auth/token/create/"+role, map[string]any{
@@ -201,7 +203,10 @@ func verifyMinion(ctx context.Context, c *vaultapi.Client, f *fleet, m *fleetMin
 	}
 
 	e := *m.live
-	e.Aliases = append(slices.Clone(m.live.Aliases), acl.Alias{ID: aliasID, Name: name, MountAccessor: tokenAccessor, Metadata: map[string]string{}})
+	e.Aliases = slices.Clone(m.live.Aliases)
+	if !leftover {
+		e.Aliases = append(e.Aliases, acl.Alias{ID: aliasID, Name: name, MountAccessor: tokenAccessor, Metadata: map[string]string{}})
+	}
 	prep := f.ev.Prepare(acl.Subject{TokenPolicies: got, Entity: &e, Groups: m.subject.Groups})
 
 	vaultAnswer, vaultErr := capabilitiesOf(ctx, c, token, paths)
