@@ -159,6 +159,11 @@ func TestIntegrationAuditDrift(t *testing.T) {
 	if r.Summary.Extra != 2 || r.Summary.Missing < 1 || r.Verify != nil {
 		t.Fatalf("summary %+v", r.Summary)
 	}
+	code, out, errOut := runAudit(t, "drift", "-f", dir, "--minion-mount", mount, "--path", "secret/data/extra")
+	if code != 1 || !strings.HasPrefix(out, "2 of 4 minions have access in Vault the manifests do not give, 1 lack access the manifests give") {
+		t.Fatalf("drift table: exit %d: %s%s", code, out, errOut)
+	}
+	t.Logf("drift table:\n%s", out)
 
 	// --verify with the rights docs/audit.md lists, and nothing else.
 	if _, err := root.Logical().Write("auth/token/roles/minionvault-audit-verify", map[string]any{
