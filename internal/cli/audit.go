@@ -55,6 +55,11 @@ role's entity (its alias is the role ID on the mount) with its groups. A
 minion is then a role, and its answer is what a fresh login of the role
 would get now. Nothing is written, no minion is logged in.
 
+Drift compares the two: per minion, what it can do in Vault now that the
+manifests do not give it, and the reverse (--verify N asks Vault's own
+sys/capabilities about N minions through a token role; it writes a
+short-lived alias and token).
+
 Offline it does not see other auth methods, identity groups, Enterprise
 Sentinel policies or control groups. See docs/audit.md.`,
 	}

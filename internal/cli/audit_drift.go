@@ -167,13 +167,15 @@ says otherwise. The manifests' side takes from Vault what only Vault
 chooses: entity ID, role ID, the operator's minionvault-* metadata keys,
 and the text of policies that are neither rendered nor a file.
 
---verify N also asks Vault's own sys/capabilities for N sampled minions,
+--verify N also asks Vault's own sys/capabilities for N sampled minions
+(among the roles with an entity),
 through short-lived tokens of --verify-token-role bound to each minion's
 entity (never a minion's token or secret ID), and reports where the
 evaluator disagrees with Vault. See docs/audit.md for the Vault set-up.
 
-Exit status: 0 no drift, 1 a minion has extra or missing access, 2 an
-error, 3 --verify found a disagreement with Vault (before 1).`,
+Exit status: 0 no drift, 1 a minion has extra or missing access or is on
+one side only, 2 an error, 3 --verify found a disagreement with Vault
+(before 1).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
@@ -214,6 +216,11 @@ error, 3 --verify found a disagreement with Vault (before 1).`,
 				return exitError{auditVerifyDisagrees}
 			case r.Summary.Extra > 0 || r.Summary.Missing > 0:
 				return exitError{auditFindings}
+			}
+			for _, m := range r.Minions {
+				if m.Status != "" {
+					return exitError{auditFindings}
+				}
 			}
 			return nil
 		},

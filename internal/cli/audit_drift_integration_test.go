@@ -225,7 +225,8 @@ func TestIntegrationAuditDrift(t *testing.T) {
 		}
 	}
 	slices.Sort(verified)
-	if !slices.Equal(verified, []string{"build01", "db01", "web01"}) || len(skipped) != 1 || !strings.HasPrefix(skipped[0], "drift-rogue: no entity") {
+	// drift-rogue has no entity: it is not among those sampled.
+	if !slices.Equal(verified, []string{"build01", "db01", "web01"}) || len(skipped) != 0 {
 		t.Fatalf("verified %q, skipped %q", verified, skipped)
 	}
 	t.Logf("verify: %d answers agree, minions %+v", v.Agreed, v.Minions)

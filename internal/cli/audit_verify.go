@@ -98,13 +98,20 @@ func verifyFleet(ctx context.Context, f *fleet, v verifyOptions, paths []string)
 		v.seed = time.Now().UnixNano()
 	}
 	r := &VerifyReport{Seed: v.seed, TokenRole: v.role, Minions: []VerifiedMinion{}, Disagreements: []Disagreement{}}
-	order := rand.New(rand.NewSource(v.seed)).Perm(len(f.minions))
+	// A role without an entity yet has nothing a token could be bound to.
+	var eligible []*fleetMinion
+	for _, m := range f.minions {
+		if m.live != nil && m.live.ID != "" {
+			eligible = append(eligible, m)
+		}
+	}
+	order := rand.New(rand.NewSource(v.seed)).Perm(len(eligible))
 	if len(order) > v.n {
 		order = order[:v.n]
 	}
 	slices.Sort(order)
 	for _, i := range order {
-		m := f.minions[i]
+		m := eligible[i]
 		vm, ds, err := verifyMinion(ctx, c, f, m, tm.Accessor, v.role, paths)
 		if err != nil {
 			return nil, err
