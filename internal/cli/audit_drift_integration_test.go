@@ -11,6 +11,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -255,6 +257,26 @@ func TestIntegrationAuditDrift(t *testing.T) {
 		if err == nil && s != nil && s.Data["display_name"] == "token-audit-verify" {
 			t.Fatalf("a verification token is left: %v", s.Data)
 		}
+	}
+
+	// An evaluator that is wrong is caught: drift-extra read as a deny.
+	t.Setenv("VAULT_TOKEN", tok.Auth.ClientToken)
+	online, err := loadOnlineFleet(ctx, mount, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := maps.Clone(online.docs)
+	docs["drift-extra"] = `path "secret/data/extra" { capabilities = ["deny"] }`
+	if online.ev, err = acl.New(docs, acl.Options{Mode: online.ev.Mode()}); err != nil {
+		t.Fatal(err)
+	}
+	wrong, err := verifyFleet(ctx, online, verifyOptions{n: 10, role: "minionvault-audit-verify", seed: 3}, []string{"secret/data/extra", "sys/mounts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wrong.Disagreements) != 1 || wrong.Disagreements[0].Role != "web01" || wrong.Disagreements[0].Path != "secret/data/extra" ||
+		!slices.Equal(wrong.Disagreements[0].Evaluator, []string{"deny"}) || !slices.Equal(wrong.Disagreements[0].Vault, []string{"read"}) {
+		t.Fatalf("a wrong evaluator: %+v", wrong.Disagreements)
 	}
 
 	// A disabled entity: Vault makes no token for it, and the report says
