@@ -36,7 +36,14 @@ path "identity/group/id/*" { capabilities = ["read"] }
 
 const auditVerifyPolicy = `path "auth/token/create/minionvault-audit-verify" { capabilities = ["update"] }
 path "auth/token/revoke" { capabilities = ["update"] }
-path "identity/entity-alias" { capabilities = ["update"] }
+path "identity/entity-alias" {
+  capabilities = ["update"]
+  allowed_parameters = {
+    "name"           = ["minionvault-audit-*"]
+    "mount_accessor" = ["%TOKEN_ACCESSOR%"]
+    "canonical_id"   = []
+  }
+}
 path "identity/entity-alias/id/*" { capabilities = ["delete"] }
 path "sys/capabilities" { capabilities = ["update"] }
 `
@@ -178,7 +185,11 @@ func TestIntegrationAuditDrift(t *testing.T) {
 	if err := root.Sys().PutPolicyWithContext(ctx, "audit-reader-drift", strings.ReplaceAll(auditReaderPolicy, "%MOUNT%", mount)); err != nil {
 		t.Fatal(err)
 	}
-	if err := root.Sys().PutPolicyWithContext(ctx, "audit-verify", auditVerifyPolicy); err != nil {
+	auths0, err := root.Sys().ListAuthWithContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := root.Sys().PutPolicyWithContext(ctx, "audit-verify", strings.ReplaceAll(auditVerifyPolicy, "%TOKEN_ACCESSOR%", auths0["token/"].Accessor)); err != nil {
 		t.Fatal(err)
 	}
 	tok, err := root.Auth().Token().CreateWithContext(ctx, &vaultapi.TokenCreateRequest{Policies: []string{"audit-reader-drift", "audit-verify"}, NoDefaultPolicy: true, TTL: "10m"})
@@ -186,6 +197,20 @@ func TestIntegrationAuditDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("VAULT_TOKEN", tok.Auth.ClientToken)
+	// The verifier cannot attach any other alias.
+	verifier, err := root.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier.SetToken(tok.Auth.ClientToken)
+	for _, body := range []map[string]any{
+		{"name": "someone", "canonical_id": entityOf("web01")["id"], "mount_accessor": auths0["token/"].Accessor},
+		{"name": verifyAliasPrefix + "x", "canonical_id": entityOf("web01")["id"], "mount_accessor": auths0[mount+"/"].Accessor},
+	} {
+		if _, err := verifier.Logical().Write("identity/entity-alias", body); err == nil || !strings.Contains(err.Error(), "permission denied") {
+			t.Fatalf("the verifier attaches %v: %v", body, err)
+		}
+	}
 	secretIDs := func() int {
 		n := 0
 		for _, role := range []string{"db01", "web01", "build01"} {
