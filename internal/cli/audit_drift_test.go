@@ -139,3 +139,26 @@ func TestAuditDriftFlags(t *testing.T) {
 		t.Fatalf("drift --verify -1: exit %d %s", code, errOut)
 	}
 }
+
+func TestAuditDriftTable(t *testing.T) {
+	r := DriftReport{
+		Summary: DriftSummary{Minions: 2, Extra: 1, Paths: 3},
+		Minions: []MinionDrift{{Minion: "web01", Role: "web01", Changes: []PathDrift{{Path: "secret/data/x", Manifests: []string{"deny"}, Vault: []string{"read"}, Extra: []string{"read"}, Why: "p secret/data/x (exact match)"}}}},
+		Verify: &VerifyReport{Seed: 7, TokenRole: "r", Agreed: 5,
+			Minions:       []VerifiedMinion{{Role: "web01", Paths: 3}, {Role: "db01", Skipped: "Vault makes no token for it: 403 entity from given entity alias is disabled"}},
+			Disagreements: []Disagreement{{Role: "web01", Path: "secret/data/x", Evaluator: []string{"deny"}, Vault: []string{"read"}}}},
+	}
+	var b strings.Builder
+	driftTable(&b, r)
+	for _, want := range []string{
+		"1 of 2 minions have access in Vault the manifests do not give, 0 lack access the manifests give (3 paths compared)\n",
+		"web01   web01  secret/data/x  deny       read   +read  p secret/data/x (exact match)\n",
+		"verify (seed 7, token role r): 5 answers agree with Vault's sys/capabilities, 1 disagree\n",
+		"  db01: not verified: Vault makes no token for it: 403 entity from given entity alias is disabled\n",
+		"web01  secret/data/x  deny       read\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in:\n%s", want, b.String())
+		}
+	}
+}
