@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,7 +125,7 @@ path "identity/group/id/*" { capabilities = ["read"] }
 func TestAuditThroughTheOperator(t *testing.T) {
 	s := start(t)
 	ctx := context.Background()
-	minions := []struct{ id, roles, env string }{
+	minions := []auditMinion{
 		{"aud-web", "[web]", "prod"},
 		{"aud-db", "[db, web]", "prod"},
 		{"aud-ci", "[ci, web, db]", "staging"},
@@ -169,6 +170,12 @@ func TestAuditThroughTheOperator(t *testing.T) {
 	s.must(err)
 	t.Setenv("VAULT_ADDR", s.env.Vault.Addr)
 	t.Setenv("VAULT_TOKEN", rt.Auth.ClientToken)
+	// What Vault holds before the audits: they must log nobody in and make
+	// no secret ID and no token.
+	log := s.vaultAudit(t)
+	reader := s.accessorOf(t, rt.Auth.ClientToken)
+	mark := log.mark(t)
+	secretIDs, tokens := s.secretIDCounts(t, minions...), s.tokenCount(t)
 	online := []string{"--vault", "--minion-mount", testenv.AppRoleMount}
 	offline := []string{"-f", dir}
 
@@ -240,12 +247,57 @@ func TestAuditThroughTheOperator(t *testing.T) {
 			}
 		}
 	}
+	log.settle(t)
+	if calls := log.since(t, mark, reader); len(calls.Paths) != 0 {
+		for _, w := range calls.Paths {
+			if w != "update identity/lookup/entity" {
+				t.Errorf("the online audit wrote to Vault: %s", w)
+			}
+		}
+	}
+	if got := s.secretIDCounts(t, minions...); !maps.Equal(got, secretIDs) {
+		t.Errorf("secret IDs per minion before the audits %v, after %v", secretIDs, got)
+	}
+	if got := s.tokenCount(t); got != tokens {
+		t.Errorf("%d tokens before the audits, %d after", tokens, got)
+	}
+	for _, m := range minions {
+		var row []string
+		for _, p := range paths {
+			row = append(row, p+"="+want[m.id][p])
+		}
+		t.Logf("Vault for %s: %s", m.id, strings.Join(row, " "))
+	}
 	t.Logf("%d answers agree with Vault's sys/capabilities (%d minions, %d paths, what-can and who-can, online and offline), %d disagree",
 		agreed, len(minions), len(paths), failed)
 	if failed == 0 && agreed != 4*len(minions)*len(paths) {
 		t.Fatalf("%d answers compared, want %d", agreed, 4*len(minions)*len(paths))
 	}
 }
+
+// secretIDCounts is the number of secret IDs of each minion's role.
+func (s *suite) secretIDCounts(t *testing.T, minions ...auditMinion) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, m := range minions {
+		sec, err := s.root.Logical().List("auth/" + testenv.AppRoleMount + "/role/" + m.id + "/secret-id")
+		s.must(err)
+		if sec != nil {
+			out[m.id] = len(strs(sec.Data["keys"]))
+		}
+	}
+	return out
+}
+
+// tokenCount is the number of tokens in Vault.
+func (s *suite) tokenCount(t *testing.T) int {
+	t.Helper()
+	sec, err := s.root.Logical().List("auth/token/accessors")
+	s.must(err)
+	return len(strs(sec.Data["keys"]))
+}
+
+type auditMinion struct{ id, roles, env string }
 
 // minionToken logs in as the minion would (a new secret ID) and returns
 // its token.
