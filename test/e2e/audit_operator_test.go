@@ -159,10 +159,17 @@ func TestAuditThroughTheOperator(t *testing.T) {
 	}
 
 	// Vault's own answers, for a token of a real login of each minion.
-	want := map[string]map[string]string{} // role -> path -> answer
+	tokens := map[string]string{}
 	for _, m := range minions {
-		want[m.id] = vaultCapabilities(t, s.root, s.minionToken(t, testenv.AppRoleMount, m.id), paths)
+		tokens[m.id] = s.minionToken(t, testenv.AppRoleMount, m.id)
 	}
+	want := map[string]map[string]string{} // role -> path -> answer
+	askVault := func() {
+		for _, m := range minions {
+			want[m.id] = vaultCapabilities(t, s.root, tokens[m.id], paths)
+		}
+	}
+	askVault()
 
 	// The online audit, with a token of exactly the documented rights.
 	s.must(s.root.Sys().PutPolicyWithContext(ctx, "audit-e2e-reader", auditReader))
@@ -175,78 +182,112 @@ func TestAuditThroughTheOperator(t *testing.T) {
 	log := s.vaultAudit(t)
 	reader := s.accessorOf(t, rt.Auth.ClientToken)
 	mark := log.mark(t)
-	secretIDs, tokens := s.secretIDCounts(t, minions...), s.tokenCount(t)
-	online := []string{"--vault", "--minion-mount", testenv.AppRoleMount}
-	offline := []string{"-f", dir}
+	secretIDs, tokenCount := s.secretIDCounts(t, minions...), s.tokenCount(t)
+	type auditMode struct {
+		name string
+		args []string
+	}
+	online := auditMode{"online", []string{"--vault", "--minion-mount", testenv.AppRoleMount}}
+	offline := auditMode{"offline", []string{"-f", dir}}
 
-	agreed, failed := 0, 0
+	agreed, failed, compared := 0, 0, 0
+	phase := ""
 	compare := func(how, role, path, got string) {
 		t.Helper()
 		if w := want[role][path]; got != w {
 			failed++
-			t.Errorf("%s: minion %s, path %q: audit %s, Vault %s", how, role, path, got, w)
+			t.Errorf("%s%s: minion %s, path %q: audit %s, Vault %s", phase, how, role, path, got, w)
 			return
 		}
 		agreed++
 	}
-	for _, mode := range []struct {
-		name string
-		args []string
-	}{{"online", online}, {"offline", offline}} {
-		for _, m := range minions {
-			args := append([]string{"what-can", m.id}, mode.args...)
-			for _, p := range paths {
-				args = append(args, "--path", p)
-			}
-			out := auditJSON(t, args...)
-			var r struct{ Paths map[string]json.RawMessage }
-			if err := json.Unmarshal(out, &r); err != nil {
-				t.Fatalf("%v: %v\n%s", args, err, out)
-			}
-			if len(r.Paths) != len(paths) {
-				t.Errorf("%s what-can %s: %d paths answered, %d asked", mode.name, m.id, len(r.Paths), len(paths))
-			}
-			for _, p := range paths {
-				compare(mode.name+" what-can", m.id, p, answer(r.Paths[p]))
-			}
-		}
-		for _, p := range paths {
-			args := append([]string{"who-can", p}, mode.args...)
-			out := auditJSON(t, args...)
-			var r struct {
-				Minions []struct {
-					Role         string
-					Capabilities []string
-					Error        string
-				}
-			}
-			if err := json.Unmarshal(out, &r); err != nil {
-				t.Fatalf("%v: %v\n%s", args, err, out)
-			}
-			got := map[string]string{}
-			for _, e := range r.Minions {
-				if _, ours := want[e.Role]; !ours {
-					continue
-				}
-				if _, twice := got[e.Role]; twice {
-					t.Errorf("%s who-can %q: minion %s listed twice", mode.name, p, e.Role)
-				}
-				switch {
-				case e.Error != "":
-					got[e.Role] = "error"
-				default:
-					got[e.Role] = strings.Join(e.Capabilities, ",")
-				}
-			}
+	audit := func(modes ...auditMode) {
+		t.Helper()
+		compared += 2 * len(modes) * len(minions) * len(paths)
+		for _, mode := range modes {
 			for _, m := range minions {
-				g, ok := got[m.id]
-				if !ok || g == "" {
-					g = "deny" // those with ["deny"] may be left out
+				args := append([]string{"what-can", m.id}, mode.args...)
+				for _, p := range paths {
+					args = append(args, "--path", p)
 				}
-				compare(mode.name+" who-can", m.id, p, g)
+				out := auditJSON(t, args...)
+				var r struct{ Paths map[string]json.RawMessage }
+				if err := json.Unmarshal(out, &r); err != nil {
+					t.Fatalf("%v: %v\n%s", args, err, out)
+				}
+				if len(r.Paths) != len(paths) {
+					t.Errorf("%s what-can %s: %d paths answered, %d asked", mode.name, m.id, len(r.Paths), len(paths))
+				}
+				for _, p := range paths {
+					compare(mode.name+" what-can", m.id, p, answer(r.Paths[p]))
+				}
+			}
+			for _, p := range paths {
+				args := append([]string{"who-can", p}, mode.args...)
+				out := auditJSON(t, args...)
+				var r struct {
+					Minions []struct {
+						Role         string
+						Capabilities []string
+						Error        string
+					}
+				}
+				if err := json.Unmarshal(out, &r); err != nil {
+					t.Fatalf("%v: %v\n%s", args, err, out)
+				}
+				got := map[string]string{}
+				for _, e := range r.Minions {
+					if _, ours := want[e.Role]; !ours {
+						continue
+					}
+					if _, twice := got[e.Role]; twice {
+						t.Errorf("%s who-can %q: minion %s listed twice", mode.name, p, e.Role)
+					}
+					switch {
+					case e.Error != "":
+						got[e.Role] = "error"
+					default:
+						got[e.Role] = strings.Join(e.Capabilities, ",")
+					}
+				}
+				for _, m := range minions {
+					g, ok := got[m.id]
+					if !ok || g == "" {
+						g = "deny" // those with ["deny"] may be left out
+					}
+					compare(mode.name+" who-can", m.id, p, g)
+				}
 			}
 		}
 	}
+	audit(online, offline)
+
+	// Vault's own state beyond the manifests, seen online only (offline
+	// cannot see identity groups nor a disabled entity, docs/audit.md): one
+	// minion's entity in a group with a policy, another's entity disabled
+	// (Vault then answers an error for its token, and so must the audit).
+	s.must(s.root.Sys().PutPolicyWithContext(ctx, "audit-e2e-group", `path "salt/data/group/*" { capabilities = ["read"] }
+path "salt/data/roles/web" { capabilities = ["deny"] }`))
+	webEntity := fmt.Sprint(s.vaultRead("identity/entity/name/salt_minion_aud-web")["id"])
+	_, err = s.root.Logical().WriteWithContext(ctx, "identity/group/name/audit-e2e-group", map[string]any{
+		"policies": []string{"audit-e2e-group"}, "member_entity_ids": []string{webEntity}})
+	s.must(err)
+	cacheEntity := fmt.Sprint(s.vaultRead("identity/entity/name/salt_minion_aud-cache")["id"])
+	_, err = s.root.Logical().WriteWithContext(ctx, "identity/entity/id/"+cacheEntity, map[string]any{"disabled": true})
+	s.must(err)
+	paths = append(paths, "salt/data/group/x")
+	askVault()
+	if want["aud-web"]["salt/data/group/x"] != "read" || want["aud-web"]["salt/data/roles/web"] != "deny" || want["aud-cache"]["salt/data/common"] != "error" {
+		t.Fatalf("Vault did not take the group or the disabled entity: %v %v %v",
+			want["aud-web"]["salt/data/group/x"], want["aud-web"]["salt/data/roles/web"], want["aud-cache"]["salt/data/common"])
+	}
+	phase = "with a group and a disabled entity: "
+	audit(online)
+	_, err = s.root.Logical().WriteWithContext(ctx, "identity/entity/id/"+cacheEntity, map[string]any{"disabled": false})
+	s.must(err)
+	_, err = s.root.Logical().DeleteWithContext(ctx, "identity/group/name/audit-e2e-group")
+	s.must(err)
+
 	log.settle(t)
 	if calls := log.since(t, mark, reader); len(calls.Paths) != 0 {
 		for _, w := range calls.Paths {
@@ -258,20 +299,22 @@ func TestAuditThroughTheOperator(t *testing.T) {
 	if got := s.secretIDCounts(t, minions...); !maps.Equal(got, secretIDs) {
 		t.Errorf("secret IDs per minion before the audits %v, after %v", secretIDs, got)
 	}
-	if got := s.tokenCount(t); got != tokens {
-		t.Errorf("%d tokens before the audits, %d after", tokens, got)
+	if got := s.tokenCount(t); got != tokenCount {
+		t.Errorf("%d tokens before the audits, %d after", tokenCount, got)
 	}
-	for _, m := range minions {
-		var row []string
-		for _, p := range paths {
-			row = append(row, p+"="+want[m.id][p])
+	if failed > 0 {
+		for _, m := range minions {
+			var row []string
+			for _, p := range paths {
+				row = append(row, p+"="+want[m.id][p])
+			}
+			t.Logf("Vault now for %s: %s", m.id, strings.Join(row, " "))
 		}
-		t.Logf("Vault for %s: %s", m.id, strings.Join(row, " "))
 	}
-	t.Logf("%d answers agree with Vault's sys/capabilities (%d minions, %d paths, what-can and who-can, online and offline), %d disagree",
+	t.Logf("%d answers agree with Vault's sys/capabilities (%d minions, %d paths, what-can and who-can, online and offline, then online with a group and a disabled entity), %d disagree",
 		agreed, len(minions), len(paths), failed)
-	if failed == 0 && agreed != 4*len(minions)*len(paths) {
-		t.Fatalf("%d answers compared, want %d", agreed, 4*len(minions)*len(paths))
+	if agreed+failed != compared {
+		t.Fatalf("%d answers compared, want %d", agreed+failed, compared)
 	}
 }
 
