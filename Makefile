@@ -118,6 +118,7 @@ fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).
 	$(call fuzz-target,FuzzDecodeYAML,./pkg/value,200000x)
 	$(call fuzz-target,FuzzImportConfig,./internal/importer,15000x)
 	$(call fuzz-target,FuzzRender,./internal/cli,2000x)
+	$(call fuzz-target,FuzzParseAndCheck,./pkg/acl,200000x)
 	$(call fuzz-target,FuzzParseMarker,./pkg/ownership,200000x)
 	$(call fuzz-target,FuzzDecode,./pkg/ownership,100000x)
 
@@ -129,8 +130,8 @@ vectors: build ## Also run the vectors through the project's reference runner, w
 	else echo "vectors: $(VECTOR_TOOL) not found; the Go test ./cmd/minionvault runs the same vectors through the binary"; fi
 
 .PHONY: bench
-bench: ## Benchmarks of the templating core and the parameter stack.
-	go test -run='^$$' -bench=. -benchmem ./pkg/template ./pkg/parameters ./pkg/render
+bench: ## Benchmarks of the templating core, the parameter stack and the ACL evaluator.
+	go test -run='^$$' -bench=. -benchmem ./pkg/template ./pkg/parameters ./pkg/render ./pkg/acl
 
 .PHONY: bench-fleet
 bench-fleet: $(KUBE_APISERVER) $(ETCD) $(VAULT) ## A fleet of bindings converged and resynced against the real servers.

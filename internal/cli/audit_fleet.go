@@ -1,0 +1,291 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/minionvault/minion-vault-operator/internal/convert"
+	"github.com/minionvault/minion-vault-operator/pkg/acl"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+)
+
+// A fleet is what the audit commands read offline: every minion the
+// manifests bind, as the operator would render it, and every policy
+// document the templates render or the policy files hold.
+
+type fleet struct {
+	minions []*fleetMinion // by minion ID
+	byID    map[string]*fleetMinion
+	docs    map[string]string
+	ev      *acl.Evaluator
+	// warnings are what the audit cannot see or had to assume.
+	warnings []string
+	// Online only: the Vault version whose rules apply, the minion mount's
+	// accessor, and the client that read the fleet.
+	version, accessor string
+	client            *vaultapi.Client
+}
+
+type fleetMinion struct {
+	id, binding, template, role string
+	// roles is the entity metadata "roles" (comma-joined by the operator).
+	metadata map[string]string
+	subject  acl.Subject
+	prep     *acl.Prepared
+	// Online only: the role ID, and the entity as Vault holds it (nil when
+	// there is none yet), its alias metadata as the last login left it.
+	roleID string
+	live   *acl.Entity
+}
+
+type fleetOptions struct {
+	vaultVersion string
+	accessor     string
+	// vaultDocs (audit drift): the policies Vault holds, for those the
+	// minions name that are neither rendered nor a file, and for default.
+	vaultDocs map[string]string
+}
+
+// loadFleet renders the bindings of the manifests in paths (files or
+// folders, as plan reads them) and reads the *.hcl policy files beside
+// them. A policy file is named by its file name without .hcl, or by a first
+// line "# policy: NAME" (for names with a "/").
+func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
+	mode, err := acl.ModeForVersion(o.vaultVersion)
+	if err != nil {
+		return nil, err
+	}
+	in, err := readPlanInput(paths)
+	if err != nil {
+		return nil, err
+	}
+	f := &fleet{byID: map[string]*fleetMinion{}, docs: map[string]string{}}
+	files, err := policyFiles(paths)
+	if err != nil {
+		return nil, err
+	}
+	for name, text := range files {
+		f.docs[name] = text
+	}
+	if text, ok := o.vaultDocs["default"]; ok && f.docs["default"] == "" {
+		f.docs["default"] = text
+		f.warnings = append(f.warnings, "policy \"default\" is Vault's text (no default.hcl among the files)")
+	}
+	if _, ok := f.docs["default"]; !ok {
+		f.docs["default"] = acl.DefaultPolicy
+		f.warnings = append(f.warnings, "policy \"default\" is Vault 1.21.4's shipped text (no default.hcl among the files): an edited default policy is not seen")
+	}
+
+	known := map[string]bool{}
+	for _, t := range in.templates {
+		known[t.obj.Name] = true
+	}
+	claims := minionIDClaims(in.bindings)
+	from := map[string]string{}
+	for _, t := range in.templates {
+		tpl := t.obj
+		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.configMaps, t.doc.MetadataOrder())
+		if err != nil {
+			f.warnings = append(f.warnings, fmt.Sprintf("MinionTemplate %s does not render (%v): its minions are left out", tpl.Name, err))
+			continue
+		}
+		compiled := render.Compile(rt)
+		for _, b := range in.bindings {
+			if b.Spec.TemplateRef.Name != tpl.Name {
+				continue
+			}
+			name := b.Namespace + "/" + b.Name
+			skip := func(why string) {
+				f.warnings = append(f.warnings, fmt.Sprintf("MinionBinding %s is left out: %s", name, why))
+			}
+			if ok, msg := namespaceSelected(tpl, b.Namespace, in.namespaces); !ok {
+				skip(msg)
+				continue
+			}
+			if claims[strings.ToLower(b.Spec.MinionID)] != b {
+				skip("its minion ID is bound by another MinionBinding")
+				continue
+			}
+			rb, err := convert.Binding(&b.Spec)
+			if err != nil {
+				skip(err.Error())
+				continue
+			}
+			res, err := compiled.Render(rb, render.Options{})
+			if err != nil {
+				skip(err.Error())
+				continue
+			}
+			if vs := compiled.Validate(res); len(vs) > 0 {
+				skip("the operator would refuse it: " + vs[0].String())
+				continue
+			}
+			for _, d := range res.PolicyDocuments {
+				if prev, ok := f.docs[d.Name]; ok && prev != d.HCL {
+					if _, isFile := files[d.Name]; isFile {
+						f.warnings = append(f.warnings, fmt.Sprintf("policy %q is both a file and rendered by %s: the rendered text is used", d.Name, name))
+					} else {
+						return nil, fmt.Errorf("policy %q renders differently for MinionBindings %s and %s", d.Name, from[d.Name], name)
+					}
+				}
+				f.docs[d.Name] = d.HCL
+				from[d.Name] = name
+			}
+			f.addMinion(b.Spec.MinionID, name, tpl.Name, res, o.accessor)
+		}
+	}
+	for _, b := range in.bindings {
+		if !known[b.Spec.TemplateRef.Name] {
+			f.warnings = append(f.warnings, fmt.Sprintf("MinionBinding %s/%s is left out: MinionTemplate %q is not among the manifests", b.Namespace, b.Name, b.Spec.TemplateRef.Name))
+		}
+	}
+	if o.vaultDocs != nil {
+		var fromVault []string
+		for _, m := range f.minions {
+			for _, n := range m.subject.PolicyNames() {
+				if _, ok := f.docs[n]; ok {
+					continue
+				}
+				if text, ok := o.vaultDocs[n]; ok {
+					f.docs[n] = text
+					fromVault = append(fromVault, n)
+				}
+			}
+		}
+		slices.Sort(fromVault)
+		for _, n := range fromVault {
+			f.warnings = append(f.warnings, fmt.Sprintf("policy %q is neither rendered by a template nor among the policy files: Vault's text is used on both sides", n))
+		}
+	}
+	f.ev, err = acl.New(f.docs, acl.Options{Mode: mode})
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, m := range f.minions {
+		m.prep = f.ev.Prepare(m.subject)
+		for _, n := range m.prep.Missing() {
+			if !slices.Contains(missing, n) {
+				missing = append(missing, n)
+			}
+		}
+	}
+	slices.Sort(missing)
+	for _, n := range missing {
+		f.warnings = append(f.warnings, fmt.Sprintf("policy %q is neither rendered by a template nor among the policy files: treated as absent (Vault skips unknown policies)", n))
+	}
+	slices.SortFunc(f.minions, func(a, b *fleetMinion) int { return strings.Compare(a.id, b.id) })
+	return f, nil
+}
+
+// addMinion is the minion as Vault will hold it after its next login: the
+// role's token policies (with "default"), the entity with its metadata, and
+// the AppRole alias whose metadata is the secret ID's plus role_name.
+func (f *fleet) addMinion(id, binding, template string, res *render.Result, accessor string) {
+	md := map[string]string{}
+	for _, kv := range res.EntityMetadata {
+		md[kv.Key] = kv.Value
+	}
+	aliasMD := map[string]string{"role_name": res.AppRole.RoleName}
+	for _, kv := range res.SecretMetadata {
+		aliasMD[kv.Key] = kv.Value
+	}
+	m := &fleetMinion{id: id, binding: binding, template: template, role: res.AppRole.RoleName, metadata: md}
+	m.subject = acl.Subject{
+		TokenPolicies: acl.LoginPolicies(res.Policies, true),
+		Entity: &acl.Entity{
+			// The entity ID is Vault's: offline a stand-in renders
+			// {{identity.entity.id}}.
+			ID: "offline-id-" + res.EntityName, Name: res.EntityName, Metadata: md,
+			Aliases: []acl.Alias{{ID: "offline-alias-" + res.EntityName, Name: "offline-role-id-" + res.AppRole.RoleName,
+				MountAccessor: accessor, Metadata: aliasMD}},
+		},
+	}
+	f.minions = append(f.minions, m)
+	f.byID[strings.ToLower(id)] = m
+}
+
+// policyFiles reads the *.hcl files among paths (and in the folders).
+func policyFiles(paths []string) (map[string]string, error) {
+	out := map[string]string{}
+	add := func(file string) error {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(filepath.Base(file), ".hcl")
+		sc := bufio.NewScanner(strings.NewReader(string(data)))
+		if sc.Scan() {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "# policy:"); ok {
+				name = strings.TrimSpace(rest)
+			}
+		}
+		name = acl.SanitizeName(name)
+		if _, dup := out[name]; dup {
+			return fmt.Errorf("%s: policy %q is also in another file", file, name)
+		}
+		out[name] = string(data)
+		return nil
+	}
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			if filepath.Ext(p) == ".hcl" {
+				if err := add(p); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if !e.IsDir() && filepath.Ext(e.Name()) == ".hcl" {
+				if err := add(filepath.Join(p, e.Name())); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// minion finds a minion by ID (case-insensitive), binding name or role.
+func (f *fleet) minion(key string) *fleetMinion {
+	if m, ok := f.byID[strings.ToLower(key)]; ok {
+		return m
+	}
+	for _, m := range f.minions {
+		if m.binding == key || m.role == key {
+			return m
+		}
+	}
+	return nil
+}
+
+// roles is the minion's roles as the operator writes them to the entity.
+func (m *fleetMinion) roles() []string {
+	var out []string
+	for _, r := range strings.Split(m.metadata["roles"], ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func readFileString(file string) (string, error) {
+	data, err := os.ReadFile(file)
+	return string(data), err
+}

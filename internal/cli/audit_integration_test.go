@@ -1,0 +1,282 @@
+//go:build integration
+
+package cli
+
+// The offline audit against a real Vault dev server (internal/testenv,
+// Vault only): the samples are applied to Vault by the operator's own
+// apply steps (plan's, writing for real), each minion logs in through its
+// AppRole, and what `audit` computes from the manifests alone must be what
+// sys/capabilities answers for that minion's token.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{NoKubernetes: true})
+}
+
+// liveApplying is a plan client that writes: buildPlan through it applies
+// the manifests as the operator would, and records nothing.
+type liveApplying struct{ vault.Client }
+
+func (liveApplying) Changes() []vault.Change { return nil }
+
+func TestIntegrationAuditMatchesVault(t *testing.T) {
+	ctx := context.Background()
+	env := testenv.Get(t).Vault
+	root := env.Client
+	dir := copySamples(t)
+	// A policy the template assigns but does not render, as a file.
+	writeAuditFile(t, dir+"/web01.hcl", "# policy: saltstack/web01\n"+`path "salt/data/minions/web01/*" { capabilities = ["read", "list"] }
+path "salt/data/+/web01" { capabilities = ["read"] }
+path "salt/*" { capabilities = ["deny"] }
+`)
+	if err := root.Sys().PutPolicyWithContext(ctx, "saltstack/web01", mustRead(t, dir+"/web01.hcl")); err != nil {
+		t.Fatal(err)
+	}
+
+	in, err := readPlanInput([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := vault.New(ctx, vault.Config{Address: env.Addr, Auth: vault.Auth{Token: env.RootToken}, Timeout: 30 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := buildPlan(ctx, liveApplying{c}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range plan.Bindings {
+		if b.Refused != nil {
+			t.Fatalf("binding %s refused: %+v", b.Name, b.Refused)
+		}
+	}
+
+	auths, err := root.Sys().ListAuthWithContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accessor := auths[testenv.AppRoleMount+"/"].Accessor
+	f, err := loadFleet([]string{dir}, fleetOptions{vaultVersion: "1.21.4", accessor: accessor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.minions) != 3 {
+		t.Fatalf("%d minions", len(f.minions))
+	}
+
+	// Every path the policies name, the minions' own, and a few more.
+	set := map[string]bool{}
+	fleetProbes(f, set)
+	for _, m := range f.minions {
+		minionProbes(m, set)
+	}
+	for _, p := range []string{"salt/data/roles/web/", "salt/data/roles/", "salt/metadata/roles/db/", "salt/data/minions/web01/x",
+		"salt/data/env/prod", "salt/data/env/staging", "sys/mounts", "secret/data/x", "cubbyhole/x"} {
+		set[p] = true
+	}
+	var paths []string
+	for p := range set {
+		// The entity ID is Vault's: offline it is a stand-in.
+		if !strings.HasPrefix(p, "identity/entity/id/") && !slices.Contains([]string{"data", "auth", "warnings", "capabilities"}, p) {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+
+	agreed := 0
+	for _, m := range f.minions {
+		token := minionLogin(t, root, m.role)
+		got, err := capabilities(root, token, paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range paths {
+			d := m.prep.Check(p)
+			if d.Err != nil {
+				t.Fatalf("%s %s: %v", m.id, p, d.Err)
+			}
+			if want := got[p]; !reflect.DeepEqual(d.Capabilities(), want) {
+				t.Errorf("%s %q: audit %v, Vault %v (%+v)", m.id, p, d.Capabilities(), want, m.prep.Explain(p))
+				continue
+			}
+			agreed++
+		}
+	}
+	t.Logf("%d answers of %d minions on %d paths agree with Vault", agreed, len(f.minions), len(paths))
+
+	// Online: the same answers read from Vault alone, through the
+	// command, as the contract checked from outside asks for them.
+	t.Setenv("VAULT_ADDR", env.Addr)
+	t.Setenv("VAULT_TOKEN", env.RootToken)
+	for _, m := range f.minions {
+		token := minionLogin(t, root, m.role)
+		want, err := capabilities(root, token, paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"what-can", m.role, "--vault", "--minion-mount", testenv.AppRoleMount, "-o", "json"}
+		for _, p := range paths {
+			args = append(args, "--path", p)
+		}
+		code, out, errOut := runAudit(t, args...)
+		if code != 0 {
+			t.Fatalf("what-can --vault: exit %d: %s", code, errOut)
+		}
+		var r struct{ Paths map[string][]string }
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(r.Paths, want) {
+			for _, p := range paths {
+				if !reflect.DeepEqual(r.Paths[p], want[p]) {
+					t.Errorf("what-can %s --vault %q: %v, Vault %v", m.role, p, r.Paths[p], want[p])
+				}
+			}
+		}
+	}
+	code, out, errOut := runAudit(t, "who-can", "salt/data/roles/db", "--vault", "--minion-mount", testenv.AppRoleMount, "-o", "json")
+	if code != 0 {
+		t.Fatalf("who-can --vault: exit %d: %s", code, errOut)
+	}
+	var wc struct {
+		Minions []struct {
+			Role         string
+			Capabilities []string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &wc); err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range wc.Minions {
+		roles = append(roles, m.Role+"="+strings.Join(m.Capabilities, ","))
+	}
+	if !reflect.DeepEqual(roles, []string{"db01=list,read", "web01=list,read"}) {
+		t.Fatalf("who-can --vault: %v", roles)
+	}
+
+	// The rights docs/audit.md lists are enough.
+	reader := `path "sys/policies/acl" { capabilities = ["list"] }
+path "sys/policies/acl/*" { capabilities = ["read"] }
+path "sys/auth" { capabilities = ["read"] }
+path "auth/` + testenv.AppRoleMount + `/role" { capabilities = ["list"] }
+path "auth/` + testenv.AppRoleMount + `/role/*" { capabilities = ["read"] }
+path "identity/lookup/entity" { capabilities = ["update"] }
+path "identity/group/id/*" { capabilities = ["read"] }
+`
+	if err := root.Sys().PutPolicyWithContext(ctx, "audit-reader", reader); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := root.Auth().Token().CreateWithContext(ctx, &vaultapi.TokenCreateRequest{Policies: []string{"audit-reader"}, NoDefaultPolicy: true, TTL: "10m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VAULT_TOKEN", rt.Auth.ClientToken)
+	if code, _, errOut := runAudit(t, "who-can", "salt/data/roles/db", "--vault", "--minion-mount", testenv.AppRoleMount, "-o", "json"); code != 0 {
+		t.Fatalf("who-can --vault with the documented rights: exit %d: %s", code, errOut)
+	}
+	t.Setenv("VAULT_TOKEN", env.RootToken)
+
+	// A disabled entity: Vault answers an error for every path of the
+	// minion, and so does what-can, with an object holding "error".
+	token := minionLogin(t, root, "db01")
+	ent, err := root.Logical().Read("identity/entity/name/salt_minion_db01")
+	if err != nil || ent == nil {
+		t.Fatalf("entity of db01: %v", err)
+	}
+	if _, err := root.Logical().Write("identity/entity/id/"+ent.Data["id"].(string), map[string]any{"disabled": true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := capabilities(root, token, []string{"salt/data/roles/db", "x"}); err == nil || !strings.Contains(err.Error(), "invalid token") {
+		t.Fatalf("Vault answers %v for a disabled entity", err)
+	}
+	code, out, errOut = runAudit(t, "what-can", "db01", "--vault", "--minion-mount", testenv.AppRoleMount, "--path", "salt/data/roles/db", "-o", "json")
+	if code != 0 {
+		t.Fatalf("what-can --vault: exit %d: %s", code, errOut)
+	}
+	var dr struct{ Paths map[string]map[string]string }
+	if err := json.Unmarshal([]byte(out), &dr); err != nil || dr.Paths["salt/data/roles/db"]["error"] != "invalid token" {
+		t.Fatalf("what-can of a disabled entity: %v %s", err, out)
+	}
+
+	// who-can on a path the policy file decides: its longer prefix beats
+	// its own salt/* deny, and the other minions have no rule there.
+	r := whoCan(f, whoCanQuery{path: "salt/data/minions/web01/x"})
+	var names []string
+	for _, m := range r.Minions {
+		names = append(names, m.Minion)
+	}
+	if !reflect.DeepEqual(names, []string{"web01"}) || r.Minions[0].Pattern != "salt/data/minions/web01/*" {
+		t.Fatalf("who-can salt/data/minions/web01/x: %+v", r.Minions)
+	}
+}
+
+func mustRead(t *testing.T, file string) string {
+	t.Helper()
+	data, err := readFileString(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// minionLogin logs in with the AppRole role the operator wrote, with a new
+// secret ID.
+func minionLogin(t *testing.T, root *vaultapi.Client, role string) string {
+	t.Helper()
+	mount := "auth/" + testenv.AppRoleMount + "/role/" + role
+	s, err := root.Logical().Read(mount + "/role-id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roleID := s.Data["role_id"].(string)
+	s, err = root.Logical().Write(mount+"/secret-id", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon, err := root.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon.ClearToken()
+	login, err := anon.Logical().Write("auth/"+testenv.AppRoleMount+"/login", map[string]any{"role_id": roleID, "secret_id": s.Data["secret_id"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return login.Auth.ClientToken
+}
+
+func capabilities(c *vaultapi.Client, token string, paths []string) (map[string][]string, error) {
+	s, err := c.Logical().Write("sys/capabilities", map[string]any{"token": token, "paths": paths})
+	if err != nil {
+		var re *vaultapi.ResponseError
+		if errors.As(err, &re) {
+			return nil, fmt.Errorf("%d %v", re.StatusCode, re.Errors)
+		}
+		return nil, err
+	}
+	out := map[string][]string{}
+	for k, v := range s.Data {
+		l, _ := v.([]any)
+		for _, x := range l {
+			out[k] = append(out[k], fmt.Sprint(x))
+		}
+	}
+	return out, nil
+}

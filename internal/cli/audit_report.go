@@ -1,0 +1,465 @@
+package cli
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/minionvault/minion-vault-operator/pkg/acl"
+)
+
+// The audit reports, computed from a fleet: pure functions, table-tested.
+
+// WhoCanReport is the output of audit who-can.
+type WhoCanReport struct {
+	Path string `json:"path"`
+	// Logical and Operation are set for a KV query (--kv-op): the secret
+	// path as the pillar names it and the operation asked about.
+	Logical    string         `json:"logicalPath,omitempty"`
+	Operation  string         `json:"operation,omitempty"`
+	Capability string         `json:"capability,omitempty"`
+	Count      WhoCanCount    `json:"count"`
+	Minions    []MinionAccess `json:"minions"`
+	Warnings   []string       `json:"warnings,omitempty"`
+}
+
+// WhoCanCount is the count line: how many minions match of how many.
+type WhoCanCount struct {
+	Matching int `json:"matching"`
+	Minions  int `json:"minions"`
+}
+
+// MinionAccess is one minion's answer on a path, and why.
+type MinionAccess struct {
+	Path         string   `json:"path,omitempty"`
+	Minion       string   `json:"minion"`
+	Role         string   `json:"role"`
+	Binding      string   `json:"binding,omitempty"`
+	Capabilities []string `json:"capabilities,omitempty"`
+	Error        string   `json:"error,omitempty"`
+	Policies     []string `json:"policies,omitempty"`
+	Pattern      string   `json:"pattern,omitempty"`
+	Step         string   `json:"step,omitempty"`
+	Rule         string   `json:"rule,omitempty"`
+	Over         []string `json:"over,omitempty"`
+	Caveats      []string `json:"caveats,omitempty"`
+}
+
+func access(m *fleetMinion, p string) MinionAccess {
+	x := m.prep.Explain(p)
+	a := MinionAccess{Minion: m.id, Role: m.role, Binding: m.binding, Capabilities: x.Capabilities, Error: x.Error,
+		Policies: x.Policies, Pattern: x.Pattern, Step: x.Step, Rule: x.Rule, Caveats: x.Caveats}
+	for _, o := range x.Over {
+		a.Over = append(a.Over, fmt.Sprintf("%s (%s: %s)", o.Pattern, strings.Join(o.Capabilities, ","), o.Why))
+	}
+	return a
+}
+
+// whoCanQuery is what who-can asks: a path, and what counts as access.
+type whoCanQuery struct {
+	path, logical, operation string
+	// want is the capability asked for (0: any); kv, when set, decides
+	// instead (a KV operation).
+	want acl.Caps
+	kv   *acl.KVRequest
+	all  bool
+}
+
+func (q whoCanQuery) matches(d acl.Decision) bool {
+	switch {
+	case d.Err != nil, d.Root:
+		return true
+	case q.kv != nil:
+		return q.kv.Allowed(d.Caps)
+	case q.want != 0:
+		return d.Caps.Allows(q.want)
+	}
+	return d.Caps.Granted() != 0
+}
+
+// whoCan answers for every minion: those the query matches (and those
+// whose every request fails); with all, the others too.
+func whoCan(f *fleet, q whoCanQuery) WhoCanReport {
+	p, all := q.path, q.all
+	r := WhoCanReport{Path: p, Logical: q.logical, Operation: q.operation, Minions: []MinionAccess{}, Warnings: f.warnings}
+	switch {
+	case q.kv != nil:
+		r.Capability = strings.Join(q.kv.Need.Names(), " or ")
+		if !q.kv.Any {
+			r.Capability = strings.Join(q.kv.Need.Names(), ",")
+		}
+	case q.want != 0:
+		r.Capability = strings.Join(q.want.Names(), ",")
+	}
+	r.Count.Minions = len(f.minions)
+	for _, m := range f.minions {
+		d := m.prep.Check(p)
+		match := q.matches(d)
+		if match {
+			r.Count.Matching++
+		}
+		if match || all {
+			r.Minions = append(r.Minions, access(m, p))
+		}
+	}
+	return r
+}
+
+// WhatCanReport is the output of audit what-can.
+type WhatCanReport struct {
+	Minion   string            `json:"minion"`
+	Role     string            `json:"role"`
+	Binding  string            `json:"binding,omitempty"`
+	Policies []string          `json:"policies"`
+	Missing  []string          `json:"missingPolicies,omitempty"`
+	Error    string            `json:"error,omitempty"`
+	Paths    map[string]any    `json:"paths,omitempty"`
+	Explain  []MinionAccess    `json:"explanations,omitempty"`
+	Patterns []acl.PatternView `json:"patterns"`
+	Dropped  []acl.Dropped     `json:"droppedRules,omitempty"`
+	Rendered []acl.Rendered    `json:"renderedRules,omitempty"`
+	Warnings []string          `json:"warnings,omitempty"`
+}
+
+func whatCan(f *fleet, m *fleetMinion, paths []string) WhatCanReport {
+	r := WhatCanReport{Minion: m.id, Role: m.role, Binding: m.binding, Policies: m.prep.Names(), Missing: m.prep.Missing(),
+		Patterns: m.prep.Patterns(), Dropped: m.prep.Dropped(), Rendered: m.prep.Rendered(), Warnings: f.warnings}
+	if r.Patterns == nil {
+		r.Patterns = []acl.PatternView{}
+	}
+	if err := m.prep.Err(); err != nil {
+		r.Error = err.Error()
+	}
+	if len(paths) > 0 {
+		r.Paths = map[string]any{}
+		for _, p := range paths {
+			d := m.prep.Check(p)
+			if d.Err != nil {
+				r.Paths[p] = map[string]string{"error": d.Err.Error()}
+			} else {
+				r.Paths[p] = d.Capabilities()
+			}
+			x := access(m, p)
+			x.Path = p
+			r.Explain = append(r.Explain, x)
+		}
+	}
+	return r
+}
+
+// DiffReport is the output of audit diff.
+type DiffReport struct {
+	Summary  DiffSummary  `json:"summary"`
+	Minions  []MinionDiff `json:"minions"`
+	Warnings []string     `json:"warnings,omitempty"`
+}
+
+// DiffSummary counts the minions that gain and lose access.
+type DiffSummary struct {
+	Minions int `json:"minions"`
+	Gaining int `json:"gaining"`
+	Losing  int `json:"losing"`
+	Paths   int `json:"paths"`
+}
+
+// MinionDiff is one minion's changes.
+type MinionDiff struct {
+	Minion  string       `json:"minion"`
+	Role    string       `json:"role"`
+	Status  string       `json:"status,omitempty"` // added, removed
+	Changes []PathChange `json:"changes"`
+}
+
+// PathChange is one path whose answer changes.
+type PathChange struct {
+	Path   string   `json:"path"`
+	Base   []string `json:"base"`
+	Head   []string `json:"head"`
+	Gained []string `json:"gained,omitempty"`
+	Lost   []string `json:"lost,omitempty"`
+	Why    string   `json:"why,omitempty"`
+}
+
+// probes are the concrete paths a pattern names: itself without its
+// trailing "*", "+" segments filled in, and with a trailing "/" the same
+// path as a list.
+func probes(pattern string) []string {
+	p := strings.TrimLeft(pattern, "/")
+	if strings.Contains(p, "{{") {
+		return nil
+	}
+	glob := strings.HasSuffix(p, "*")
+	p = strings.TrimSuffix(p, "*")
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		if s == "+" {
+			parts[i] = "_"
+		}
+	}
+	p = strings.Join(parts, "/")
+	out := []string{}
+	if p != "" {
+		out = append(out, p)
+	}
+	if glob {
+		out = append(out, p+"_")
+	}
+	return out
+}
+
+// fleetProbes are the paths every policy of the fleet names.
+func fleetProbes(f *fleet, set map[string]bool) {
+	for _, pol := range f.ev.Policies() {
+		for _, r := range pol.Rules {
+			for _, p := range probes(r.Pattern) {
+				set[p] = true
+			}
+		}
+	}
+}
+
+func minionProbes(m *fleetMinion, set map[string]bool) {
+	if m == nil {
+		return
+	}
+	for _, r := range m.prep.Rendered() {
+		for _, p := range probes(r.Path) {
+			set[p] = true
+		}
+	}
+}
+
+type answer struct {
+	caps acl.Caps
+	err  error
+}
+
+func answerOf(m *fleetMinion, p string) answer {
+	if m == nil {
+		return answer{}
+	}
+	d := m.prep.Check(p)
+	if d.Root {
+		return answer{caps: ^acl.Deny}
+	}
+	return answer{caps: d.Caps.Granted(), err: d.Err}
+}
+
+func (a answer) names() []string {
+	if a.err != nil {
+		return []string{"error: " + a.err.Error()}
+	}
+	return a.caps.Names()
+}
+
+// diffFleets compares every minion of both fleets on the paths their
+// policies name plus extra.
+func diffFleets(base, head *fleet, extra []string) DiffReport {
+	r := DiffReport{Minions: []MinionDiff{}}
+	for _, w := range head.warnings {
+		r.Warnings = append(r.Warnings, "head: "+w)
+	}
+	common := map[string]bool{}
+	fleetProbes(base, common)
+	fleetProbes(head, common)
+	for _, p := range extra {
+		common[p] = true
+	}
+	ids := map[string]bool{}
+	for _, m := range base.minions {
+		ids[strings.ToLower(m.id)] = true
+	}
+	for _, m := range head.minions {
+		ids[strings.ToLower(m.id)] = true
+	}
+	sorted := make([]string, 0, len(ids))
+	for id := range ids {
+		sorted = append(sorted, id)
+	}
+	slices.Sort(sorted)
+	r.Summary.Minions = len(sorted)
+	commonList := make([]string, 0, len(common))
+	for p := range common {
+		commonList = append(commonList, p)
+	}
+	slices.Sort(commonList)
+	probesSeen := len(commonList)
+	extraSeen := map[string]bool{}
+	for _, id := range sorted {
+		bm, hm := base.byID[id], head.byID[id]
+		md := MinionDiff{Changes: []PathChange{}}
+		switch {
+		case bm == nil:
+			md.Minion, md.Role, md.Status = hm.id, hm.role, "added"
+		case hm == nil:
+			md.Minion, md.Role, md.Status = bm.id, bm.role, "removed"
+		default:
+			md.Minion, md.Role = hm.id, hm.role
+		}
+		// The minion's own templated paths, beyond those all share.
+		own := map[string]bool{}
+		minionProbes(bm, own)
+		minionProbes(hm, own)
+		var extras []string
+		for p := range own {
+			if !common[p] {
+				extras = append(extras, p)
+				if !extraSeen[p] {
+					extraSeen[p] = true
+					probesSeen++
+				}
+			}
+		}
+		gaining, losing := false, false
+		compare := func(p string) {
+			a, b := answerOf(bm, p), answerOf(hm, p)
+			if a.caps == b.caps && (a.err == nil) == (b.err == nil) {
+				return
+			}
+			c := PathChange{Path: p, Base: a.names(), Head: b.names()}
+			if g := b.caps &^ a.caps; g != 0 && b.err == nil {
+				c.Gained = g.Names()
+				gaining = true
+			}
+			if l := a.caps &^ b.caps; l != 0 && a.err == nil {
+				c.Lost = l.Names()
+				losing = true
+			}
+			if b.err != nil && a.err == nil && a.caps != 0 {
+				// Every request of the minion fails now: it loses all.
+				c.Lost = a.caps.Names()
+				losing = true
+			}
+			if hm != nil && len(c.Gained) > 0 {
+				d := hm.prep.Check(p)
+				c.Why = strings.TrimSpace(fmt.Sprintf("%s %s (%s)", strings.Join(d.Policies(), ","), d.Pattern(), d.Step))
+			}
+			md.Changes = append(md.Changes, c)
+		}
+		for _, p := range commonList {
+			compare(p)
+		}
+		for _, p := range extras {
+			compare(p)
+		}
+		if len(extras) > 0 {
+			slices.SortFunc(md.Changes, func(x, y PathChange) int { return strings.Compare(x.Path, y.Path) })
+		}
+		if gaining {
+			r.Summary.Gaining++
+		}
+		if losing {
+			r.Summary.Losing++
+		}
+		if len(md.Changes) > 0 || md.Status != "" {
+			r.Minions = append(r.Minions, md)
+		}
+	}
+	r.Summary.Paths = probesSeen
+	return r
+}
+
+// AuditRules is the file of audit check: invariants over the fleet.
+type AuditRules struct {
+	Rules []AuditRule `json:"rules"`
+}
+
+// AuditRule says who may hold a capability on some paths. A path ending in
+// "*" covers the paths the policies name under it, plus one probe.
+type AuditRule struct {
+	Name       string   `json:"name"`
+	Paths      []string `json:"paths"`
+	Capability string   `json:"capability"`
+	// Allow is who may; nobody when empty.
+	Allow AuditAllow `json:"allow"`
+}
+
+// AuditAllow selects minions: by minion ID glob, or by role (the entity
+// metadata "roles").
+type AuditAllow struct {
+	Minions []string `json:"minions,omitempty"`
+	Roles   []string `json:"roles,omitempty"`
+}
+
+// CheckReport is the output of audit check.
+type CheckReport struct {
+	Rules      int         `json:"rules"`
+	Violations []Violation `json:"violations"`
+	Warnings   []string    `json:"warnings,omitempty"`
+}
+
+// Violation is one minion holding what a rule forbids.
+type Violation struct {
+	Rule         string   `json:"rule"`
+	Minion       string   `json:"minion"`
+	Path         string   `json:"path"`
+	Capabilities []string `json:"capabilities"`
+	Policies     []string `json:"policies,omitempty"`
+	Pattern      string   `json:"pattern,omitempty"`
+}
+
+func (a AuditAllow) allows(m *fleetMinion) bool {
+	for _, g := range a.Minions {
+		if ok, _ := path.Match(g, m.id); ok {
+			return true
+		}
+	}
+	for _, r := range m.roles() {
+		if slices.Contains(a.Roles, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func checkRules(f *fleet, rules AuditRules) (CheckReport, error) {
+	r := CheckReport{Rules: len(rules.Rules), Violations: []Violation{}, Warnings: f.warnings}
+	named := map[string]bool{}
+	fleetProbes(f, named)
+	for _, m := range f.minions {
+		minionProbes(m, named)
+	}
+	for i, rule := range rules.Rules {
+		if rule.Name == "" {
+			rule.Name = fmt.Sprintf("rule %d", i+1)
+		}
+		want, ok := acl.ParseCap(rule.Capability)
+		if !ok || want == acl.Deny {
+			return r, fmt.Errorf("%s: unknown capability %q", rule.Name, rule.Capability)
+		}
+		if len(rule.Paths) == 0 {
+			return r, fmt.Errorf("%s: no paths", rule.Name)
+		}
+		var paths []string
+		for _, p := range rule.Paths {
+			prefix, glob := strings.CutSuffix(p, "*")
+			if !glob {
+				paths = append(paths, p)
+				continue
+			}
+			paths = append(paths, prefix+"_")
+			for n := range named {
+				if strings.HasPrefix(n, prefix) {
+					paths = append(paths, n)
+				}
+			}
+		}
+		slices.Sort(paths)
+		paths = slices.Compact(paths)
+		for _, m := range f.minions {
+			if rule.Allow.allows(m) {
+				continue
+			}
+			for _, p := range paths {
+				d := m.prep.Check(p)
+				if d.Root || d.Caps.Allows(want) {
+					r.Violations = append(r.Violations, Violation{Rule: rule.Name, Minion: m.id, Path: p,
+						Capabilities: d.Capabilities(), Policies: d.Policies(), Pattern: d.Pattern()})
+					break
+				}
+			}
+		}
+	}
+	return r, nil
+}

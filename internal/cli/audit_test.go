@@ -1,0 +1,330 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/minionvault/minion-vault-operator/pkg/acl"
+)
+
+// copySamples copies config/samples to a new folder, for a test to edit.
+func copySamples(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "config", "samples")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".yaml" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func writeAuditFile(t *testing.T, file, text string) {
+	t.Helper()
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runAudit(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(append([]string{"audit"}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestAuditWhoCan(t *testing.T) {
+	dir := copySamples(t)
+	cases := []struct {
+		name    string
+		args    []string
+		matches int
+		minions []string
+	}{
+		{"read on the db role's path", []string{"who-can", "salt/data/roles/db", "--cap", "read"}, 2, []string{"db01", "web01"}},
+		{"any access to the ci role's path", []string{"who-can", "salt/data/roles/ci"}, 1, []string{"build01"}},
+		{"the env path through templating", []string{"who-can", "salt/data/env/staging", "--cap", "read"}, 1, []string{"build01"}},
+		{"nobody updates", []string{"who-can", "salt/data/roles/db", "--cap", "update"}, 0, nil},
+		{"a KV v2 read of a logical path", []string{"who-can", "salt/roles/db", "--kv-op", "read"}, 2, []string{"db01", "web01"}},
+		{"a KV v2 write of a logical path", []string{"who-can", "salt/roles/db", "--kv-op", "write"}, 0, nil},
+		{"all lists the denied too", []string{"who-can", "salt/data/roles/ci", "--all"}, 1, []string{"build01", "db01", "web01"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runAudit(t, append(c.args, "-f", dir, "-o", "json")...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var r WhoCanReport
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range r.Minions {
+				got = append(got, m.Minion)
+			}
+			if r.Count.Matching != c.matches || r.Count.Minions != 3 || !reflect.DeepEqual(got, c.minions) {
+				t.Fatalf("count %+v minions %v, want %d of 3, %v", r.Count, got, c.matches, c.minions)
+			}
+		})
+	}
+}
+
+func TestAuditWhoCanFlagErrors(t *testing.T) {
+	dir := copySamples(t)
+	for _, args := range [][]string{
+		{"who-can", "salt/roles/db", "--kv-op", "read", "--cap", "read"},
+		{"who-can", "salt/roles/db", "--kv-op", "fly"},
+		{"who-can", "salt/roles/db", "--cap", "fly"},
+		{"who-can", "salt/roles/db", "-o", "xml"},
+	} {
+		if code, _, _ := runAudit(t, append(args, "-f", dir)...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestAuditWhoCanTableStartsWithCount(t *testing.T) {
+	code, out, errOut := runAudit(t, "who-can", "salt/data/roles/db", "-f", copySamples(t))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if first := strings.SplitN(out, "\n", 2)[0]; first != "2 of 3 minions have any access to salt/data/roles/db" {
+		t.Fatalf("first line %q", first)
+	}
+	code, out, _ = runAudit(t, "who-can", "salt/data/roles/db", "-f", copySamples(t), "-o", "yaml")
+	if code != 0 || !strings.HasPrefix(out, "path: salt/data/roles/db\n") {
+		t.Fatalf("yaml exit %d:\n%s", code, out)
+	}
+}
+
+func TestAuditWhatCan(t *testing.T) {
+	dir := copySamples(t)
+	code, out, errOut := runAudit(t, "what-can", "web01", "salt/data/roles/web", "salt/data/roles/ci", "sys/mounts", "-f", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Paths    map[string][]string
+		Policies []string
+		Patterns []struct{ Pattern string }
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"salt/data/roles/web": {"list", "read"}, "salt/data/roles/ci": {"deny"}, "sys/mounts": {"deny"}}
+	if !reflect.DeepEqual(r.Paths, want) {
+		t.Fatalf("paths %v, want %v", r.Paths, want)
+	}
+	found := false
+	for _, p := range r.Patterns {
+		found = found || p.Pattern == "salt/data/roles/db" // roles__1 rendered
+	}
+	if !found {
+		t.Fatalf("patterns %+v lack the rendered salt/data/roles/db", r.Patterns)
+	}
+	if code, _, _ := runAudit(t, "what-can", "nope", "-f", dir); code != 2 {
+		t.Fatalf("unknown minion: exit %d, want 2", code)
+	}
+}
+
+func TestAuditDiff(t *testing.T) {
+	base := copySamples(t)
+	gain := copySamples(t)
+	replaceIn(t, filepath.Join(gain, "minionbinding-web01.yaml"), "roles: [web, db]", "roles: [web, db, cache]")
+	loss := copySamples(t)
+	replaceIn(t, filepath.Join(loss, "minionbinding-web01.yaml"), "roles: [web, db]", "roles: [web]")
+	sudo := copySamples(t)
+	writeAuditFile(t, filepath.Join(sudo, "web01.hcl"), "# policy: saltstack/web01\npath \"sys/*\" {\n  capabilities = [\"sudo\", \"read\"]\n}\n")
+
+	cases := []struct {
+		name       string
+		head       string
+		extra      []string
+		code       int
+		gaining    int
+		losing     int
+		wantChange string // "minion path"
+	}{
+		{"no change", base, nil, 0, 0, 0, ""},
+		{"a new role gains access", gain, nil, 1, 1, 0, "web01 salt/data/roles/cache"},
+		{"a dropped role only loses", loss, nil, 0, 0, 1, "web01 salt/data/roles/db"},
+		{"a policy file grants sudo", sudo, []string{"sys/mounts"}, 1, 1, 0, "web01 sys/mounts"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"diff", "--base", base, "--head", c.head, "-o", "json"}
+			for _, p := range c.extra {
+				args = append(args, "--path", p)
+			}
+			code, out, errOut := runAudit(t, args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s%s", code, c.code, out, errOut)
+			}
+			var r DiffReport
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Summary.Gaining != c.gaining || r.Summary.Losing != c.losing {
+				t.Fatalf("summary %+v, want %d gaining %d losing", r.Summary, c.gaining, c.losing)
+			}
+			if c.wantChange == "" {
+				return
+			}
+			for _, m := range r.Minions {
+				for _, ch := range m.Changes {
+					if m.Minion+" "+ch.Path == c.wantChange {
+						return
+					}
+				}
+			}
+			t.Fatalf("no change %q in %+v", c.wantChange, r.Minions)
+		})
+	}
+	if code, _, _ := runAudit(t, "diff", "--base", base, "--head", filepath.Join(base, "nope")); code != 2 {
+		t.Fatalf("missing head: exit %d, want 2", code)
+	}
+}
+
+func TestAuditCheck(t *testing.T) {
+	dir := copySamples(t)
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	cases := []struct {
+		name       string
+		rules      string
+		code       int
+		violations []string // "rule minion"
+	}{
+		{"only db minions read db secrets", `rules:
+  - name: db only
+    paths: ["salt/data/roles/db"]
+    capability: read
+    allow:
+      roles: [db]
+`, 0, nil},
+		{"only web minions read db secrets", `rules:
+  - name: web only
+    paths: ["salt/data/roles/*"]
+    capability: read
+    allow:
+      roles: [web]
+`, 1, []string{"web only db01"}},
+		{"nobody gets sudo under sys", `rules:
+  - name: no sudo
+    paths: ["sys/*"]
+    capability: sudo
+`, 0, nil},
+		{"by minion glob", `rules:
+  - name: ci
+    paths: ["salt/data/roles/ci"]
+    capability: read
+    allow:
+      minions: ["web*"]
+`, 1, []string{"ci build01"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			writeAuditFile(t, rules, c.rules)
+			code, out, errOut := runAudit(t, "check", "--rules", rules, "-f", dir, "-o", "json")
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s%s", code, c.code, out, errOut)
+			}
+			var r CheckReport
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, v := range r.Violations {
+				got = append(got, v.Rule+" "+v.Minion)
+			}
+			if !reflect.DeepEqual(got, c.violations) {
+				t.Fatalf("violations %v, want %v", got, c.violations)
+			}
+		})
+	}
+	writeAuditFile(t, rules, "rules:\n  - paths: [a]\n    capability: fly\n")
+	if code, _, _ := runAudit(t, "check", "--rules", rules, "-f", dir); code != 2 {
+		t.Fatalf("bad capability: exit %d, want 2", code)
+	}
+	writeAuditFile(t, rules, "rules:\n  - paths: [a]\n    capability: read\n    nope: 1\n")
+	if code, _, _ := runAudit(t, "check", "--rules", rules, "-f", dir); code != 2 {
+		t.Fatalf("unknown key: exit %d, want 2", code)
+	}
+}
+
+func TestAuditProbes(t *testing.T) {
+	cases := []struct {
+		pattern string
+		want    []string
+	}{
+		{"salt/data/roles/db", []string{"salt/data/roles/db"}},
+		{"/salt/data/roles/db", []string{"salt/data/roles/db"}},
+		{"salt/data/roles/*", []string{"salt/data/roles/", "salt/data/roles/_"}},
+		{"identity/oidc/provider/+/authorize", []string{"identity/oidc/provider/_/authorize"}},
+		{"*", []string{"_"}},
+		{"salt/{{identity.entity.name}}", nil},
+	}
+	for _, c := range cases {
+		if got := probes(c.pattern); !reflect.DeepEqual(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
+			t.Errorf("probes(%q) = %q, want %q", c.pattern, got, c.want)
+		}
+	}
+}
+
+// testFleet builds a fleet directly from policy texts and minions (ID to
+// token policies and entity metadata), without manifests.
+func testFleet(t *testing.T, docs map[string]string, minions map[string]map[string]string, policies []string) *fleet {
+	t.Helper()
+	ev, err := acl.New(docs, acl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{byID: map[string]*fleetMinion{}, docs: docs, ev: ev}
+	for id, md := range minions {
+		m := &fleetMinion{id: id, role: id, metadata: md, subject: acl.Subject{
+			TokenPolicies: acl.LoginPolicies(policies, false),
+			Entity:        &acl.Entity{ID: "id-" + id, Name: id, Metadata: md},
+		}}
+		m.prep = ev.Prepare(m.subject)
+		f.minions = append(f.minions, m)
+		f.byID[id] = m
+	}
+	return f
+}
+
+// TestAuditDiffErrors: a head where every request of a minion fails (a
+// templated value that makes "+*") loses access and gains none.
+func TestAuditDiffErrors(t *testing.T) {
+	docs := map[string]string{"p": "path \"salt/{{identity.entity.metadata.env}}*\" {\n  capabilities = [\"read\"]\n}\npath \"salt/common\" {\n  capabilities = [\"read\"]\n}\n"}
+	base := testFleet(t, docs, map[string]map[string]string{"web01": {"env": "prod"}}, []string{"p"})
+	head := testFleet(t, docs, map[string]map[string]string{"web01": {"env": "prod+"}}, []string{"p"})
+	if base.byID["web01"].prep.Err() != nil || head.byID["web01"].prep.Err() == nil {
+		t.Fatal("want the head minion to fail every request")
+	}
+	r := diffFleets(base, head, nil)
+	if r.Summary.Gaining != 0 || r.Summary.Losing != 1 || len(r.Minions) != 1 {
+		t.Fatalf("summary %+v minions %+v", r.Summary, r.Minions)
+	}
+	for _, c := range r.Minions[0].Changes {
+		if len(c.Gained) > 0 || !reflect.DeepEqual(c.Lost, []string{"read"}) || !strings.HasPrefix(c.Head[0], "error: error parsing templated policy") {
+			t.Fatalf("change %+v", c)
+		}
+	}
+}

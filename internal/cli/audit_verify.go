@@ -1,0 +1,298 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"reflect"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/minionvault/minion-vault-operator/pkg/acl"
+)
+
+// --verify asks Vault's own sys/capabilities about sampled minions without
+// holding a minion's token or secret ID: for each, an alias named
+// verifyAliasPrefix+entityID on the token auth mount is attached to the
+// minion's entity, a token is created through a token role that allows
+// that alias (entity_alias), with the policies a fresh login of the role
+// would carry, short-lived and with one use; sys/capabilities is asked
+// about that token by the auditor's token (it spends none of the token's
+// uses), and the token and the alias are removed again.
+
+// verifyAliasPrefix starts the names of the aliases --verify attaches; the
+// token role's allowed_entity_aliases is this prefix and "*".
+const verifyAliasPrefix = "minionvault-audit-"
+
+type verifyOptions struct {
+	n    int
+	role string
+	seed int64
+}
+
+// VerifyReport is what --verify found.
+type VerifyReport struct {
+	Seed          int64            `json:"seed"`
+	TokenRole     string           `json:"tokenRole"`
+	Minions       []VerifiedMinion `json:"minions"`
+	Agreed        int              `json:"agreed"`
+	Disagreements []Disagreement   `json:"disagreements"`
+}
+
+// VerifiedMinion is one sampled minion.
+type VerifiedMinion struct {
+	Role  string `json:"role"`
+	Paths int    `json:"paths"`
+	// Skipped says why Vault could not be asked (no entity yet, a token
+	// that cannot be created ...).
+	Skipped string `json:"skipped,omitempty"`
+	// Note: the token's policies differ from the fresh login's (a token
+	// role cannot give it the same), the answers are compared for the
+	// token's.
+	Note string `json:"note,omitempty"`
+}
+
+// Disagreement is one answer of the evaluator that is not Vault's.
+type Disagreement struct {
+	Role      string   `json:"role"`
+	Path      string   `json:"path"`
+	Evaluator []string `json:"evaluator"`
+	Vault     []string `json:"vault"`
+}
+
+// driftPaths are the paths drift compared that all minions share.
+func driftPaths(_ DriftReport, offline, online *fleet, extra []string) []string {
+	set := map[string]bool{}
+	fleetProbes(offline, set)
+	fleetProbes(online, set)
+	for _, p := range extra {
+		set[p] = true
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// verifyFleet samples v.n minions of the online fleet and compares the
+// evaluator with sys/capabilities on paths and each minion's own paths.
+func verifyFleet(ctx context.Context, f *fleet, v verifyOptions, paths []string) (*VerifyReport, error) {
+	c := f.client
+	auths, err := c.Sys().ListAuthWithContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing auth mounts: %w", err)
+	}
+	tm, ok := auths["token/"]
+	if !ok {
+		return nil, errors.New("no token auth mount")
+	}
+	if v.seed == 0 {
+		v.seed = time.Now().UnixNano()
+	}
+	r := &VerifyReport{Seed: v.seed, TokenRole: v.role, Minions: []VerifiedMinion{}, Disagreements: []Disagreement{}}
+	// A role without an entity yet has nothing a token could be bound to.
+	var eligible []*fleetMinion
+	for _, m := range f.minions {
+		if m.live != nil && m.live.ID != "" {
+			eligible = append(eligible, m)
+		}
+	}
+	order := rand.New(rand.NewSource(v.seed)).Perm(len(eligible))
+	if len(order) > v.n {
+		order = order[:v.n]
+	}
+	slices.Sort(order)
+	for _, i := range order {
+		m := eligible[i]
+		vm, ds, err := verifyMinion(ctx, c, f, m, tm.Accessor, v.role, paths)
+		if err != nil {
+			return nil, err
+		}
+		r.Minions = append(r.Minions, vm)
+		r.Disagreements = append(r.Disagreements, ds...)
+		if vm.Skipped == "" {
+			r.Agreed += vm.Paths - len(ds)
+		}
+	}
+	return r, nil
+}
+
+func verifyMinion(ctx context.Context, c *vaultapi.Client, f *fleet, m *fleetMinion, tokenAccessor, role string, common []string) (vm VerifiedMinion, ds []Disagreement, err error) {
+	vm.Role = m.role
+	if m.live == nil || m.live.ID == "" {
+		vm.Skipped = "no entity yet: Vault has nothing to bind a token to"
+		return vm, nil, nil
+	}
+	if slices.Contains(m.subject.TokenPolicies, "root") {
+		vm.Skipped = "the role gives root"
+		return vm, nil, nil
+	}
+	set := map[string]bool{}
+	for _, p := range common {
+		set[p] = true
+	}
+	minionProbes(m, set)
+	var paths []string
+	for p := range set {
+		// With a single path Vault's answer holds a "capabilities" key
+		// that is not a path.
+		if p != "capabilities" {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+
+	// The alias that binds the token to the minion's entity.
+	name := verifyAliasPrefix + m.live.ID
+	aliasID := ""
+	for _, a := range m.live.Aliases {
+		if a.MountAccessor != tokenAccessor {
+			continue
+		}
+		if a.Name != name {
+			vm.Skipped = fmt.Sprintf("the entity already has an alias %q on the token mount", a.Name)
+			return vm, nil, nil
+		}
+		// Left by an interrupted run: used, and removed as ours.
+		aliasID = a.ID
+	}
+	leftover := aliasID != ""
+	if !leftover {
+		s, err := c.Logical().WriteWithContext(ctx, "identity/entity-alias", map[string]any{
+			"name": name, "canonical_id": m.live.ID, "mount_accessor": tokenAccessor})
+		if err != nil {
+			return vm, nil, fmt.Errorf("attaching an alias to the entity of %s: %w", m.role, err)
+		}
+		if s == nil || s.Data["id"] == nil {
+			return vm, nil, fmt.Errorf("attaching an alias to the entity of %s: no alias ID in Vault's answer", m.role)
+		}
+		aliasID = fmt.Sprint(s.Data["id"])
+	}
+	defer func() {
+		if _, derr := c.Logical().DeleteWithContext(ctx, "identity/entity-alias/id/"+aliasID); derr != nil && err == nil {
+			err = fmt.Errorf("removing the alias %s from the entity of %s: %w", aliasID, m.role, derr)
+		}
+	}()
+
+	want := m.subject.TokenPolicies
+	s, err := c.Logical().WriteWithContext(ctx, "auth/token/create/"+role, map[string]any{
+		"policies": want, "no_default_policy": !slices.Contains(want, "default"),
+		"entity_alias": name, "ttl": "60s", "explicit_max_ttl": "120s", "num_uses": 1,
+		"renewable": false, "display_name": "audit-verify", "no_parent": false,
+	})
+	if err != nil {
+		vm.Skipped = "Vault makes no token for it: " + vaultErrText(err)
+		return vm, nil, nil
+	}
+	if s == nil || s.Auth == nil {
+		return vm, nil, errors.New("creating a token: no auth in Vault's answer")
+	}
+	token := s.Auth.ClientToken
+	defer func() {
+		if _, rerr := c.Logical().WriteWithContext(ctx, "auth/token/revoke", map[string]any{"token": token}); rerr != nil && err == nil {
+			err = fmt.Errorf("revoking the verification token of %s: %w", m.role, rerr)
+		}
+	}()
+	if s.Auth.EntityID != m.live.ID {
+		return vm, nil, fmt.Errorf("the verification token of %s has entity %q, not the minion's %q: check the token role's allowed_entity_aliases", m.role, s.Auth.EntityID, m.live.ID)
+	}
+	got := acl.LoginPolicies(s.Auth.TokenPolicies, false)
+	if !reflect.DeepEqual(got, want) {
+		vm.Note = fmt.Sprintf("the token has policies %v, a fresh login %v: compared for the token's", got, want)
+	}
+
+	e := *m.live
+	e.Aliases = slices.Clone(m.live.Aliases)
+	if !leftover {
+		e.Aliases = append(e.Aliases, acl.Alias{ID: aliasID, Name: name, MountAccessor: tokenAccessor, Metadata: map[string]string{}})
+	}
+	prep := f.ev.Prepare(acl.Subject{TokenPolicies: got, Entity: &e, Groups: m.subject.Groups})
+
+	vaultAnswer, vaultErr := capabilitiesOf(ctx, c, token, paths)
+	vm.Paths = len(paths)
+	for _, p := range paths {
+		d := prep.Check(p)
+		var mine, theirs []string
+		switch {
+		case d.Err != nil:
+			mine = []string{"error: " + d.Err.Error()}
+		case d.Root:
+			mine = []string{"root"}
+		default:
+			mine = d.Capabilities()
+		}
+		if vaultErr != nil {
+			theirs = []string{"error: " + vaultErr.Error()}
+		} else {
+			theirs = vaultAnswer[p]
+		}
+		if (d.Err != nil) != (vaultErr != nil) || (vaultErr == nil && !reflect.DeepEqual(mine, theirs)) {
+			ds = append(ds, Disagreement{Role: m.role, Path: p, Evaluator: mine, Vault: theirs})
+		}
+	}
+	return vm, ds, nil
+}
+
+// capabilitiesOf is sys/capabilities for token on paths, asked with the
+// caller's own token: an error of Vault's (a disabled entity: "invalid
+// token") is returned with its message.
+func capabilitiesOf(ctx context.Context, c *vaultapi.Client, token string, paths []string) (map[string][]string, error) {
+	s, err := c.Logical().WriteWithContext(ctx, "sys/capabilities", map[string]any{"token": token, "paths": paths})
+	if err != nil {
+		var re *vaultapi.ResponseError
+		if errors.As(err, &re) && re.StatusCode < 500 && len(re.Errors) > 0 {
+			return nil, errors.New(strings.Join(re.Errors, "; "))
+		}
+		return nil, err
+	}
+	out := map[string][]string{}
+	if s == nil {
+		return out, nil
+	}
+	for k, v := range s.Data {
+		l, _ := v.([]any)
+		for _, x := range l {
+			out[k] = append(out[k], fmt.Sprint(x))
+		}
+	}
+	return out, nil
+}
+
+func verifyTable(w io.Writer, v *VerifyReport) {
+	fmt.Fprintf(w, "verify (seed %d, token role %s): %d answers agree with Vault's sys/capabilities, %d disagree\n", v.Seed, v.TokenRole, v.Agreed, len(v.Disagreements))
+	for _, m := range v.Minions {
+		switch {
+		case m.Skipped != "":
+			fmt.Fprintf(w, "  %s: not verified: %s\n", m.Role, m.Skipped)
+		case m.Note != "":
+			fmt.Fprintf(w, "  %s: %d paths; %s\n", m.Role, m.Paths, m.Note)
+		default:
+			fmt.Fprintf(w, "  %s: %d paths\n", m.Role, m.Paths)
+		}
+	}
+	if len(v.Disagreements) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ROLE\tPATH\tEVALUATOR\tVAULT")
+		for _, d := range v.Disagreements {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Role, d.Path, strings.Join(d.Evaluator, ","), strings.Join(d.Vault, ","))
+		}
+		_ = tw.Flush()
+	}
+}
+
+// vaultErrText is Vault's own message of an error answer, on one line.
+func vaultErrText(err error) string {
+	var re *vaultapi.ResponseError
+	if errors.As(err, &re) && len(re.Errors) > 0 {
+		return fmt.Sprintf("%d %s", re.StatusCode, strings.Join(re.Errors, "; "))
+	}
+	return err.Error()
+}

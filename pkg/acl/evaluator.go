@@ -1,0 +1,125 @@
+package acl
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Errors a capabilities call answers instead of a list.
+var (
+	// ErrMissingPath is sys/capabilities' 400 for an empty path.
+	ErrMissingPath = errors.New("missing path")
+	// ErrInvalidToken is the 400 sys/capabilities gives for a token whose
+	// entity is disabled (vault/capabilities.go).
+	ErrInvalidToken = errors.New("invalid token")
+	// ErrTemplatedPolicy is the 500 of every request of a token whose
+	// templated policy no longer parses once rendered ("+*").
+	ErrTemplatedPolicy = errors.New("error parsing templated policy")
+	// ErrRootWithOthers is NewACL's refusal of root beside other policies.
+	ErrRootWithOthers = errors.New("other policies present along with root")
+)
+
+// Options configure an Evaluator.
+type Options struct {
+	Mode Mode
+	// Now is the clock of {{time.now}}; nil means time.Now.
+	Now func() time.Time
+}
+
+// Evaluator holds a set of policy documents, as one Vault holds them, and
+// the compiled rules of every list of policy names asked about so far.
+type Evaluator struct {
+	opts     Options
+	policies map[string]*Policy
+
+	mu    sync.Mutex
+	bases map[string]*base
+}
+
+// New parses the documents (name to HCL text). An error names the first
+// document Vault would refuse, in name order.
+func New(docs map[string]string, opts Options) (*Evaluator, error) {
+	e := &Evaluator{opts: opts, policies: make(map[string]*Policy, len(docs)), bases: map[string]*base{}}
+	names := make([]string, 0, len(docs))
+	for n := range docs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		p, err := Parse(n, docs[n])
+		if err != nil {
+			return nil, fmt.Errorf("policy %q: %w", n, err)
+		}
+		e.policies[p.Name] = p
+	}
+	return e, nil
+}
+
+// Mode is the evaluator's Vault mode.
+func (e *Evaluator) Mode() Mode { return e.opts.Mode }
+
+// Policy returns the parsed policy of a name, nil when there is none.
+func (e *Evaluator) Policy(name string) *Policy { return e.policies[SanitizeName(name)] }
+
+// Policies returns the parsed policies, by name.
+func (e *Evaluator) Policies() map[string]*Policy { return e.policies }
+
+// base is the part of an ACL shared by every token with the same policy
+// names: the non-templated rules, compiled once.
+type base struct {
+	names   []string // loaded policies
+	missing []string // names with no policy (skipped, as Vault does)
+	root    bool
+	err     error
+	set     *ruleSet
+	// templated are the loaded policies with templated rules; each token
+	// renders those rules itself.
+	templated []*Policy
+}
+
+func (e *Evaluator) base(names []string) *base {
+	key := strings.Join(names, "\x00")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if b, ok := e.bases[key]; ok {
+		return b
+	}
+	b := &base{set: newRuleSet()}
+	rootSeen := false
+	for _, n := range names {
+		if n == "root" {
+			rootSeen = true
+			continue
+		}
+		p := e.policies[n]
+		if p == nil {
+			b.missing = append(b.missing, n)
+			continue
+		}
+		b.names = append(b.names, n)
+		for _, r := range p.Rules {
+			if r.Templated {
+				continue
+			}
+			path := strings.TrimPrefix(r.Pattern, "/")
+			k, _ := classify(path) // Parse refused the errors
+			b.set.add(k, path, Source{Policy: p.Name, Pattern: r.Pattern, Path: path, Line: r.Line, Caps: r.Caps}, r.Constrained)
+		}
+		if p.Templated {
+			b.templated = append(b.templated, p)
+		}
+	}
+	if rootSeen {
+		if len(b.names) == 0 {
+			b.root = true
+		} else {
+			b.err = ErrRootWithOthers
+		}
+	}
+	e.bases[key] = b
+	return b
+}
