@@ -138,9 +138,10 @@ func (r *MinionBindingReconciler) removeStale(ctx context.Context, obj *v1alpha1
 			continue
 		}
 		if err := r.removePlacement(ctx, vc, obj, p, cur, sc); err != nil {
-			if vault.Denied(err) {
-				// The operator's policy does not reach there, so it never
-				// wrote there: a record edited by hand.
+			if vault.Denied(err) && vc.CheckToken(ctx) == nil {
+				// The credentials work, but the operator's policy does not
+				// reach there, so it never wrote there: a record edited by
+				// hand. (Refused credentials block the deletion instead.)
 				sc.notOwned = append(sc.notOwned, fmt.Sprintf("%s (the operator may not read it: %v)", p, err))
 				gone = append(gone, p)
 				continue
