@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,6 +68,69 @@ func BenchmarkDiff10k(b *testing.B) {
 		r := diffFleets(base, head, nil)
 		if r.Summary.Gaining != 10000 {
 			b.Fatalf("%d gaining", r.Summary.Gaining)
+		}
+	}
+}
+
+// writeBenchManifests writes n MinionBindings of the sample template (one
+// YAML file) and the template to dir; with head, the role policy's first
+// rule gains "update" (a template change that touches every minion).
+func writeBenchManifests(tb testing.TB, dir string, n int, head bool) {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "miniontemplate.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	t := string(data)
+	if head {
+		t = strings.Replace(t, "          capabilities: [read, list]\n", "          capabilities: [read, list, update]\n", 1)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "miniontemplate.yaml"), []byte(t), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	roles := []string{"web", "db", "ci", "mail", "cache"}
+	var sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sb, `---
+apiVersion: minionvault.dev/v1alpha1
+kind: MinionBinding
+metadata:
+  name: m%05[1]d
+  namespace: default
+spec:
+  minionID: m%05[1]d
+  templateRef:
+    name: salt-minions
+  grains:
+    id: m%05[1]d
+    os: Debian
+    os_family: Debian
+  pillar:
+    roles: [%[2]s, %[3]s]
+    env: prod
+`, i, roles[i%5], roles[(i/5)%5])
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bindings.yaml"), []byte(sb.String()), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkAuditDiffCommand10k is `audit diff -o json` end to end (reading
+// and rendering the manifests included) of a template change over 10,000
+// bindings (goal: 2 s).
+func BenchmarkAuditDiffCommand10k(b *testing.B) {
+	dir := b.TempDir()
+	base, head := filepath.Join(dir, "base"), filepath.Join(dir, "head")
+	writeBenchManifests(b, base, 10000, false)
+	writeBenchManifests(b, head, 10000, true)
+	b.ResetTimer()
+	for b.Loop() {
+		var out, errOut bytes.Buffer
+		if code := Main([]string{"audit", "diff", "--base", base, "--head", head, "-o", "json"}, &out, &errOut); code != auditFindings {
+			b.Fatalf("exit %d: %s", code, errOut.String())
 		}
 	}
 }
