@@ -168,10 +168,12 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 		return nil, err
 	}
 	var missing []string
+	seenMissing := map[string]bool{}
 	for _, m := range f.minions {
 		m.prep = f.ev.Prepare(m.subject)
 		for _, n := range m.prep.Missing() {
-			if !slices.Contains(missing, n) {
+			if !seenMissing[n] {
+				seenMissing[n] = true
 				missing = append(missing, n)
 			}
 		}
