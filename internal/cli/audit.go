@@ -217,13 +217,21 @@ Exit status: 1 when any minion gains access, 0 otherwise, 2 on an error.`,
 			if len(base) == 0 || len(head) == 0 {
 				return errors.New("--base and --head are required")
 			}
-			bf, err := o.load(base)
-			if err != nil {
-				return fmt.Errorf("base: %w", err)
+			// The two sides are read side by side.
+			var bf *fleet
+			var berr error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				bf, berr = o.load(base)
+			}()
+			hf, herr := o.load(head)
+			<-done
+			if berr != nil {
+				return fmt.Errorf("base: %w", berr)
 			}
-			hf, err := o.load(head)
-			if err != nil {
-				return fmt.Errorf("head: %w", err)
+			if herr != nil {
+				return fmt.Errorf("head: %w", herr)
 			}
 			r := diffFleets(bf, hf, extra)
 			if err := writeAudit(stdout, o.output, r, func(w io.Writer) { diffTable(w, r) }); err != nil {
