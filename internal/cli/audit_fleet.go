@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	vaultapi "github.com/hashicorp/vault/api"
@@ -51,6 +52,10 @@ type fleetOptions struct {
 	// minions name that are neither rendered nor a file, and for default.
 	vaultDocs map[string]string
 }
+
+// maxMissingNamed is how many absent policies get a warning each; more are
+// said in one warning.
+const maxMissingNamed = 5
 
 // loadFleet renders the bindings of the manifests in paths (files or
 // folders, as plan reads them) and reads the *.hcl policy files beside
@@ -179,8 +184,19 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 		}
 	}
 	slices.Sort(missing)
-	for _, n := range missing {
-		f.warnings = append(f.warnings, fmt.Sprintf("policy %q is neither rendered by a template nor among the policy files: treated as absent (Vault skips unknown policies)", n))
+	if len(missing) <= maxMissingNamed {
+		for _, n := range missing {
+			f.warnings = append(f.warnings, fmt.Sprintf("policy %q is neither rendered by a template nor among the policy files: treated as absent (Vault skips unknown policies)", n))
+		}
+	} else {
+		// Typically a per-minion name ("saltstack/{minion}") that nobody
+		// wrote: one warning, not one per minion.
+		named := make([]string, maxMissingNamed)
+		for i, n := range missing[:maxMissingNamed] {
+			named[i] = strconv.Quote(n)
+		}
+		f.warnings = append(f.warnings, fmt.Sprintf("%d policies are neither rendered by a template nor among the policy files: treated as absent (Vault skips unknown policies): %s and %d more",
+			len(missing), strings.Join(named, ", "), len(missing)-maxMissingNamed))
 	}
 	slices.SortFunc(f.minions, func(a, b *fleetMinion) int { return strings.Compare(a.id, b.id) })
 	return f, nil
