@@ -86,6 +86,11 @@ func (o *auditOptions) validate() error {
 }
 
 func (o *auditOptions) load(paths []string) (*fleet, error) {
+	return o.loadCached(paths, nil)
+}
+
+// loadCached is load with the manifests parsed through cache (offline).
+func (o *auditOptions) loadCached(paths []string, cache *manifestCache) (*fleet, error) {
 	if o.online {
 		version := ""
 		if o.versionSet {
@@ -96,7 +101,7 @@ func (o *auditOptions) load(paths []string) (*fleet, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no manifests: give -f FILE or folder")
 	}
-	return loadFleet(paths, fleetOptions{vaultVersion: o.vaultVersion, accessor: o.accessor})
+	return loadFleet(paths, fleetOptions{vaultVersion: o.vaultVersion, accessor: o.accessor, manifests: cache})
 }
 
 func newAuditWhoCanCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
@@ -217,15 +222,17 @@ Exit status: 1 when any minion gains access, 0 otherwise, 2 on an error.`,
 			if len(base) == 0 || len(head) == 0 {
 				return errors.New("--base and --head are required")
 			}
-			// The two sides are read side by side.
+			// The two sides are read side by side; a file the same on both
+			// is parsed once.
+			cache := newManifestCache(2)
 			var bf *fleet
 			var berr error
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				bf, berr = o.load(base)
+				bf, berr = o.loadCached(base, cache)
 			}()
-			hf, herr := o.load(head)
+			hf, herr := o.loadCached(head, cache)
 			<-done
 			if berr != nil {
 				return fmt.Errorf("base: %w", berr)

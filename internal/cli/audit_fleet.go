@@ -51,6 +51,8 @@ type fleetOptions struct {
 	// vaultDocs (audit drift): the policies Vault holds, for those the
 	// minions name that are neither rendered nor a file, and for default.
 	vaultDocs map[string]string
+	// manifests, when set, parses a file content once for several fleets.
+	manifests *manifestCache
 }
 
 // maxMissingNamed is how many absent policies get a warning each; more are
@@ -66,7 +68,7 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := readPlanInput(paths)
+	in, err := readPlanInputCached(paths, o.manifests)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
@@ -20,6 +22,63 @@ import (
 
 // readPlanInput reads every manifest of the files and folders.
 func readPlanInput(paths []string) (*planInput, error) {
+	return readPlanInputCached(paths, nil)
+}
+
+// manifestCache parses each distinct file content once: audit diff reads
+// the same bindings on both sides, side by side. The documents are
+// immutable once parsed; each side decodes its own objects from them.
+type manifestCache struct {
+	// readers is how many reads of a content there will be at most: the
+	// cache lets go of it after the last.
+	readers int
+	mu      sync.Mutex
+	entries map[[sha256.Size]byte]*manifestEntry
+}
+
+type manifestEntry struct {
+	once  sync.Once
+	docs  []manifest.Document
+	err   error
+	reads int
+}
+
+func newManifestCache(readers int) *manifestCache {
+	return &manifestCache{readers: readers, entries: map[[sha256.Size]byte]*manifestEntry{}}
+}
+
+// read is manifest.ReadFile, parsing a content seen before only once (a
+// nil cache parses every time).
+func (c *manifestCache) read(file string) ([]manifest.Document, error) {
+	if c == nil {
+		return manifest.ReadFile(file)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	key := sha256.Sum256(data)
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	if !ok {
+		e = &manifestEntry{}
+		c.entries[key] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.docs, e.err = manifest.Parse(data) })
+	c.mu.Lock()
+	if e.reads++; e.reads >= c.readers {
+		delete(c.entries, key)
+	}
+	c.mu.Unlock()
+	if e.err != nil {
+		return nil, fmt.Errorf("%s: %w", file, e.err)
+	}
+	return e.docs, nil
+}
+
+// readPlanInputCached is readPlanInput with the files parsed through cache.
+func readPlanInputCached(paths []string, cache *manifestCache) (*planInput, error) {
 	in := &planInput{connections: map[string]*v1alpha1.VaultConnection{}, namespaces: map[string]map[string]string{}}
 	type cmKey struct{ ns, name string }
 	cms := map[cmKey]map[string]string{}
@@ -29,7 +88,7 @@ func readPlanInput(paths []string) (*planInput, error) {
 	}
 	seen := map[string]string{}
 	for _, file := range files {
-		docs, err := manifest.ReadFile(file)
+		docs, err := cache.read(file)
 		if err != nil {
 			return nil, err
 		}
