@@ -119,7 +119,7 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 				skip("its minion ID is bound by another MinionBinding")
 				continue
 			}
-			rb, err := convert.Binding(&b.Spec)
+			rb, err := o.manifests.binding(b)
 			if err != nil {
 				skip(err.Error())
 				continue
