@@ -346,7 +346,7 @@ func writeAudit(w io.Writer, format string, v any, table func(io.Writer)) error 
 		return err
 	}
 	if format == "json" {
-		_, err = fmt.Fprintf(w, "%s\n", data)
+		_, err = w.Write(append(data, '\n'))
 		return err
 	}
 	var node yaml.Node
