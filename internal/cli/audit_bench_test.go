@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -132,5 +133,23 @@ func BenchmarkAuditDiffCommand10k(b *testing.B) {
 		if code := Main([]string{"audit", "diff", "--base", base, "--head", head, "-o", "json"}, &out, &errOut); code != auditFindings {
 			b.Fatalf("exit %d: %s", code, errOut.String())
 		}
+	}
+}
+
+// Compared side by side in chunks, the diff is the diff of one pass: the
+// minions in order, the counts and the paths (each minion has its own
+// templated paths).
+func TestDiffFleetsChunks(t *testing.T) {
+	base := benchAuditFleet(t, 1500, "")
+	head := benchAuditFleet(t, 1400, "path \"salt/data/shared/ROLE/*\" {\n  capabilities = [\"read\"]\n}\n")
+	delete(base.byID, "m00007")
+	one := diffFleetsWith(base, head, []string{"salt/data/x"}, 1)
+	for _, w := range []int{2, 3, 5} {
+		if got := diffFleetsWith(base, head, []string{"salt/data/x"}, w); !reflect.DeepEqual(got, one) {
+			t.Fatalf("%d workers: %+v, want %+v", w, got.Summary, one.Summary)
+		}
+	}
+	if one.Summary.Minions != 1500 || one.Summary.Gaining == 0 || len(one.Minions) < 100 {
+		t.Fatalf("%+v", one.Summary)
 	}
 }
