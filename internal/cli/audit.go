@@ -86,6 +86,11 @@ func (o *auditOptions) validate() error {
 }
 
 func (o *auditOptions) load(paths []string) (*fleet, error) {
+	return o.loadCached(paths, nil)
+}
+
+// loadCached is load with the manifests parsed through cache (offline).
+func (o *auditOptions) loadCached(paths []string, cache *manifestCache) (*fleet, error) {
 	if o.online {
 		version := ""
 		if o.versionSet {
@@ -96,7 +101,7 @@ func (o *auditOptions) load(paths []string) (*fleet, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no manifests: give -f FILE or folder")
 	}
-	return loadFleet(paths, fleetOptions{vaultVersion: o.vaultVersion, accessor: o.accessor})
+	return loadFleet(paths, fleetOptions{vaultVersion: o.vaultVersion, accessor: o.accessor, manifests: cache})
 }
 
 func newAuditWhoCanCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
@@ -217,13 +222,23 @@ Exit status: 1 when any minion gains access, 0 otherwise, 2 on an error.`,
 			if len(base) == 0 || len(head) == 0 {
 				return errors.New("--base and --head are required")
 			}
-			bf, err := o.load(base)
-			if err != nil {
-				return fmt.Errorf("base: %w", err)
+			// The two sides are read side by side; a file the same on both
+			// is parsed once.
+			cache := newManifestCache(2)
+			var bf *fleet
+			var berr error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				bf, berr = o.loadCached(base, cache)
+			}()
+			hf, herr := o.loadCached(head, cache)
+			<-done
+			if berr != nil {
+				return fmt.Errorf("base: %w", berr)
 			}
-			hf, err := o.load(head)
-			if err != nil {
-				return fmt.Errorf("head: %w", err)
+			if herr != nil {
+				return fmt.Errorf("head: %w", herr)
 			}
 			r := diffFleets(bf, hf, extra)
 			if err := writeAudit(stdout, o.output, r, func(w io.Writer) { diffTable(w, r) }); err != nil {
@@ -331,7 +346,7 @@ func writeAudit(w io.Writer, format string, v any, table func(io.Writer)) error 
 		return err
 	}
 	if format == "json" {
-		_, err = fmt.Fprintf(w, "%s\n", data)
+		_, err = w.Write(append(data, '\n'))
 		return err
 	}
 	var node yaml.Node

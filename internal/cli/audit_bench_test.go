@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -66,5 +70,86 @@ func BenchmarkDiff10k(b *testing.B) {
 		if r.Summary.Gaining != 10000 {
 			b.Fatalf("%d gaining", r.Summary.Gaining)
 		}
+	}
+}
+
+// writeBenchManifests writes n MinionBindings of the sample template (one
+// YAML file) and the template to dir; with head, the role policy's first
+// rule gains "update" (a template change that touches every minion).
+func writeBenchManifests(tb testing.TB, dir string, n int, head bool) {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "miniontemplate.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	t := string(data)
+	if head {
+		t = strings.Replace(t, "          capabilities: [read, list]\n", "          capabilities: [read, list, update]\n", 1)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "miniontemplate.yaml"), []byte(t), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	roles := []string{"web", "db", "ci", "mail", "cache"}
+	var sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sb, `---
+apiVersion: minionvault.dev/v1alpha1
+kind: MinionBinding
+metadata:
+  name: m%05[1]d
+  namespace: default
+spec:
+  minionID: m%05[1]d
+  templateRef:
+    name: salt-minions
+  grains:
+    id: m%05[1]d
+    os: Debian
+    os_family: Debian
+  pillar:
+    roles: [%[2]s, %[3]s]
+    env: prod
+`, i, roles[i%5], roles[(i/5)%5])
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bindings.yaml"), []byte(sb.String()), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkAuditDiffCommand10k is `audit diff -o json` end to end (reading
+// and rendering the manifests included) of a template change over 10,000
+// bindings (goal: 2 s).
+func BenchmarkAuditDiffCommand10k(b *testing.B) {
+	dir := b.TempDir()
+	base, head := filepath.Join(dir, "base"), filepath.Join(dir, "head")
+	writeBenchManifests(b, base, 10000, false)
+	writeBenchManifests(b, head, 10000, true)
+	b.ResetTimer()
+	for b.Loop() {
+		var out, errOut bytes.Buffer
+		if code := Main([]string{"audit", "diff", "--base", base, "--head", head, "-o", "json"}, &out, &errOut); code != auditFindings {
+			b.Fatalf("exit %d: %s", code, errOut.String())
+		}
+	}
+}
+
+// Compared side by side in chunks, the diff is the diff of one pass: the
+// minions in order, the counts and the paths (each minion has its own
+// templated paths).
+func TestDiffFleetsChunks(t *testing.T) {
+	base := benchAuditFleet(t, 1500, "")
+	head := benchAuditFleet(t, 1400, "path \"salt/data/shared/ROLE/*\" {\n  capabilities = [\"read\"]\n}\n")
+	delete(base.byID, "m00007")
+	one := diffFleetsWith(base, head, []string{"salt/data/x"}, 1)
+	for _, w := range []int{2, 3, 5} {
+		if got := diffFleetsWith(base, head, []string{"salt/data/x"}, w); !reflect.DeepEqual(got, one) {
+			t.Fatalf("%d workers: %+v, want %+v", w, got.Summary, one.Summary)
+		}
+	}
+	if one.Summary.Minions != 1500 || one.Summary.Gaining == 0 || len(one.Minions) < 100 {
+		t.Fatalf("%+v", one.Summary)
 	}
 }

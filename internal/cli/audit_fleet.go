@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	vaultapi "github.com/hashicorp/vault/api"
@@ -50,7 +51,13 @@ type fleetOptions struct {
 	// vaultDocs (audit drift): the policies Vault holds, for those the
 	// minions name that are neither rendered nor a file, and for default.
 	vaultDocs map[string]string
+	// manifests, when set, parses a file content once for several fleets.
+	manifests *manifestCache
 }
+
+// maxMissingNamed is how many absent policies get a warning each; more are
+// said in one warning.
+const maxMissingNamed = 5
 
 // loadFleet renders the bindings of the manifests in paths (files or
 // folders, as plan reads them) and reads the *.hcl policy files beside
@@ -61,7 +68,7 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := readPlanInput(paths)
+	in, err := readPlanInputCached(paths, o.manifests)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +119,7 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 				skip("its minion ID is bound by another MinionBinding")
 				continue
 			}
-			rb, err := convert.Binding(&b.Spec)
+			rb, err := o.manifests.binding(b)
 			if err != nil {
 				skip(err.Error())
 				continue
@@ -168,17 +175,30 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 		return nil, err
 	}
 	var missing []string
+	seenMissing := map[string]bool{}
 	for _, m := range f.minions {
 		m.prep = f.ev.Prepare(m.subject)
 		for _, n := range m.prep.Missing() {
-			if !slices.Contains(missing, n) {
+			if !seenMissing[n] {
+				seenMissing[n] = true
 				missing = append(missing, n)
 			}
 		}
 	}
 	slices.Sort(missing)
-	for _, n := range missing {
-		f.warnings = append(f.warnings, fmt.Sprintf("policy %q is neither rendered by a template nor among the policy files: treated as absent (Vault skips unknown policies)", n))
+	if len(missing) <= maxMissingNamed {
+		for _, n := range missing {
+			f.warnings = append(f.warnings, fmt.Sprintf("policy %q is neither rendered by a template nor among the policy files: treated as absent (Vault skips unknown policies)", n))
+		}
+	} else {
+		// Typically a per-minion name ("saltstack/{minion}") that nobody
+		// wrote: one warning, not one per minion.
+		named := make([]string, maxMissingNamed)
+		for i, n := range missing[:maxMissingNamed] {
+			named[i] = strconv.Quote(n)
+		}
+		f.warnings = append(f.warnings, fmt.Sprintf("%d policies are neither rendered by a template nor among the policy files: treated as absent (Vault skips unknown policies): %s and %d more",
+			len(missing), strings.Join(named, ", "), len(missing)-maxMissingNamed))
 	}
 	slices.SortFunc(f.minions, func(a, b *fleetMinion) int { return strings.Compare(a.id, b.id) })
 	return f, nil

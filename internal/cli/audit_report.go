@@ -3,8 +3,10 @@ package cli
 import (
 	"fmt"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 )
@@ -256,6 +258,11 @@ func (a answer) names() []string {
 // diffFleets compares every minion of both fleets on the paths their
 // policies name plus extra.
 func diffFleets(base, head *fleet, extra []string) DiffReport {
+	return diffFleetsWith(base, head, extra, runtime.GOMAXPROCS(0))
+}
+
+// diffFleetsWith is diffFleets with up to workers goroutines.
+func diffFleetsWith(base, head *fleet, extra []string, workers int) DiffReport {
 	r := DiffReport{Minions: []MinionDiff{}}
 	for _, w := range head.warnings {
 		r.Warnings = append(r.Warnings, "head: "+w)
@@ -284,80 +291,109 @@ func diffFleets(base, head *fleet, extra []string) DiffReport {
 		commonList = append(commonList, p)
 	}
 	slices.Sort(commonList)
-	probesSeen := len(commonList)
-	extraSeen := map[string]bool{}
-	for _, id := range sorted {
-		bm, hm := base.byID[id], head.byID[id]
-		md := MinionDiff{Changes: []PathChange{}}
-		switch {
-		case bm == nil:
-			md.Minion, md.Role, md.Status = hm.id, hm.role, "added"
-		case hm == nil:
-			md.Minion, md.Role, md.Status = bm.id, bm.role, "removed"
-		default:
-			md.Minion, md.Role = hm.id, hm.role
-		}
-		// The minion's own templated paths, beyond those all share.
-		own := map[string]bool{}
-		minionProbes(bm, own)
-		minionProbes(hm, own)
-		var extras []string
-		for p := range own {
-			if !common[p] {
-				extras = append(extras, p)
-				if !extraSeen[p] {
-					extraSeen[p] = true
-					probesSeen++
+	// The minions are compared in chunks side by side (each minion is
+	// independent), then put together in order.
+	type chunk struct {
+		diffs           []MinionDiff
+		gaining, losing int
+		extras          map[string]bool
+	}
+	workers = max(1, min(workers, len(sorted)/256))
+	chunks := make([]chunk, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(sorted)/workers, (w+1)*len(sorted)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &chunks[w]
+			c.extras = map[string]bool{}
+			for _, id := range sorted[lo:hi] {
+				md, gaining, losing := diffMinion(base.byID[id], head.byID[id], common, commonList, c.extras)
+				if gaining {
+					c.gaining++
+				}
+				if losing {
+					c.losing++
+				}
+				if len(md.Changes) > 0 || md.Status != "" {
+					c.diffs = append(c.diffs, md)
 				}
 			}
-		}
-		gaining, losing := false, false
-		compare := func(p string) {
-			a, b := answerOf(bm, p), answerOf(hm, p)
-			if a.caps == b.caps && (a.err == nil) == (b.err == nil) {
-				return
-			}
-			c := PathChange{Path: p, Base: a.names(), Head: b.names()}
-			if g := b.caps &^ a.caps; g != 0 && b.err == nil {
-				c.Gained = g.Names()
-				gaining = true
-			}
-			if l := a.caps &^ b.caps; l != 0 && a.err == nil {
-				c.Lost = l.Names()
-				losing = true
-			}
-			if b.err != nil && a.err == nil && a.caps != 0 {
-				// Every request of the minion fails now: it loses all.
-				c.Lost = a.caps.Names()
-				losing = true
-			}
-			if hm != nil && len(c.Gained) > 0 {
-				d := hm.prep.Check(p)
-				c.Why = strings.TrimSpace(fmt.Sprintf("%s %s (%s)", strings.Join(d.Policies(), ","), d.Pattern(), d.Step))
-			}
-			md.Changes = append(md.Changes, c)
-		}
-		for _, p := range commonList {
-			compare(p)
-		}
-		for _, p := range extras {
-			compare(p)
-		}
-		if len(extras) > 0 {
-			slices.SortFunc(md.Changes, func(x, y PathChange) int { return strings.Compare(x.Path, y.Path) })
-		}
-		if gaining {
-			r.Summary.Gaining++
-		}
-		if losing {
-			r.Summary.Losing++
-		}
-		if len(md.Changes) > 0 || md.Status != "" {
-			r.Minions = append(r.Minions, md)
+		}()
+	}
+	wg.Wait()
+	extraSeen := map[string]bool{}
+	for _, c := range chunks {
+		r.Minions = append(r.Minions, c.diffs...)
+		r.Summary.Gaining += c.gaining
+		r.Summary.Losing += c.losing
+		for p := range c.extras {
+			extraSeen[p] = true
 		}
 	}
-	r.Summary.Paths = probesSeen
+	r.Summary.Paths = len(commonList) + len(extraSeen)
 	return r
+}
+
+// diffMinion compares one minion (nil on the side it is missing from) on
+// the common paths and its own templated ones, which it adds to extraSeen.
+func diffMinion(bm, hm *fleetMinion, common map[string]bool, commonList []string, extraSeen map[string]bool) (md MinionDiff, gaining, losing bool) {
+	md = MinionDiff{Changes: []PathChange{}}
+	switch {
+	case bm == nil:
+		md.Minion, md.Role, md.Status = hm.id, hm.role, "added"
+	case hm == nil:
+		md.Minion, md.Role, md.Status = bm.id, bm.role, "removed"
+	default:
+		md.Minion, md.Role = hm.id, hm.role
+	}
+	// The minion's own templated paths, beyond those all share.
+	own := map[string]bool{}
+	minionProbes(bm, own)
+	minionProbes(hm, own)
+	var extras []string
+	for p := range own {
+		if !common[p] {
+			extras = append(extras, p)
+			extraSeen[p] = true
+		}
+	}
+	compare := func(p string) {
+		a, b := answerOf(bm, p), answerOf(hm, p)
+		if a.caps == b.caps && (a.err == nil) == (b.err == nil) {
+			return
+		}
+		c := PathChange{Path: p, Base: a.names(), Head: b.names()}
+		if g := b.caps &^ a.caps; g != 0 && b.err == nil {
+			c.Gained = g.Names()
+			gaining = true
+		}
+		if l := a.caps &^ b.caps; l != 0 && a.err == nil {
+			c.Lost = l.Names()
+			losing = true
+		}
+		if b.err != nil && a.err == nil && a.caps != 0 {
+			// Every request of the minion fails now: it loses all.
+			c.Lost = a.caps.Names()
+			losing = true
+		}
+		if hm != nil && len(c.Gained) > 0 {
+			d := hm.prep.Check(p)
+			c.Why = strings.TrimSpace(fmt.Sprintf("%s %s (%s)", strings.Join(d.Policies(), ","), d.Pattern(), d.Step))
+		}
+		md.Changes = append(md.Changes, c)
+	}
+	for _, p := range commonList {
+		compare(p)
+	}
+	for _, p := range extras {
+		compare(p)
+	}
+	if len(extras) > 0 {
+		slices.SortFunc(md.Changes, func(x, y PathChange) int { return strings.Compare(x.Path, y.Path) })
+	}
+	return md, gaining, losing
 }
 
 // AuditRules is the file of audit check: invariants over the fleet.

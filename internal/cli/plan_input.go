@@ -1,18 +1,24 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/internal/manifest"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -20,6 +26,201 @@ import (
 
 // readPlanInput reads every manifest of the files and folders.
 func readPlanInput(paths []string) (*planInput, error) {
+	return readPlanInputCached(paths, nil)
+}
+
+// manifestCache parses each distinct file content once: audit diff reads
+// the same bindings on both sides, side by side. The documents are
+// immutable once parsed; each side decodes its own objects from them.
+type manifestCache struct {
+	// readers is how many reads of a content there will be at most: the
+	// cache lets go of it after the last.
+	readers int
+	mu      sync.Mutex
+	entries map[[sha256.Size]byte]*manifestEntry
+	// converted: *v1alpha1.MinionBinding to *convertedBinding.
+	converted sync.Map
+}
+
+type manifestEntry struct {
+	once  sync.Once
+	docs  []parsedDoc
+	err   error
+	reads int
+}
+
+// parsedDoc is a document with what every reader decodes from it first:
+// its metadata, and for a MinionBinding the object (errors are kept to be
+// returned where the reader reaches the document). A binding decoded once
+// is shared by the readers and never changed.
+type parsedDoc struct {
+	manifest.Document
+	meta    docMeta
+	metaErr error
+	binding *v1alpha1.MinionBinding
+	decErr  error
+}
+
+type docMeta struct {
+	Name, Namespace string
+	Labels          map[string]string
+}
+
+// parseManifest parses data (the file's contents). A large file is parsed
+// in pieces side by side, cut at document markers ("---" lines: YAML
+// documents share no anchors); should a piece fail, the whole file is
+// parsed again in one go, for the error as it stands.
+func parseManifest(data []byte) ([]parsedDoc, error) {
+	pieces := splitDocuments(data, runtime.GOMAXPROCS(0))
+	if len(pieces) <= 1 {
+		return parseManifestPiece(data)
+	}
+	outs := make([][]parsedDoc, len(pieces))
+	errs := make([]error, len(pieces))
+	var wg sync.WaitGroup
+	for i, p := range pieces {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = parseManifestPiece(p)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return parseManifestPiece(data)
+		}
+	}
+	var out []parsedDoc
+	for _, o := range outs {
+		out = append(out, o...)
+	}
+	return out, nil
+}
+
+// splitDocuments cuts data into up to n pieces of whole documents, at lines
+// "---" (or "--- ..."); nothing is cut in a small file or one with
+// directives ("%YAML", "%TAG": they belong to the document after them).
+func splitDocuments(data []byte, n int) [][]byte {
+	const minPiece = 256 << 10
+	if n <= 1 || len(data) < 2*minPiece || bytes.HasPrefix(data, []byte("%")) || bytes.Contains(data, []byte("\n%")) {
+		return [][]byte{data}
+	}
+	if m := len(data) / minPiece; m < n {
+		n = m
+	}
+	var pieces [][]byte
+	start := 0
+	for k := 1; k < n; k++ {
+		at := start + (len(data)-start)/(n-k+1)
+		cut := -1
+		for i := at; i < len(data); {
+			j := bytes.Index(data[i:], []byte("\n---"))
+			if j < 0 {
+				break
+			}
+			pos := i + j + 1 // the line's start
+			if rest := data[pos+3:]; len(rest) == 0 || rest[0] == '\n' || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r' {
+				cut = pos
+				break
+			}
+			i = pos + 3
+		}
+		if cut < 0 {
+			break
+		}
+		pieces = append(pieces, data[start:cut])
+		start = cut
+	}
+	return append(pieces, data[start:])
+}
+
+// parseManifestPiece parses data in one go.
+func parseManifestPiece(data []byte) ([]parsedDoc, error) {
+	docs, err := manifest.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]parsedDoc, len(docs))
+	for i, d := range docs {
+		pd := parsedDoc{Document: d}
+		var meta struct{ Metadata docMeta }
+		if pd.metaErr = json.Unmarshal(d.Value.AppendJSON(nil), &meta); pd.metaErr == nil {
+			pd.meta = meta.Metadata
+			if d.Kind == "MinionBinding" {
+				b := &v1alpha1.MinionBinding{}
+				if pd.decErr = d.Decode(b); pd.decErr == nil {
+					if b.Namespace == "" {
+						b.Namespace = "default"
+					}
+					pd.binding = b
+				}
+			}
+		}
+		out[i] = pd
+	}
+	return out, nil
+}
+
+// convertedBinding is convert.Binding of a shared MinionBinding, once.
+type convertedBinding struct {
+	once sync.Once
+	rb   render.Binding
+	err  error
+}
+
+// binding is convert.Binding(&b.Spec), once per binding shared by the
+// readers (the values are immutable).
+func (c *manifestCache) binding(b *v1alpha1.MinionBinding) (render.Binding, error) {
+	if c == nil {
+		return convert.Binding(&b.Spec)
+	}
+	v, _ := c.converted.LoadOrStore(b, &convertedBinding{})
+	cb := v.(*convertedBinding)
+	cb.once.Do(func() { cb.rb, cb.err = convert.Binding(&b.Spec) })
+	return cb.rb, cb.err
+}
+
+func newManifestCache(readers int) *manifestCache {
+	return &manifestCache{readers: readers, entries: map[[sha256.Size]byte]*manifestEntry{}}
+}
+
+// read is manifest.ReadFile, parsing a content seen before only once (a
+// nil cache parses every time).
+func (c *manifestCache) read(file string) ([]parsedDoc, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		docs, err := parseManifest(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		return docs, nil
+	}
+	key := sha256.Sum256(data)
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	if !ok {
+		e = &manifestEntry{}
+		c.entries[key] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.docs, e.err = parseManifest(data) })
+	c.mu.Lock()
+	if e.reads++; e.reads >= c.readers {
+		delete(c.entries, key)
+	}
+	c.mu.Unlock()
+	if e.err != nil {
+		return nil, fmt.Errorf("%s: %w", file, e.err)
+	}
+	return e.docs, nil
+}
+
+// readPlanInputCached is readPlanInput with the files parsed through cache.
+func readPlanInputCached(paths []string, cache *manifestCache) (*planInput, error) {
 	in := &planInput{connections: map[string]*v1alpha1.VaultConnection{}, namespaces: map[string]map[string]string{}}
 	type cmKey struct{ ns, name string }
 	cms := map[cmKey]map[string]string{}
@@ -29,21 +230,16 @@ func readPlanInput(paths []string) (*planInput, error) {
 	}
 	seen := map[string]string{}
 	for _, file := range files {
-		docs, err := manifest.ReadFile(file)
+		docs, err := cache.read(file)
 		if err != nil {
 			return nil, err
 		}
-		for _, d := range docs {
-			var meta struct {
-				Metadata struct {
-					Name, Namespace string
-					Labels          map[string]string
-				}
+		for _, pd := range docs {
+			d := pd.Document
+			if pd.metaErr != nil {
+				return nil, fmt.Errorf("%s: %w", file, pd.metaErr)
 			}
-			if err := json.Unmarshal(d.Value.AppendJSON(nil), &meta); err != nil {
-				return nil, fmt.Errorf("%s: %w", file, err)
-			}
-			m := meta.Metadata
+			m := pd.meta
 			id := d.Kind + " " + m.Namespace + "/" + m.Name
 			switch d.Kind {
 			case "MinionTemplate", "MinionBinding", "VaultConnection", "ConfigMap", "Namespace":
@@ -60,14 +256,10 @@ func readPlanInput(paths []string) (*planInput, error) {
 				}
 				in.templates = append(in.templates, templateDoc{obj: t, doc: d})
 			case "MinionBinding":
-				b := &v1alpha1.MinionBinding{}
-				if err := d.Decode(b); err != nil {
-					return nil, fmt.Errorf("%s: %w", file, err)
+				if pd.decErr != nil {
+					return nil, fmt.Errorf("%s: %w", file, pd.decErr)
 				}
-				if b.Namespace == "" {
-					b.Namespace = "default"
-				}
-				in.bindings = append(in.bindings, b)
+				in.bindings = append(in.bindings, pd.binding)
 			case "VaultConnection":
 				c := &v1alpha1.VaultConnection{}
 				if err := d.Decode(c); err != nil {

@@ -38,12 +38,14 @@ type Evaluator struct {
 
 	mu    sync.Mutex
 	bases map[string]*base
+	// compiled is the base of each list of loaded names (see base).
+	compiled map[string]*base
 }
 
 // New parses the documents (name to HCL text). An error names the first
 // document Vault would refuse, in name order.
 func New(docs map[string]string, opts Options) (*Evaluator, error) {
-	e := &Evaluator{opts: opts, policies: make(map[string]*Policy, len(docs)), bases: map[string]*base{}}
+	e := &Evaluator{opts: opts, policies: make(map[string]*Policy, len(docs)), bases: map[string]*base{}, compiled: map[string]*base{}}
 	names := make([]string, 0, len(docs))
 	for n := range docs {
 		names = append(names, n)
@@ -88,18 +90,46 @@ func (e *Evaluator) base(names []string) *base {
 	if b, ok := e.bases[key]; ok {
 		return b
 	}
-	b := &base{set: newRuleSet()}
+	// The rules are compiled once per list of loaded policies: lists that
+	// differ only in absent names (a per-minion policy nobody wrote) share
+	// them.
+	var loaded, missing []string
 	rootSeen := false
 	for _, n := range names {
-		if n == "root" {
+		switch {
+		case n == "root":
 			rootSeen = true
-			continue
+		case e.policies[n] == nil:
+			missing = append(missing, n)
+		default:
+			loaded = append(loaded, n)
 		}
+	}
+	ckey := strings.Join(loaded, "\x00")
+	if rootSeen {
+		ckey = "root\x01" + ckey
+	}
+	c, ok := e.compiled[ckey]
+	if !ok {
+		c = e.compile(loaded, rootSeen)
+		e.compiled[ckey] = c
+	}
+	b := c
+	if len(missing) > 0 {
+		cp := *c
+		cp.missing = missing
+		b = &cp
+	}
+	e.bases[key] = b
+	return b
+}
+
+// compile is the base of loaded policy names (all present), with root
+// when rootSeen.
+func (e *Evaluator) compile(loaded []string, rootSeen bool) *base {
+	b := &base{set: newRuleSet()}
+	for _, n := range loaded {
 		p := e.policies[n]
-		if p == nil {
-			b.missing = append(b.missing, n)
-			continue
-		}
 		b.names = append(b.names, n)
 		for _, r := range p.Rules {
 			if r.Templated {
@@ -120,6 +150,5 @@ func (e *Evaluator) base(names []string) *base {
 			b.err = ErrRootWithOthers
 		}
 	}
-	e.bases[key] = b
 	return b
 }

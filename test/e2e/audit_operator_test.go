@@ -15,7 +15,9 @@ import (
 	"testing"
 
 	vaultapi "github.com/hashicorp/vault/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/cli"
 	"github.com/minionvault/minion-vault-operator/internal/testenv"
 )
@@ -139,6 +141,17 @@ func TestAuditThroughTheOperator(t *testing.T) {
 	file := filepath.Join(dir, "fleet.yaml")
 	s.must(os.WriteFile(file, []byte(fmt.Sprintf(auditManifests, s.env.Vault.Addr, bindings.String())), 0o600))
 	s.applyFile(ctx, file)
+	// The next tests share Vault and the cluster: the minions, and what
+	// this test wrote by hand, go (before the operator stops).
+	t.Cleanup(func() {
+		_, _ = s.root.Logical().Delete("identity/group/name/audit-e2e-group")
+		_ = s.root.Sys().DeletePolicy("audit-e2e-group")
+		_ = s.root.Sys().DeletePolicy("audit-e2e-reader")
+		s.must(s.c.DeleteAllOf(ctx, &v1alpha1.MinionBinding{}, client.InNamespace("audit-e2e")))
+		for _, m := range minions {
+			s.waitGone("audit-e2e", m.id)
+		}
+	})
 	s.waitConnectionReady("audit-vault")
 	for _, m := range minions {
 		s.waitReady("audit-e2e", m.id)
