@@ -71,6 +71,11 @@ func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, ob
 	if err != nil {
 		return err
 	}
+	if sc.beforeWrite != nil {
+		if err := sc.beforeWrite(); err != nil {
+			return err
+		}
+	}
 	entity := obs.entity
 
 	// The entity: created with the marker, or its metadata (the marker

@@ -76,6 +76,9 @@ type bindingScope struct {
 	roleID    string
 	metadata  map[string]string // the entity metadata keys the operator owns, as written
 	requeue   time.Duration
+	// beforeWrite records where apply is about to write (nil: nothing to
+	// record, as in a plan).
+	beforeWrite func() error
 }
 
 // +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings,verbs=get;list;watch;patch
@@ -210,13 +213,12 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 		return r.vaultFailed(sc, err)
 	}
 
-	// Record where we are about to write, with the finalizer, before the
-	// first write.
+	// Where we are about to write is recorded, with the finalizer, after
+	// Vault was read and the objects found the binding's to write, and
+	// before the first write: a refused binding gets neither.
 	cur := ownership.Placement{Vault: sc.vault, Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
 		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
-	if err := r.recordBeforeWriting(ctx, obj, inv, cur); err != nil {
-		return err
-	}
+	sc.beforeWrite = func() error { return r.recordBeforeWriting(ctx, obj, inv, cur) }
 	if err := r.apply(ctx, vc, obj, tpl, res, sc); err != nil {
 		return r.vaultFailed(sc, err)
 	}
