@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
@@ -33,6 +35,31 @@ type Compiled struct {
 type compiledDoc struct {
 	joint *template.Pattern
 	rules int
+	// bodies caches the HCL of each substituted text of joint: many
+	// bindings render the same policy text.
+	bodies *bodyCache
+}
+
+// bodyCache maps a document's substituted text to its canonical HCL. It is
+// bounded: past maxBodies texts, bodies are rendered without being kept.
+type bodyCache struct {
+	m sync.Map // string -> string
+	n atomic.Int64
+}
+
+const maxBodies = 4096
+
+func (c *bodyCache) get(text string, render func() string) string {
+	if v, ok := c.m.Load(text); ok {
+		return v.(string)
+	}
+	body := render()
+	if c.n.Load() < maxBodies {
+		if _, loaded := c.m.LoadOrStore(text, body); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return body
 }
 
 const docSep = "\x00"
@@ -101,7 +128,7 @@ func (c *Compiled) compileDoc(i int, d PolicyDocument) compiledDoc {
 		}
 		parts = append(parts, path)
 	}
-	return compiledDoc{joint: template.Compile(strings.Join(parts, docSep)), rules: len(d.Rules)}
+	return compiledDoc{joint: template.Compile(strings.Join(parts, docSep)), rules: len(d.Rules), bodies: &bodyCache{}}
 }
 
 // decodeFiles parses the files given as YAML text (a string document).

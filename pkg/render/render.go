@@ -94,7 +94,8 @@ func (c *Compiled) renderDocuments(d *template.Data, r *Result) error {
 			for _, f := range res.Fields {
 				r.docFields = append(r.docFields, docField{doc: i, name: name, value: f})
 			}
-			body := policyHCL(c.t.PolicyDocuments[i].Rules, parts[1:])
+			rules := c.t.PolicyDocuments[i].Rules
+			body := doc.bodies.get(res.Text, func() string { return policyHCL(rules, parts[1:]) })
 			if k, ok := seen[name]; ok {
 				if r.PolicyDocuments[k].HCL != body {
 					r.docFields = append(r.docFields, docField{doc: i, name: name, conflict: true})
