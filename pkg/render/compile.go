@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/minionvault/minion-vault-operator/pkg/parameters"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
@@ -26,6 +27,8 @@ type Compiled struct {
 	files map[string]value.Value
 	// err fails every render: a parameter file that is not YAML.
 	err error
+	// stack computes the parameter stack (mapdata) when the template has one.
+	stack *parameters.Memo
 }
 
 // compiledDoc renders a policy document's name and rule paths as one
@@ -100,6 +103,9 @@ func Compile(t Template) *Compiled {
 	}
 	if t.Parameters != nil {
 		c.files, c.err = decodeFiles(t.Parameters.Files)
+		if c.err == nil {
+			c.stack = parameters.NewMemo(t.Parameters.Root, c.files)
+		}
 	}
 	params, err := appRoleParams(t.AppRole)
 	if err != nil {
