@@ -25,6 +25,10 @@ type Memo struct {
 	files map[string]value.Value
 	m     sync.Map // key -> memoEntry
 	n     atomic.Int64
+	// sources: the map_jinja files found (their part of the key) -> the
+	// parsed sources, nil when the settings fail.
+	sources  sync.Map
+	nSources atomic.Int64
 }
 
 type memoEntry struct {
@@ -71,37 +75,28 @@ func (m *Memo) key(in *Input) (string, bool) {
 		return "", false
 	}
 	root := in.Root
-	// The map.jinja settings: their own small stack, run as stack runs it.
-	builtin := DefaultSources(root)
-	items := make([]value.Value, len(builtin))
-	for i, src := range builtin {
-		items[i] = value.NewString(src)
-	}
-	settings := value.NewMap([]value.Pair{{Key: value.NewString("sources"), Val: value.NewList(items)}})
-	var b []byte
-	settings, err := s.run([]Source{mapJinjaSource}, []string{"parameters/", root + "/parameters"}, settings, value.NewBool(false))
-	if err != nil {
-		return "", false
-	}
-	// The settings are a function of the map_jinja files found.
+	// The map.jinja settings, and so the sources, are a function of the
+	// map_jinja files found.
 	found, ok := s.q.get(mapJinjaSource.Query, mapJinjaSource.Key, mapJinjaSource.Delim)
 	if !ok {
 		found = emptyList
 	}
+	var b []byte
 	b = m.appendFiles(b, mapJinjaSource, found, "parameters/")
 	b = m.appendFiles(b, mapJinjaSource, found, root+"/parameters")
-	sources, err := sourceList(settings)
-	if err != nil {
-		return "", false
-	}
-	srcs := make([]Source, 0, len(sources)+1)
-	srcs = append(srcs, defaultsSource)
-	for _, raw := range sources {
-		src, err := ParseSource(raw)
-		if err != nil {
-			return "", false
+	var srcs []Source
+	if v, ok := m.sources.Load(string(b)); ok {
+		srcs = v.([]Source)
+	} else {
+		srcs = m.parseSources(&s, root)
+		if m.nSources.Load() < maxMemo {
+			if _, loaded := m.sources.LoadOrStore(string(b), srcs); !loaded {
+				m.nSources.Add(1)
+			}
 		}
-		srcs = append(srcs, src)
+	}
+	if srcs == nil {
+		return "", false
 	}
 	mergeLists, ok := s.q.configFirst(root+":merge_lists", ":")
 	if !ok {
@@ -124,6 +119,35 @@ func (m *Memo) key(in *Input) (string, bool) {
 		}
 	}
 	return string(b), true
+}
+
+// parseSources runs the map.jinja settings' stack as stack does and returns
+// the parsed sources, defaults.yaml first; nil on an error (Stack reports it).
+func (m *Memo) parseSources(s *stacker, root string) []Source {
+	builtin := DefaultSources(root)
+	items := make([]value.Value, len(builtin))
+	for i, src := range builtin {
+		items[i] = value.NewString(src)
+	}
+	settings := value.NewMap([]value.Pair{{Key: value.NewString("sources"), Val: value.NewList(items)}})
+	settings, err := s.run([]Source{mapJinjaSource}, []string{"parameters/", root + "/parameters"}, settings, value.NewBool(false))
+	if err != nil {
+		return nil
+	}
+	sources, err := sourceList(settings)
+	if err != nil {
+		return nil
+	}
+	srcs := make([]Source, 0, len(sources)+1)
+	srcs = append(srcs, defaultsSource)
+	for _, raw := range sources {
+		src, err := ParseSource(raw)
+		if err != nil {
+			return nil
+		}
+		srcs = append(srcs, src)
+	}
+	return srcs
 }
 
 // appendFiles writes the paths of the files yamlLayer merges for src under
