@@ -195,25 +195,7 @@ func valueLayer(src Source, found, values, defaultLists value.Value) (value.Valu
 // lookup makes KEY itself the path; otherwise KEY is the directory and the
 // value names the files.
 func (s *stacker) yamlLayer(src Source, found value.Value, dir string, values, defaultLists value.Value) (value.Value, error) {
-	dirname := src.Key
-	var names []string
-	if isEmptySequence(found) {
-		name := src.Key
-		dirname = ""
-		if i := strings.LastIndexByte(src.Key, '/'); i >= 0 {
-			dirname, name = src.Key[:i], src.Key[i+1:]
-		}
-		names = []string{name}
-	} else {
-		names = fileNames(found)
-	}
-	base := strings.TrimRight(joinNonEmpty(dir, dirname), "/")
-	for _, name := range names {
-		file, ok := yamlFile(name)
-		if !ok {
-			continue
-		}
-		path := joinNonEmpty(base, file)
+	for _, path := range layerPaths(src, found, dir) {
 		s.tried = append(s.tried, path)
 		doc, ok := s.files[path]
 		if !ok || !doc.Truthy() {
@@ -234,6 +216,33 @@ func (s *stacker) yamlLayer(src Source, found value.Value, dir string, values, d
 		values = out
 	}
 	return values, nil
+}
+
+// layerPaths are the paths a Y source names under dir, in order, whether
+// the files exist or not.
+func layerPaths(src Source, found value.Value, dir string) []string {
+	dirname := src.Key
+	var names []string
+	if isEmptySequence(found) {
+		name := src.Key
+		dirname = ""
+		if i := strings.LastIndexByte(src.Key, '/'); i >= 0 {
+			dirname, name = src.Key[:i], src.Key[i+1:]
+		}
+		names = []string{name}
+	} else {
+		names = fileNames(found)
+	}
+	base := strings.TrimRight(joinNonEmpty(dir, dirname), "/")
+	paths := make([]string, 0, len(names))
+	for _, name := range names {
+		file, ok := yamlFile(name)
+		if !ok {
+			continue
+		}
+		paths = append(paths, joinNonEmpty(base, file))
+	}
+	return paths
 }
 
 // mergeOptions reads a layer's `strategy` (default smart) and `merge_lists`

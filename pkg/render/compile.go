@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	"github.com/minionvault/minion-vault-operator/pkg/parameters"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
@@ -24,6 +27,8 @@ type Compiled struct {
 	files map[string]value.Value
 	// err fails every render: a parameter file that is not YAML.
 	err error
+	// stack computes the parameter stack (mapdata) when the template has one.
+	stack *parameters.Memo
 }
 
 // compiledDoc renders a policy document's name and rule paths as one
@@ -33,6 +38,31 @@ type Compiled struct {
 type compiledDoc struct {
 	joint *template.Pattern
 	rules int
+	// bodies caches the HCL of each substituted text of joint: many
+	// bindings render the same policy text.
+	bodies *bodyCache
+}
+
+// bodyCache maps a document's substituted text to its canonical HCL. It is
+// bounded: past maxBodies texts, bodies are rendered without being kept.
+type bodyCache struct {
+	m sync.Map // string -> string
+	n atomic.Int64
+}
+
+const maxBodies = 4096
+
+func (c *bodyCache) get(text string, render func() string) string {
+	if v, ok := c.m.Load(text); ok {
+		return v.(string)
+	}
+	body := render()
+	if c.n.Load() < maxBodies {
+		if _, loaded := c.m.LoadOrStore(text, body); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return body
 }
 
 const docSep = "\x00"
@@ -73,6 +103,9 @@ func Compile(t Template) *Compiled {
 	}
 	if t.Parameters != nil {
 		c.files, c.err = decodeFiles(t.Parameters.Files)
+		if c.err == nil {
+			c.stack = parameters.NewMemo(t.Parameters.Root, c.files)
+		}
 	}
 	params, err := appRoleParams(t.AppRole)
 	if err != nil {
@@ -101,7 +134,7 @@ func (c *Compiled) compileDoc(i int, d PolicyDocument) compiledDoc {
 		}
 		parts = append(parts, path)
 	}
-	return compiledDoc{joint: template.Compile(strings.Join(parts, docSep)), rules: len(d.Rules)}
+	return compiledDoc{joint: template.Compile(strings.Join(parts, docSep)), rules: len(d.Rules), bodies: &bodyCache{}}
 }
 
 // decodeFiles parses the files given as YAML text (a string document).

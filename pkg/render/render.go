@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/minionvault/minion-vault-operator/pkg/parameters"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
@@ -17,14 +16,14 @@ func (c *Compiled) Render(b Binding, opts Options) (*Result, error) {
 		return nil, c.err
 	}
 	mapdata := value.NewMap(nil)
-	if p := c.t.Parameters; p != nil {
-		stacked, err := parameters.Stack(parameters.Input{
-			Root: p.Root, Files: c.files, Grains: b.Grains, Pillar: b.Pillar, Opts: b.Config,
-		})
+	if c.stack != nil {
+		// parameters.Stack's mapdata, shared between bindings whose stacks
+		// read the same things.
+		stacked, err := c.stack.Mapdata(b.Grains, b.Pillar, b.Config)
 		if err != nil {
 			return nil, fmt.Errorf("parameter stack: %w", err)
 		}
-		mapdata = stacked.Mapdata
+		mapdata = stacked
 	}
 	d := &template.Data{
 		Minion: b.MinionID, Grains: b.Grains, Pillar: b.Pillar, Mapdata: mapdata,
@@ -94,7 +93,8 @@ func (c *Compiled) renderDocuments(d *template.Data, r *Result) error {
 			for _, f := range res.Fields {
 				r.docFields = append(r.docFields, docField{doc: i, name: name, value: f})
 			}
-			body := policyHCL(c.t.PolicyDocuments[i].Rules, parts[1:])
+			rules := c.t.PolicyDocuments[i].Rules
+			body := doc.bodies.get(res.Text, func() string { return policyHCL(rules, parts[1:]) })
 			if k, ok := seen[name]; ok {
 				if r.PolicyDocuments[k].HCL != body {
 					r.docFields = append(r.docFields, docField{doc: i, name: name, conflict: true})
