@@ -262,8 +262,20 @@ func TestOneMinionOneOwnerAcrossShardsAndClusters(t *testing.T) {
 			if reason(a.get("salt", "web01")) != v1alpha1.SucceededReason {
 				t.Fatalf("the holder: %+v", a.get("salt", "web01").Status.Conditions)
 			}
-			// The refused binding has the finalizer and a record of the
-			// same placement: its deletion deletes nothing.
+			// The refused binding got no finalizer and no record; a tenant
+			// sets both by hand, naming the holder's objects: its deletion
+			// still deletes nothing.
+			refused := b.get("salt", "web01-b")
+			if len(refused.Finalizers) != 0 || refused.Annotations[v1alpha1.VaultObjectsAnnotation] != "" {
+				t.Fatalf("a refused binding was given %v and record %q", refused.Finalizers, refused.Annotations[v1alpha1.VaultObjectsAnnotation])
+			}
+			patch := client.MergeFrom(refused.DeepCopy())
+			refused.Finalizers = []string{v1alpha1.Finalizer}
+			refused.Annotations = map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"` + testVaultID +
+				`","connection":"vault","mount":"salt-minions","entity":"salt_minion_web01"}]`}
+			if err := b.c.Patch(context.Background(), refused, patch); err != nil {
+				t.Fatal(err)
+			}
 			b.deleteAndFinalize("salt", "web01-b")
 			if after := stateOf(t, v, "web01", "salt_minion_web01"); !before.same(after) {
 				t.Fatalf("deleting the refused binding changed the minion:\n%+v\n%+v", before, after)

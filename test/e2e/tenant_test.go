@@ -380,8 +380,18 @@ func TestOneMinionOneOwner(t *testing.T) {
 			if !isReady(s.binding("sh", a.Name)) {
 				t.Errorf("the holder is not Ready: %+v", s.binding("sh", a.Name).Status.Conditions)
 			}
-			// The refused binding has the finalizer and a record of the
-			// same objects: its deletion deletes nothing.
+			// The refused binding got no finalizer and no record; set both
+			// by hand, naming the holder's objects: its deletion still
+			// deletes nothing.
+			refused := s.binding("sh", b.Name)
+			if len(refused.Finalizers) != 0 {
+				t.Errorf("a refused binding was given finalizers %v", refused.Finalizers)
+			}
+			patch := client.MergeFrom(refused.DeepCopy())
+			refused.Finalizers = []string{v1alpha1.Finalizer}
+			refused.Annotations = map[string]string{v1alpha1.VaultObjectsAnnotation: fmt.Sprintf(
+				`[{"vault":%q,"connection":"sh-vault","mount":"salt-minions","entity":"salt_minion_%s"}]`, s.vaultKey(t, "sh-vault"), tc.minion)}
+			s.must(s.c.Patch(ctx, refused, patch))
 			s.must(s.c.Delete(ctx, s.binding("sh", b.Name)))
 			s.waitGone("sh", b.Name)
 			if after := s.snapshot(t, "salt-minions", tc.minion, "salt_minion_"+tc.minion); !after.equal(before) {
