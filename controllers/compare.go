@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/minionvault/minion-vault-operator/pkg/render"
-	"github.com/minionvault/minion-vault-operator/pkg/template"
 )
 
 // The comparisons of desired and actual Vault state are small pure
@@ -159,40 +157,6 @@ func roleParams(ps []render.Param) map[string]any {
 	out := make(map[string]any, len(ps))
 	for _, p := range ps {
 		out[p.Name] = p.Value
-	}
-	return out
-}
-
-var indexSuffix = regexp.MustCompile(`__[0-9]+$`)
-
-// desiredMetadata is the entity metadata to write: the operator owns the
-// keys the template renders and their key__N companions, and the keys it
-// wrote before (previous); every other key in Vault is someone else's and
-// is kept.
-func desiredMetadata(actual map[string]string, rendered []template.KV, previous []string) map[string]string {
-	configured := map[string]bool{}
-	for _, kv := range rendered {
-		if !indexSuffix.MatchString(kv.Key) {
-			configured[kv.Key] = true
-		}
-	}
-	owned := func(k string) bool {
-		if configured[k] || slices.Contains(previous, k) {
-			return true
-		}
-		if loc := indexSuffix.FindStringIndex(k); loc != nil {
-			return configured[k[:loc[0]]]
-		}
-		return false
-	}
-	out := make(map[string]string, len(actual)+len(rendered))
-	for k, v := range actual {
-		if !owned(k) {
-			out[k] = v
-		}
-	}
-	for _, kv := range rendered {
-		out[kv.Key] = kv.Value
 	}
 	return out
 }

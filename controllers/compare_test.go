@@ -2,12 +2,10 @@ package controllers
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/pkg/render"
-	"github.com/minionvault/minion-vault-operator/pkg/template"
 )
 
 func TestRoleDiffers(t *testing.T) {
@@ -55,37 +53,6 @@ func TestRoleDiffers(t *testing.T) {
 			}
 			if got && why == "" {
 				t.Fatal("a difference without a reason")
-			}
-		})
-	}
-}
-
-func TestDesiredMetadata(t *testing.T) {
-	rendered := []template.KV{{Key: "minion-id", Value: "web01"}, {Key: "roles", Value: "db,web"}, {Key: "roles__0", Value: "db"}, {Key: "roles__1", Value: "web"}}
-	cases := []struct {
-		name     string
-		actual   map[string]string
-		previous []string
-		want     map[string]string
-	}{
-		{"new entity", nil, nil, map[string]string{"minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}},
-		{"foreign keys kept", map[string]string{"owner": "team-a", "roles": "old"}, nil,
-			map[string]string{"owner": "team-a", "minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}},
-		{"stale index keys removed", map[string]string{"roles__2": "cache", "roles__3": "x", "roles": "cache,db,web"}, nil,
-			map[string]string{"minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}},
-		{"keys no longer configured removed", map[string]string{"env": "prod", "team": "t"}, []string{"env"},
-			map[string]string{"team": "t", "minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}},
-		{"lookalike foreign key kept", map[string]string{"rolesX__0": "keep"}, nil,
-			map[string]string{"rolesX__0": "keep", "minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := desiredMetadata(c.actual, rendered, c.previous)
-			if !reflect.DeepEqual(got, c.want) {
-				t.Fatalf("got %v\nwant %v", got, c.want)
-			}
-			if differs, _ := metadataDiffers(got, got); differs {
-				t.Fatal("a map differs from itself")
 			}
 		})
 	}

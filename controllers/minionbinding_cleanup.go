@@ -31,13 +31,8 @@ func (r *MinionBindingReconciler) removePlacement(ctx context.Context, vc vault.
 	roleName := strings.ToLower(obj.Spec.MinionID)
 	roleStale := cur == nil || !p.SameRole(*cur)
 	entityStale := cur == nil || !p.SameEntity(*cur)
-	st := &obj.Status
 	ours := func(e *vault.Entity) bool {
-		if e == nil {
-			return false
-		}
-		proven := st.Entity != nil && st.Entity.ID != "" && st.Entity.ID == e.ID
-		return ownership.Deletable(ownership.ClaimOf(true, e.Metadata, self), proven)
+		return e != nil && ownership.Deletable(ownership.ClaimOf(true, e.Metadata, self), provenByStatus(obj, e))
 	}
 
 	// The old mount's accessor; "" when nothing is mounted there any more
@@ -169,10 +164,7 @@ func statusPlacement(ctx context.Context, c client.Client, obj *v1alpha1.MinionB
 		return nil
 	}
 	p := ownership.Placement{Connection: st.Connection, Mount: st.AppRole.Mount, Entity: st.Entity.Name, DeletionPolicy: string(st.DeletionPolicy)}
-	conn := &v1alpha1.VaultConnection{}
-	if err := c.Get(ctx, typesName(st.Connection), conn); err == nil && conn.Status.ClusterID != "" {
-		p.Vault = ownership.VaultKey(conn.Status.ClusterID, conn.Spec.Namespace)
-	}
+	p.Vault = connectionVault(ctx, c, st.Connection)
 	return ownership.Inventory{p}
 }
 

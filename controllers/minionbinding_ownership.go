@@ -71,6 +71,14 @@ func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, 
 	return o, nil
 }
 
+// provenByStatus: the entity is the one the operator recorded in the
+// binding's status (which only the operator writes): the proof of the
+// previous release's own objects, which carry no marker.
+func provenByStatus(obj *v1alpha1.MinionBinding, e *vault.Entity) bool {
+	st := obj.Status.Entity
+	return e != nil && st != nil && st.ID != "" && st.ID == e.ID
+}
+
 func entityMetadata(e *vault.Entity) map[string]string {
 	if e == nil {
 		return nil
@@ -93,9 +101,7 @@ func (r *MinionBindingReconciler) decide(ctx context.Context, obj *v1alpha1.Mini
 	adopt := tpl.Spec.AdoptMinions
 	// The previous release's own objects carry no marker; the IDs it
 	// recorded in status (which only the operator writes) prove them.
-	provenEntity := func(e *vault.Entity) bool {
-		return e != nil && st.Entity != nil && st.Entity.ID != "" && st.Entity.ID == e.ID
-	}
+	provenEntity := func(e *vault.Entity) bool { return provenByStatus(obj, e) }
 	ef := ownership.EntityFacts{Name: o.entityName, Claim: o.entityClaim, Adopt: adopt}
 	ef.ProvenByStatus = ef.Claim.Holder == ownership.HolderUnmarked && provenEntity(o.entity)
 	o.entityProven = ef.ProvenByStatus

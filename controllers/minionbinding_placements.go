@@ -28,15 +28,21 @@ func (r *MinionBindingReconciler) inventory(ctx context.Context, obj *v1alpha1.M
 		return nil, fmt.Errorf("annotation %s: %w", v1alpha1.VaultObjectsAnnotation, err)
 	}
 	for i := range inv {
-		if inv[i].Vault != "" {
-			continue
-		}
-		conn := &v1alpha1.VaultConnection{}
-		if err := r.Get(ctx, typesName(inv[i].Connection), conn); err == nil && conn.Status.ClusterID != "" {
-			inv[i].Vault = ownership.VaultKey(conn.Status.ClusterID, conn.Spec.Namespace)
+		if inv[i].Vault == "" {
+			inv[i].Vault = connectionVault(ctx, r.Client, inv[i].Connection)
 		}
 	}
 	return inv, nil
+}
+
+// connectionVault is the Vault a connection was last seen reaching (its
+// status), "" when unknown: to place a record that names only a connection.
+func connectionVault(ctx context.Context, c client.Reader, name string) string {
+	conn := &v1alpha1.VaultConnection{}
+	if err := c.Get(ctx, typesName(name), conn); err != nil || conn.Status.ClusterID == "" {
+		return ""
+	}
+	return ownership.VaultKey(conn.Status.ClusterID, conn.Spec.Namespace)
 }
 
 // recordBeforeWriting adds the finalizer and cur to the record, in one

@@ -19,24 +19,7 @@ func (applying) Changes() []vault.Change { return nil }
 
 func samplesInput(t *testing.T, edit func(dir string)) *planInput {
 	t.Helper()
-	dir := t.TempDir()
-	src := filepath.Join("..", "..", "config", "samples")
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if filepath.Ext(e.Name()) != ".yaml" {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := copySamples(t)
 	if edit != nil {
 		edit(dir)
 	}

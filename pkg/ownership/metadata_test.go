@@ -49,3 +49,36 @@ func TestMetadata(t *testing.T) {
 		})
 	}
 }
+
+// The cases the operator's metadata rules had before the owner marker:
+// the keys rendered before now come from KeysKey in Vault.
+func TestMetadataKeepsTheEarlierRules(t *testing.T) {
+	rendered := []template.KV{{Key: "minion-id", Value: "web01"}, {Key: "roles", Value: "db,web"}, {Key: "roles__0", Value: "db"}, {Key: "roles__1", Value: "web"}}
+	ours := func(m map[string]string) map[string]string {
+		out := maps.Clone(m)
+		out[MarkerKey], out[KeysKey] = self.Marker(), "minion-id,roles"
+		return out
+	}
+	cases := []struct {
+		name         string
+		actual, want map[string]string
+	}{
+		{"new entity", nil, ours(map[string]string{"minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"})},
+		{"foreign keys kept", map[string]string{"owner": "team-a", "roles": "old"},
+			ours(map[string]string{"owner": "team-a", "minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"})},
+		{"stale index keys removed", map[string]string{"roles__2": "cache", "roles__3": "x", "roles": "cache,db,web"},
+			ours(map[string]string{"minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"})},
+		{"keys no longer configured removed", map[string]string{"env": "prod", "team": "t", KeysKey: "env"},
+			ours(map[string]string{"team": "t", "minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"})},
+		{"lookalike foreign key kept", map[string]string{"rolesX__0": "keep"},
+			ours(map[string]string{"rolesX__0": "keep", "minion-id": "web01", "roles": "db,web", "roles__0": "db", "roles__1": "web"})},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Metadata(c.actual, rendered, self)
+			if err != nil || !maps.Equal(got, c.want) {
+				t.Fatalf("got %v, %v\nwant %v", got, err, c.want)
+			}
+		})
+	}
+}
