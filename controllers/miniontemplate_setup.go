@@ -4,9 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,12 +27,13 @@ import (
 // binding.
 const statusRefreshDelay = time.Second
 
-// SetupWithManager watches templates (full scans), bindings (deltas: the
-// binding's own key), the ConfigMaps of parameter stacks, namespaces (their
-// labels decide which bindings render), and VaultConnections (a Vault that
-// changed identity is scanned again).
+// SetupWithManager registers the two controllers over one policy index.
+// They are two controllers, not one with two kinds of key, so that each
+// queue holds one kind and each has its own metrics: "miniontemplate"
+// (templates: scans, retries and status; the name metrics and dashboards
+// know) and "miniontemplate-delta" (bindings: one binding's policies).
 func (r *MinionTemplateReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	r.index = newPolicyIndex()
+	r.init()
 	refreshes := make(chan event.TypedGenericEvent[string], 1024)
 	r.refresh = func(template string) {
 		select {
@@ -38,21 +41,24 @@ func (r *MinionTemplateReconciler) SetupWithManager(mgr ctrl.Manager, opts contr
 		default: // a refresh is pending anyway
 		}
 	}
+	if err := r.setupScan(mgr, opts, refreshes); err != nil {
+		return err
+	}
+	return r.setupDelta(mgr, opts)
+}
+
+// setupScan watches templates (full scans), the ConfigMaps of parameter
+// stacks, VaultConnections (a Vault that changed identity is scanned
+// again) and the deltas' requests for a status refresh.
+func (r *MinionTemplateReconciler) setupScan(mgr ctrl.Manager, opts controller.Options, refreshes <-chan event.TypedGenericEvent[string]) error {
 	delayed := handler.TypedFuncs[string, reconcile.Request]{
 		GenericFunc: func(_ context.Context, ev event.TypedGenericEvent[string], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Name: ev.Object}}, statusRefreshDelay)
 		},
 	}
-	b := r.Bindings
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.MinionTemplate{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, reconcileRequested))).
-		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
-		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).
-		// The other claimants of a minion ID render (or not) when the
-		// holder goes away.
-		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(b.sameMinionID), builder.WithPredicates(claimReleased)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
 			for _, name := range templatesUsingConfigMap(ctx, r.Client, o) {
@@ -60,14 +66,49 @@ func (r *MinionTemplateReconciler) SetupWithManager(mgr ctrl.Manager, opts contr
 			}
 			return out
 		})).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(b.bindingsInNamespace),
-			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConnection),
 			builder.WithPredicates(identityChanged)).
 		WatchesRawSource(source.TypedChannel(refreshes, delayed)).
 		WithOptions(opts).
 		Named("miniontemplate").
 		Complete(r)
+}
+
+// setupDelta watches bindings (their own key), the other claimants of a
+// minion ID when the holder goes away (they render now), and namespaces
+// (their labels decide which bindings render).
+func (r *MinionTemplateReconciler) setupDelta(mgr ctrl.Manager, opts controller.Options) error {
+	b := r.Bindings
+	return builder.TypedControllerManagedBy[bindingKey](mgr).
+		Watches(&v1alpha1.MinionBinding{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []bindingKey {
+			return []bindingKey{{Namespace: o.GetNamespace(), Name: o.GetName()}}
+		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).
+		Watches(&v1alpha1.MinionBinding{}, asBindingKeys(b.sameMinionID), builder.WithPredicates(claimReleased)).
+		Watches(&corev1.Namespace{}, asBindingKeys(b.bindingsInNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		WithOptions(controller.TypedOptions[bindingKey]{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		WithLogConstructor(func(key *bindingKey) logr.Logger {
+			log := mgr.GetLogger().WithValues("controller", "miniontemplate-delta")
+			if key != nil {
+				log = log.WithValues("MinionBinding", klog.KRef(key.Namespace, key.Name))
+			}
+			return log
+		}).
+		Named("miniontemplate-delta").
+		Complete(policyDeltaReconciler{r})
+}
+
+// asBindingKeys enqueues the bindings a map function names into the delta
+// controller's queue.
+func asBindingKeys(fn handler.MapFunc) handler.TypedEventHandler[client.Object, bindingKey] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []bindingKey {
+		reqs := fn(ctx, o)
+		out := make([]bindingKey, len(reqs))
+		for i, req := range reqs {
+			out[i] = bindingKey(req.NamespacedName)
+		}
+		return out
+	})
 }
 
 func (r *MinionTemplateReconciler) templatesOfConnection(ctx context.Context, o client.Object) []reconcile.Request {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -16,30 +15,37 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
-// policyIndex is the template controller's memory of what every binding
+// policyIndex is the template controllers' memory of what every binding
 // renders as ACL policies, so that a binding's change costs work in
 // proportion to that binding, not to the fleet: per policy name a count of
 // the bindings rendering each body, per binding the names it renders. It is
 // built by a template's full scan (after a start, a template change, every
 // interval) and kept current by binding deltas in between.
+//
+// Every method takes the index's own lock: callers hold none and touch no
+// field. What the index believes is in Vault changes only in settle, from
+// the outcome of a Vault read, write or delete that succeeded. A name whose
+// wanted state is not confirmed in Vault is dirty until a sync confirms
+// it, so a failed write is retried by the next sync of the template,
+// whichever controller runs it, and the template is not Ready meanwhile.
 type policyIndex struct {
 	mu        sync.Mutex
-	templates map[string]*templateIndex
-	bindings  map[types.NamespacedName]bindingDocs
+	templates map[string]*templatePolicies
+	bindings  map[types.NamespacedName]bindingPolicies
 }
 
-// bindingDocs is what one binding contributes.
-type bindingDocs struct {
+// bindingPolicies is what one binding contributes to the index.
+type bindingPolicies struct {
 	template string
 	member   bool              // refers to the template and is not being deleted
 	docs     map[string]string // policy name (lowercased, as Vault stores it) -> body
 }
 
-// templateIndex is one template's part.
-type templateIndex struct {
-	// scan is held for writing by a full scan and for reading by deltas, so
-	// that a delta never interleaves with a scan of the same template.
-	scan sync.RWMutex
+// templatePolicies is one template's part of the index.
+type templatePolicies struct {
+	// scanLock is held for writing by a full scan and for reading by deltas
+	// and retries, so that no delta interleaves with a scan of the template.
+	scanLock sync.RWMutex
 
 	// Guarded by policyIndex.mu from here on.
 	built      bool
@@ -52,28 +58,31 @@ type templateIndex struct {
 	handledRequest string
 	members        int // bindings that refer to the template
 	refs           map[string]*policyRef
-	owned          map[string]bool // in Vault with this template's header
-	notOwned       map[string]bool // wanted, but someone else's
-	digest         [16]byte        // XOR of sha256(name)[:16] over owned
-	// What binding deltas wrote and deleted since the template's last
-	// reconcile: reported there as one event each, not one per binding
-	// (a burst of 10,000 new bindings is not 10,000 events).
+	// owned are the policies in Vault with this template's header, each
+	// with the body last confirmed there (unknownBody: found by a
+	// discovery and not compared yet).
+	owned    map[string]string
+	notOwned map[string]bool // wanted, but someone else's
+	// dirty names wait for a sync: their wanted state changed, or the
+	// last attempt failed. inFlight names are claimed by a sync under way.
+	dirty    map[string]bool
+	inFlight map[string]bool
+	digest   [16]byte // XOR of sha256(name)[:16] over owned
+	// What syncs wrote and deleted since the template's last status
+	// reconcile: reported there as one event each, not one per binding (a
+	// burst of 10,000 new bindings is not 10,000 events).
 	unreported policyPass
 }
+
+// unknownBody marks an owned policy whose body was not compared: no
+// rendered body equals it, so a wanted name with it is still to check.
+const unknownBody = "\x00unknown"
 
 // policyRef counts, per body, the bindings that render a policy name. More
 // than one body is a template error (a name must determine its body).
 type policyRef struct {
 	bodies map[string]int
 	from   map[string]types.NamespacedName // one binding per body, for messages
-}
-
-func (p *policyRef) count() int {
-	n := 0
-	for _, c := range p.bodies {
-		n += c
-	}
-	return n
 }
 
 // desired returns the body to write, or ok false when no binding renders
@@ -91,23 +100,38 @@ func (p *policyRef) desired() (body string, ok, conflict bool) {
 }
 
 func newPolicyIndex() *policyIndex {
-	return &policyIndex{templates: map[string]*templateIndex{}, bindings: map[types.NamespacedName]bindingDocs{}}
+	return &policyIndex{templates: map[string]*templatePolicies{}, bindings: map[types.NamespacedName]bindingPolicies{}}
 }
 
-// template returns the index of a template, creating it.
-func (x *policyIndex) template(name string) *templateIndex {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.templateLocked(name)
-}
-
-func (x *policyIndex) templateLocked(name string) *templateIndex {
-	ti := x.templates[name]
-	if ti == nil {
-		ti = &templateIndex{refs: map[string]*policyRef{}, owned: map[string]bool{}, notOwned: map[string]bool{}}
-		x.templates[name] = ti
+// templateLocked returns the part of a template, creating it.
+func (idx *policyIndex) templateLocked(name string) *templatePolicies {
+	tp := idx.templates[name]
+	if tp == nil {
+		tp = &templatePolicies{refs: map[string]*policyRef{}, owned: map[string]string{}, notOwned: map[string]bool{},
+			dirty: map[string]bool{}, inFlight: map[string]bool{}}
+		idx.templates[name] = tp
 	}
-	return ti
+	return tp
+}
+
+func (idx *policyIndex) part(template string) *templatePolicies {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.templateLocked(template)
+}
+
+// holdForScan keeps deltas and retries of the template out until release.
+func (idx *policyIndex) holdForScan(template string) (release func()) {
+	tp := idx.part(template)
+	tp.scanLock.Lock()
+	return tp.scanLock.Unlock
+}
+
+// holdForDelta keeps a full scan of the template out until release.
+func (idx *policyIndex) holdForDelta(template string) (release func()) {
+	tp := idx.part(template)
+	tp.scanLock.RLock()
+	return tp.scanLock.RUnlock
 }
 
 // docsOf turns a render result into name -> body (names lowercased: Vault
@@ -123,58 +147,74 @@ func docsOf(res *render.Result) map[string]string {
 	return out
 }
 
+// built reports whether a full scan of the template rebuilt its part:
+// before that, a delta has nothing to count into.
+func (idx *policyIndex) built(template string) bool {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	return tp != nil && tp.built
+}
+
+// templateOf returns the template a binding was last counted into.
+func (idx *policyIndex) templateOf(key types.NamespacedName) string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.bindings[key].template
+}
+
 // set replaces a binding's contribution and returns the policy names whose
 // desired state changed (a first or last binding, a new body), per
-// template. Templates that are not built are left alone: their next scan
-// renders every binding.
-func (x *policyIndex) set(key types.NamespacedName, next bindingDocs) map[string][]string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	prev, had := x.bindings[key]
+// template; they are dirty until a sync confirms them. Templates that are
+// not built are left alone: their next scan renders every binding.
+func (idx *policyIndex) set(key types.NamespacedName, next bindingPolicies) map[string][]string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	prev, had := idx.bindings[key]
 	touched := map[string][]string{}
 	same := had && prev.template == next.template
 	if had && prev.template != "" {
-		if ti := x.templates[prev.template]; ti != nil && ti.built && prev.member {
-			ti.members--
+		if tp := idx.templates[prev.template]; tp != nil && tp.built && prev.member {
+			tp.members--
 		}
 		for name, body := range prev.docs {
 			if b, ok := next.docs[name]; same && ok && b == body {
 				continue
 			}
-			x.adjustLocked(prev.template, key, name, body, -1, touched)
+			idx.adjustLocked(prev.template, key, name, body, -1, touched)
 		}
 	}
 	if next.template == "" {
-		delete(x.bindings, key)
+		delete(idx.bindings, key)
 		return touched
 	}
-	if ti := x.templates[next.template]; ti != nil && ti.built && next.member {
-		ti.members++
+	if tp := idx.templates[next.template]; tp != nil && tp.built && next.member {
+		tp.members++
 	}
 	for name, body := range next.docs {
 		if b, ok := prev.docs[name]; same && ok && b == body {
 			continue
 		}
-		x.adjustLocked(next.template, key, name, body, +1, touched)
+		idx.adjustLocked(next.template, key, name, body, +1, touched)
 	}
-	x.bindings[key] = next
+	idx.bindings[key] = next
 	return touched
 }
 
-// adjustLocked counts one binding in or out of a policy body, and notes the
-// name when its desired state changes.
-func (x *policyIndex) adjustLocked(template string, key types.NamespacedName, name, body string, delta int, touched map[string][]string) {
-	ti := x.templates[template]
-	if ti == nil || !ti.built {
+// adjustLocked counts one binding in or out of a policy body, and marks the
+// name dirty when its desired state changes.
+func (idx *policyIndex) adjustLocked(template string, key types.NamespacedName, name, body string, delta int, touched map[string][]string) {
+	tp := idx.templates[template]
+	if tp == nil || !tp.built {
 		return
 	}
-	ref := ti.refs[name]
+	ref := tp.refs[name]
 	if ref == nil {
 		if delta < 0 {
 			return
 		}
 		ref = &policyRef{bodies: map[string]int{}, from: map[string]types.NamespacedName{}}
-		ti.refs[name] = ref
+		tp.refs[name] = ref
 	}
 	before, beforeOK, _ := ref.desired()
 	ref.bodies[body] += delta
@@ -187,109 +227,210 @@ func (x *policyIndex) adjustLocked(template string, key types.NamespacedName, na
 	}
 	if after, afterOK, _ := ref.desired(); after != before || afterOK != beforeOK {
 		touched[template] = append(touched[template], name)
+		tp.dirty[name] = true
 	}
 	if len(ref.bodies) == 0 {
-		delete(ti.refs, name)
+		delete(tp.refs, name)
 	}
 }
 
-// rebuild replaces a template's bindings with a full scan's.
-func (x *policyIndex) rebuild(template string, compiled *render.Compiled, scanned map[types.NamespacedName]bindingDocs) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for key, b := range x.bindings {
+// rebuild replaces a template's bindings with a full scan's, and marks
+// every name it wants or owns dirty: a scan compares each with Vault.
+func (idx *policyIndex) rebuild(template string, compiled *render.Compiled, scanned map[types.NamespacedName]bindingPolicies) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	for key, b := range idx.bindings {
 		if b.template == template {
-			delete(x.bindings, key)
+			delete(idx.bindings, key)
 		}
 	}
-	ti := x.templateLocked(template)
-	ti.refs = map[string]*policyRef{}
-	ti.members = 0
+	tp := idx.templateLocked(template)
+	tp.refs = map[string]*policyRef{}
+	tp.members = 0
 	for key, b := range scanned {
-		x.bindings[key] = b
+		idx.bindings[key] = b
 		if b.member {
-			ti.members++
+			tp.members++
 		}
 		for name, body := range b.docs {
-			ref := ti.refs[name]
+			ref := tp.refs[name]
 			if ref == nil {
 				ref = &policyRef{bodies: map[string]int{}, from: map[string]types.NamespacedName{}}
-				ti.refs[name] = ref
+				tp.refs[name] = ref
 			}
 			ref.bodies[body]++
 			ref.from[body] = key
 		}
 	}
-	ti.built, ti.compiled, ti.lastScan = true, compiled, time.Now()
+	for name := range tp.refs {
+		tp.dirty[name] = true
+	}
+	for name := range tp.owned {
+		tp.dirty[name] = true
+	}
+	tp.built, tp.compiled, tp.lastScan = true, compiled, time.Now()
 }
 
-// desiredOf returns the wanted state of names: body and whether a single
-// body is wanted.
-func (x *policyIndex) desiredOf(template, name string) (string, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ti := x.templates[template]
-	if ti == nil || ti.refs[name] == nil {
-		return "", false
+// wanted returns what a template wants written (conflicting names left
+// out).
+func (idx *policyIndex) wanted(template string) map[string]string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil {
+		return nil
 	}
-	body, ok, _ := ti.refs[name].desired()
-	return body, ok
-}
-
-// snapshot returns what a template wants written (conflicting names left
-// out) and the names it owns.
-func (x *policyIndex) snapshot(template string) (desired map[string]string, owned []string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ti := x.templates[template]
-	if ti == nil {
-		return nil, nil
-	}
-	desired = make(map[string]string, len(ti.refs))
-	for name, ref := range ti.refs {
+	out := make(map[string]string, len(tp.refs))
+	for name, ref := range tp.refs {
 		if body, ok, _ := ref.desired(); ok {
-			desired[name] = body
+			out[name] = body
 		}
 	}
-	return desired, slices.Collect(maps.Keys(ti.owned))
+	return out
 }
 
-// observe records what syncPolicy found for names.
-func (x *policyIndex) observe(template string, pass policyPass) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ti := x.templateLocked(template)
-	for _, n := range pass.owned {
-		ti.setOwned(n, true)
-		delete(ti.notOwned, n)
+// ownedNames returns the names the template is known to own in Vault.
+func (idx *policyIndex) ownedNames(template string) []string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil {
+		return nil
 	}
-	for _, n := range pass.deleted {
-		ti.setOwned(n, false)
-		delete(ti.notOwned, n)
+	return slices.Collect(maps.Keys(tp.owned))
+}
+
+// discoveredOwned records policies a discovery found with the template's
+// header: owned, their bodies not compared, so dirty.
+func (idx *policyIndex) discoveredOwned(template string, found []string) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templateLocked(template)
+	for _, n := range found {
+		if _, ok := tp.owned[n]; !ok {
+			tp.setOwned(n, unknownBody)
+		}
+		tp.dirty[n] = true
+	}
+	tp.discovered = true
+}
+
+// policyWork is what one sync claimed: names to bring to a body, and
+// names no binding wants (deleted when the template owns them).
+type policyWork struct {
+	desired map[string]string
+	stale   []string
+}
+
+func (w policyWork) empty() bool { return len(w.desired) == 0 && len(w.stale) == 0 }
+
+func (w policyWork) names() []string {
+	return append(slices.Collect(maps.Keys(w.desired)), w.stale...)
+}
+
+// claim takes the template's dirty names that no other sync holds. They
+// stay dirty until settle confirms them, so a claim that fails leaves them
+// for the next one.
+func (idx *policyIndex) claim(template string) policyWork {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil {
+		return policyWork{}
+	}
+	w := policyWork{desired: map[string]string{}}
+	for name := range tp.dirty {
+		if tp.inFlight[name] {
+			continue
+		}
+		tp.inFlight[name] = true
+		if ref := tp.refs[name]; ref != nil {
+			if body, ok, _ := ref.desired(); ok {
+				w.desired[name] = body
+				continue
+			}
+		}
+		w.stale = append(w.stale, name)
+	}
+	slices.Sort(w.stale)
+	return w
+}
+
+// settle records what a sync of claimed work found and did in Vault, and
+// releases the claim. A name stays dirty unless Vault was seen in the state
+// the index wants now: a failed name (no outcome) is retried by the next
+// sync, and so is one whose wanted body changed while it was in flight.
+func (idx *policyIndex) settle(template string, w policyWork, pass policyPass) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templateLocked(template)
+	for _, n := range pass.owned {
+		tp.setOwned(n, w.desired[n])
+		delete(tp.notOwned, n)
+	}
+	for _, n := range slices.Concat(pass.deleted, pass.absent) {
+		tp.setOwned(n, "")
+		delete(tp.notOwned, n)
 	}
 	for _, n := range pass.notOwned {
-		ti.setOwned(n, false)
-		ti.notOwned[n] = true
+		tp.setOwned(n, "")
+		tp.notOwned[n] = true
+	}
+	tp.unreported.written = appendCounted(tp.unreported.written, pass.written)
+	tp.unreported.deleted = appendCounted(tp.unreported.deleted, pass.deleted)
+	for _, n := range w.names() {
+		delete(tp.inFlight, n)
+	}
+	for _, n := range slices.Concat(pass.owned, pass.deleted, pass.absent, pass.notOwned) {
+		if tp.confirmedLocked(n) {
+			delete(tp.dirty, n)
+		}
 	}
 }
 
-// noteDelta keeps what a binding delta wrote and deleted for the
-// template's next report, a bounded number of names and the counts.
-func (x *policyIndex) noteDelta(template string, pass policyPass) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	u := &x.templateLocked(template).unreported
-	u.written = appendCounted(u.written, pass.written)
-	u.deleted = appendCounted(u.deleted, pass.deleted)
+// confirmedLocked: Vault was seen as the index wants the name now (or
+// someone else's policy is there, which the status reports).
+func (tp *templatePolicies) confirmedLocked(name string) bool {
+	body, wanted := "", false
+	if ref := tp.refs[name]; ref != nil {
+		body, wanted, _ = ref.desired()
+	}
+	got, owned := tp.owned[name]
+	switch {
+	case wanted && tp.notOwned[name]:
+		return true
+	case wanted:
+		return owned && got == body
+	}
+	return !owned
 }
 
-// takeUnreported returns and clears what noteDelta kept.
-func (x *policyIndex) takeUnreported(template string) (written, deleted []string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ti := x.templateLocked(template)
-	written, deleted = ti.unreported.written, ti.unreported.deleted
-	ti.unreported = policyPass{}
+// setOwned records name as in Vault with the template's header and body
+// ("" for not owned), keeping the digest of the owned names current.
+func (tp *templatePolicies) setOwned(name, body string) {
+	_, was := tp.owned[name]
+	if body != "" {
+		tp.owned[name] = body
+	} else {
+		delete(tp.owned, name)
+	}
+	if was == (body != "") {
+		return
+	}
+	sum := sha256.Sum256([]byte(name))
+	for i := range tp.digest {
+		tp.digest[i] ^= sum[i]
+	}
+}
+
+// takeUnreported returns and clears what syncs wrote and deleted since
+// the last call.
+func (idx *policyIndex) takeUnreported(template string) (written, deleted []string) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templateLocked(template)
+	written, deleted = tp.unreported.written, tp.unreported.deleted
+	tp.unreported = policyPass{}
 	return written, deleted
 }
 
@@ -321,32 +462,6 @@ func appendCounted(list, names []string) []string {
 // reportNames is how many policy names one event names.
 const reportNames = 20
 
-// resetOwned replaces a template's owned set with a full scan's view.
-func (x *policyIndex) resetOwned(template string, owned []string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ti := x.templateLocked(template)
-	ti.owned, ti.notOwned, ti.digest = map[string]bool{}, map[string]bool{}, [16]byte{}
-	for _, n := range owned {
-		ti.setOwned(n, true)
-	}
-}
-
-func (ti *templateIndex) setOwned(name string, owned bool) {
-	if ti.owned[name] == owned {
-		return
-	}
-	if owned {
-		ti.owned[name] = true
-	} else {
-		delete(ti.owned, name)
-	}
-	sum := sha256.Sum256([]byte(name))
-	for i := range ti.digest {
-		ti.digest[i] ^= sum[i]
-	}
-}
-
 // templateSummary is what a template's status shows of the index.
 type templateSummary struct {
 	built     bool
@@ -355,46 +470,118 @@ type templateSummary struct {
 	digest    string
 	conflicts []string // messages
 	notOwned  []string
+	// missing: wanted and not confirmed in Vault with that body; stale:
+	// owned and no longer wanted; unchecked: dirty, whatever Vault has.
+	missing, stale, unchecked int
 }
 
-func (x *policyIndex) summary(template string) templateSummary {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ti := x.templates[template]
-	if ti == nil {
+// pending reports whether Vault is not yet known to be as wanted.
+func (s templateSummary) pending() bool { return s.missing+s.stale+s.unchecked > 0 }
+
+func (idx *policyIndex) summary(template string) templateSummary {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil {
 		return templateSummary{}
 	}
-	s := templateSummary{built: ti.built, members: ti.members, owned: len(ti.owned), notOwned: slices.Sorted(maps.Keys(ti.notOwned))}
-	if len(ti.owned) > 0 {
-		s.digest = hex.EncodeToString(ti.digest[:])
+	s := templateSummary{built: tp.built, members: tp.members, owned: len(tp.owned), notOwned: slices.Sorted(maps.Keys(tp.notOwned)),
+		unchecked: len(tp.dirty)}
+	if len(tp.owned) > 0 {
+		s.digest = hex.EncodeToString(tp.digest[:])
 	}
-	for _, name := range slices.Sorted(maps.Keys(ti.refs)) {
-		ref := ti.refs[name]
-		if _, _, conflict := ref.desired(); conflict {
+	for _, name := range slices.Sorted(maps.Keys(tp.refs)) {
+		ref := tp.refs[name]
+		body, ok, conflict := ref.desired()
+		if conflict {
 			var from []string
 			for _, b := range slices.Sorted(maps.Keys(ref.bodies)) {
 				from = append(from, ref.from[b].String())
 			}
 			s.conflicts = append(s.conflicts, fmt.Sprintf("policy %q renders differently for MinionBindings %s", name, strings.Join(from, " and ")))
 		}
+		if got, owned := tp.owned[name]; ok && !tp.notOwned[name] && (!owned || got != body) {
+			s.missing++
+		}
+	}
+	for name := range tp.owned {
+		if ref := tp.refs[name]; ref == nil {
+			s.stale++
+		} else if _, ok, _ := ref.desired(); !ok {
+			s.stale++
+		}
 	}
 	return s
 }
 
-// forget drops a deleted template.
-func (x *policyIndex) forget(template string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	delete(x.templates, template)
+// scanRequest is what decides whether a template's full scan is due.
+type scanRequest struct {
+	compiled *render.Compiled
+	identity string // the connection's Vault identity ("" unknown)
+	vaultKey string // see MinionTemplateReconciler.connectionVault
+	asked    string // the template's reconcile request annotation
+	handled  string // the request its status says was handled
+	interval time.Duration
 }
 
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// scanDue records the template's Vault and says whether a full scan is
+// due, why (log values), and the key of what was known of a Vault that is
+// no longer the template's ("" if none).
+func (idx *policyIndex) scanDue(template string, rq scanRequest) (due bool, why []any, forget string) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templateLocked(template)
+	if tp.identity != rq.identity {
+		// Another Vault, or the same one re-initialised or restored: what
+		// was found there is no longer known.
+		forget, tp.discovered = tp.vaultKey, false
 	}
-	sort.Strings(out)
-	return out
+	// The key also changes when the connection's cluster becomes known:
+	// the same Vault, nothing to discover again.
+	tp.identity, tp.vaultKey = rq.identity, rq.vaultKey
+	// A request is handled once: the status that records it may not be in
+	// the cache yet when the next reconcile (a status refresh) reads it.
+	requested := rq.asked != rq.handled && rq.asked != tp.handledRequest
+	why = []any{"vault", rq.vaultKey, "built", tp.built, "discovered", tp.discovered, "compiledChanged", tp.compiled != rq.compiled, "requested", requested}
+	due = !tp.built || !tp.discovered || tp.compiled != rq.compiled || time.Since(tp.lastScan) >= rq.interval-rq.interval/10 || requested
+	return due, why, forget
+}
+
+// scanned records the reconcile request a successful full scan handled.
+func (idx *policyIndex) scanned(template, asked string) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	idx.templateLocked(template).handledRequest = asked
+}
+
+// untilScan is the time left until the template's next full scan.
+func (idx *policyIndex) untilScan(template string, interval time.Duration) time.Duration {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return interval - time.Since(idx.templateLocked(template).lastScan)
+}
+
+// discovered reports whether the template's Vault was listed since the
+// start (or since it changed).
+func (idx *policyIndex) discovered(template string) bool {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.templateLocked(template).discovered
+}
+
+// vaultKey is where policyOwners keeps what is known of the template's
+// Vault.
+func (idx *policyIndex) vaultKey(template string) string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.templateLocked(template).vaultKey
+}
+
+// forget drops a deleted template.
+func (idx *policyIndex) forget(template string) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	delete(idx.templates, template)
 }
 
 // PolicySetDigest is status.policies.digest of a set of policy names: the

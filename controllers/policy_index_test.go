@@ -3,11 +3,13 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,8 +24,8 @@ func TestPolicyIndexTouchesOnlyChangedNames(t *testing.T) {
 	x := newPolicyIndex()
 	x.rebuild("t", nil, nil)
 	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "salt", Name: n} }
-	docs := func(kv ...string) bindingDocs {
-		d := bindingDocs{template: "t", member: true, docs: map[string]string{}}
+	docs := func(kv ...string) bindingPolicies {
+		d := bindingPolicies{template: "t", member: true, docs: map[string]string{}}
 		for i := 0; i < len(kv); i += 2 {
 			d.docs[kv[i]] = kv[i+1]
 		}
@@ -32,7 +34,7 @@ func TestPolicyIndexTouchesOnlyChangedNames(t *testing.T) {
 	steps := []struct {
 		name    string
 		binding string
-		docs    bindingDocs
+		docs    bindingPolicies
 		touched []string
 	}{
 		{"first binding of a policy", "b1", docs("p1", "A"), []string{"p1"}},
@@ -41,8 +43,8 @@ func TestPolicyIndexTouchesOnlyChangedNames(t *testing.T) {
 		{"one more policy", "b2", docs("p1", "A", "p2", "B"), []string{"p2"}},
 		{"a different body: a conflict, nothing to write", "b3", docs("p1", "X"), []string{"p1"}},
 		{"the conflict resolved", "b3", docs(), []string{"p1"}},
-		{"one of two bindings gone", "b1", bindingDocs{}, nil},
-		{"the last one gone", "b2", bindingDocs{}, []string{"p1", "p2"}},
+		{"one of two bindings gone", "b1", bindingPolicies{}, nil},
+		{"the last one gone", "b2", bindingPolicies{}, []string{"p1", "p2"}},
 	}
 	for _, s := range steps {
 		got := x.set(key(s.binding), s.docs)["t"]
@@ -54,7 +56,7 @@ func TestPolicyIndexTouchesOnlyChangedNames(t *testing.T) {
 			if sum := x.summary("t"); len(sum.conflicts) != 1 || !strings.Contains(sum.conflicts[0], `"p1"`) {
 				t.Errorf("conflicts %q", sum.conflicts)
 			}
-			if _, ok := x.desiredOf("t", "p1"); ok {
+			if _, ok := x.wanted("t")["p1"]; ok {
 				t.Error("a conflicting name is wanted")
 			}
 		}
@@ -67,15 +69,16 @@ func TestPolicyIndexTouchesOnlyChangedNames(t *testing.T) {
 // The digest kept one name at a time is the documented one.
 func TestPolicyDigest(t *testing.T) {
 	x := newPolicyIndex()
-	x.observe("t", policyPass{owned: []string{"a", "b", "c"}})
+	bodies := policyWork{desired: map[string]string{"a": "A", "b": "B", "c": "C"}}
+	x.settle("t", bodies, policyPass{owned: []string{"a", "b", "c"}})
 	if got, want := x.summary("t").digest, PolicySetDigest([]string{"c", "a", "b"}); got != want || got == "" {
 		t.Errorf("digest %s, want %s", got, want)
 	}
-	x.observe("t", policyPass{deleted: []string{"b"}, owned: []string{"a"}})
+	x.settle("t", bodies, policyPass{deleted: []string{"b"}, owned: []string{"a"}})
 	if got, want := x.summary("t").digest, PolicySetDigest([]string{"a", "c"}); got != want {
 		t.Errorf("digest %s, want %s", got, want)
 	}
-	x.observe("t", policyPass{deleted: []string{"a", "c"}})
+	x.settle("t", policyWork{}, policyPass{deleted: []string{"a", "c"}})
 	if got := x.summary("t"); got.digest != "" || got.owned != 0 {
 		t.Errorf("empty set: %+v", got)
 	}
@@ -100,7 +103,13 @@ func TestTemplatePoliciesByDeltas(t *testing.T) {
 	r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, Bindings: h.r}
 	reconcile := func(ns, name string) {
 		t.Helper()
-		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}); err != nil {
+		var err error
+		if ns == "" {
+			_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
+		} else {
+			_, err = policyDeltaReconciler{r}.Reconcile(ctx, bindingKey{Namespace: ns, Name: name})
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,6 +143,7 @@ func TestTemplatePoliciesByDeltas(t *testing.T) {
 	// A delta that changes nothing a policy depends on costs nothing.
 	h.v.ResetCalls()
 	reconcile("salt", "web02")
+	reconcile("", "t") // a status refresh
 	if n := h.v.Calls("*"); n != 0 {
 		t.Errorf("an unchanged delta made %d Vault calls", n)
 	}
@@ -181,8 +191,8 @@ func TestAppendCounted(t *testing.T) {
 		t.Errorf("no names: %v", got)
 	}
 	x := newPolicyIndex()
-	x.noteDelta("t", policyPass{written: names("w", 25), deleted: names("d", 1)})
-	x.noteDelta("t", policyPass{written: names("v", 5)})
+	x.settle("t", policyWork{}, policyPass{written: names("w", 25), deleted: names("d", 1)})
+	x.settle("t", policyWork{}, policyPass{written: names("v", 5)})
 	w, d := x.takeUnreported("t")
 	if len(w) != reportNames+1 || w[reportNames] != "and 10 more" || strings.Join(d, ",") != "d0" {
 		t.Errorf("unreported: %v / %v", w, d)
@@ -272,7 +282,7 @@ func TestDiscoveryReadsEachPolicyOnce(t *testing.T) {
 	if got := v.Calls("ReadPolicy"); got != 2 {
 		t.Errorf("kept, taken, read again: %d reads, want 2", got)
 	}
-	rd.v.bodies["old"] = keptBody{hcl: "x", at: time.Now().Add(-keptBodyTTL)}
+	rd.v.bodies["old"] = discoveredBody{hcl: "x", at: time.Now().Add(-discoveredBodyTTL)}
 	rd.prune()
 	if len(rd.v.bodies) != 0 {
 		t.Errorf("stale bodies kept: %v", rd.v.bodies)
@@ -313,5 +323,156 @@ func TestDiscoveryAndSyncConcurrently(t *testing.T) {
 		if got := v.Calls("ReadPolicy"); got != 301 {
 			t.Errorf("round %d: %d reads of 301 policies", round, got)
 		}
+	}
+}
+
+// What the index believes is in Vault changes only with what Vault
+// answered: a name a sync could not confirm stays dirty, the next claim
+// takes it again, and the summary is pending until it is confirmed.
+func TestPolicyIndexRetriesWhatVaultDidNotConfirm(t *testing.T) {
+	b1 := types.NamespacedName{Namespace: "salt", Name: "b1"}
+	wants := func(body string) bindingPolicies {
+		return bindingPolicies{template: "t", member: true, docs: map[string]string{"p1": body}}
+	}
+	// written: p1 confirmed in Vault with body A.
+	written := func(x *policyIndex) {
+		w := x.claim("t")
+		x.settle("t", w, policyPass{owned: []string{"p1"}, written: []string{"p1"}})
+	}
+	tests := []struct {
+		name    string
+		before  func(x *policyIndex) // after a scan rendered b1 as p1=A
+		answer  func(w policyWork) policyPass
+		pending bool
+		next    policyWork // what the next claim takes
+	}{
+		{"write succeeded", nil,
+			func(policyWork) policyPass { return policyPass{owned: []string{"p1"}, written: []string{"p1"}} },
+			false, policyWork{desired: map[string]string{}}},
+		{"write failed: retried by the next sync", nil,
+			func(policyWork) policyPass { return policyPass{} },
+			true, policyWork{desired: map[string]string{"p1": "A"}}},
+		{"body changed while the write was in flight: written again", nil,
+			func(policyWork) policyPass { return policyPass{owned: []string{"p1"}, written: []string{"p1"}} },
+			true, policyWork{desired: map[string]string{"p1": "B"}}},
+		{"delete failed: the stale policy is kept and retried", func(x *policyIndex) { written(x); x.set(b1, bindingPolicies{}) },
+			func(policyWork) policyPass { return policyPass{} },
+			true, policyWork{desired: map[string]string{}, stale: []string{"p1"}}},
+		{"delete succeeded", func(x *policyIndex) { written(x); x.set(b1, bindingPolicies{}) },
+			func(policyWork) policyPass { return policyPass{deleted: []string{"p1"}} },
+			false, policyWork{desired: map[string]string{}}},
+		{"someone else's policy: reported, not retried", nil,
+			func(policyWork) policyPass { return policyPass{notOwned: []string{"p1"}} },
+			false, policyWork{desired: map[string]string{}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newPolicyIndex()
+			x.rebuild("t", nil, map[types.NamespacedName]bindingPolicies{b1: wants("A")})
+			if tc.before != nil {
+				tc.before(x)
+			}
+			w := x.claim("t")
+			if again := x.claim("t"); !again.empty() {
+				t.Fatalf("a name in flight claimed twice: %+v", again)
+			}
+			if !x.summary("t").pending() {
+				t.Fatal("not pending while a sync is in flight")
+			}
+			if strings.HasPrefix(tc.name, "body changed") {
+				x.set(b1, wants("B"))
+			}
+			x.settle("t", w, tc.answer(w))
+			if got := x.summary("t"); got.pending() != tc.pending {
+				t.Errorf("pending %v, want %v (%+v)", got.pending(), tc.pending, got)
+			}
+			next := x.claim("t")
+			if !maps.Equal(next.desired, tc.next.desired) || !slices.Equal(next.stale, tc.next.stale) {
+				t.Errorf("next claim %+v, want %+v", next, tc.next)
+			}
+		})
+	}
+}
+
+// Under Vault faults the template controllers converge without a poke:
+// a failed write or delete is retried by the binding's retry, the template
+// is not Ready while anything is missing or stale, and once Vault answers
+// everything is in place with nothing written twice.
+func TestFailedPolicySyncIsRetried(t *testing.T) {
+	unavailable := &vault.Error{Op: "write sys/policies/acl", StatusCode: 503}
+	tests := []struct {
+		name   string
+		fail   string // the Vault call that fails
+		change func(ctx context.Context, h *harness, b *v1alpha1.MinionBinding) error
+		want   []string // policies in Vault at the end
+	}{
+		{"a new binding's policy write fails", "WritePolicy",
+			func(ctx context.Context, h *harness, b *v1alpha1.MinionBinding) error { return h.c.Create(ctx, b) },
+			[]string{"minion_web01", "minion_web02"}},
+		{"a deleted binding's policy delete fails", "DeletePolicy",
+			func(ctx context.Context, h *harness, b *v1alpha1.MinionBinding) error {
+				return h.c.Delete(ctx, &v1alpha1.MinionBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "salt", Name: "web01"}})
+			},
+			nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := fixtures(map[string]any{"roles": []string{"web"}})
+			objs[2].(*v1alpha1.MinionTemplate).Spec.PolicyDocuments = []v1alpha1.PolicyDocument{
+				{Name: "minion_{minion}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/minions/{minion}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}}}
+			h := newHarness(t, objs...)
+			ctx := context.Background()
+			r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, Bindings: h.r}
+			scan := func() (ctrl.Result, error) { return r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}}) }
+			ready := func() *metav1.Condition {
+				tpl := &v1alpha1.MinionTemplate{}
+				if err := h.c.Get(ctx, types.NamespacedName{Name: "t"}, tpl); err != nil {
+					t.Fatal(err)
+				}
+				return apimeta.FindStatusCondition(tpl.Status.Conditions, v1alpha1.ReadyCondition)
+			}
+			if _, err := scan(); err != nil || ready().Status != metav1.ConditionTrue {
+				t.Fatalf("first scan: %v %+v", err, ready())
+			}
+			b := objs[3].(*v1alpha1.MinionBinding).DeepCopy()
+			b.Name, b.Spec.MinionID, b.UID, b.ResourceVersion = "web02", "web02", "uid-web02", ""
+			if err := tc.change(ctx, h, b); err != nil {
+				t.Fatal(err)
+			}
+			key := bindingKey{Namespace: "salt", Name: "web02"}
+			if tc.fail == "DeletePolicy" {
+				key.Name = "web01"
+			}
+			delta := policyDeltaReconciler{r}
+			// The delta fails, and so does the status refresh's retry.
+			h.v.FailNext(tc.fail, unavailable)
+			h.v.FailNext(tc.fail, unavailable)
+			if _, err := delta.Reconcile(ctx, key); err == nil {
+				t.Fatal("a failed sync is not returned: no retry with backoff")
+			}
+			if _, err := scan(); err == nil {
+				t.Error("the status refresh's failed retry is not returned")
+			}
+			if c := ready(); c.Status == metav1.ConditionTrue || c.Reason != v1alpha1.VaultUnavailableReason {
+				t.Errorf("Ready while a policy is missing or stale: %+v", c)
+			}
+			// The binding's retry (nothing changed in its documents) writes
+			// what failed, once.
+			h.v.ResetCalls()
+			if _, err := delta.Reconcile(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+			if n := h.v.Writes(); n != 1 {
+				t.Errorf("the retry made %d Vault writes, want 1", n)
+			}
+			if _, err := scan(); err != nil || ready().Status != metav1.ConditionTrue {
+				t.Errorf("after the retry: %v %+v", err, ready())
+			}
+			names, _ := h.v.ListPolicies(ctx)
+			names = slices.DeleteFunc(names, func(n string) bool { return n == "default" || n == "root" })
+			if !slices.Equal(names, tc.want) {
+				t.Errorf("policies %q, want %q", names, tc.want)
+			}
+		})
 	}
 }

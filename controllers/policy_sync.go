@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,9 +33,9 @@ const (
 // the record of what the template owns; it is written in the same request
 // as the policy, so no crash can separate the two. Policies without it (or
 // with another template's) are never written (unless adopt) nor deleted.
-func syncPolicy(ctx context.Context, vc vault.Client, template string, adopt bool, name, want string, wanted bool, rd *policyReader) (policyOutcome, error) {
+func syncPolicy(ctx context.Context, vc vault.Client, template string, adopt bool, name, want string, wanted bool, reader *policyReader) (policyOutcome, error) {
 	log := ctrl.LoggerFrom(ctx)
-	actual, found, err := rd.read(ctx, vc, name)
+	actual, found, err := reader.read(ctx, vc, name)
 	if err != nil {
 		return 0, fmt.Errorf("reading ACL policy %s: %w", name, err)
 	}
@@ -64,15 +66,19 @@ func syncPolicy(ctx context.Context, vc vault.Client, template string, adopt boo
 	return policyWritten, nil
 }
 
-// policyPass is the result of syncing a set of names.
+// policyPass is the result of syncing a set of names: each name whose sync
+// succeeded is in exactly one of owned (written now or found as wanted,
+// written also listed in written), deleted, notOwned (wanted, someone
+// else's) and absent (not wanted, and not the template's in Vault); a
+// name that failed is in none.
 type policyPass struct {
-	owned, notOwned, written, deleted []string
+	owned, notOwned, written, deleted, absent []string
 }
 
 // syncPolicies runs syncPolicy for every name in desired (wanted) and in
 // stale (owned before, no longer wanted), with a few requests in flight:
 // a template with a policy per minion has as many as it has bindings.
-func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt bool, desired map[string]string, stale []string, rd *policyReader) (policyPass, error) {
+func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt bool, desired map[string]string, stale []string, reader *policyReader) (policyPass, error) {
 	type job struct {
 		name, want string
 		wanted     bool
@@ -91,7 +97,7 @@ func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt b
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				out, err := syncPolicy(ctx, vc, template, adopt, j.name, j.want, j.wanted, rd)
+				out, err := syncPolicy(ctx, vc, template, adopt, j.name, j.want, j.wanted, reader)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -108,6 +114,12 @@ func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt b
 				case policyNotOwned:
 					if j.wanted {
 						pass.notOwned = append(pass.notOwned, j.name)
+					} else {
+						pass.absent = append(pass.absent, j.name)
+					}
+				case policyAbsent:
+					if err == nil {
+						pass.absent = append(pass.absent, j.name)
 					}
 				}
 				mu.Unlock()
@@ -124,7 +136,7 @@ func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt b
 	}
 	func() {
 		defer close(jobs)
-		for _, name := range sortedKeys(desired) {
+		for _, name := range slices.Sorted(maps.Keys(desired)) {
 			if !send(job{name: name, want: desired[name], wanted: true}) {
 				return
 			}
@@ -152,7 +164,7 @@ const policyWorkers = 4
 // renders any more. Names in desired are not read here: the sync that
 // follows reads each of them anyway (and finds its owner), so a restart
 // costs one read per policy, not two.
-func discoverOwned(ctx context.Context, vc vault.Client, template string, rd *policyReader, desired map[string]string) ([]string, error) {
+func discoverOwned(ctx context.Context, vc vault.Client, template string, reader *policyReader, desired map[string]string) ([]string, error) {
 	names, err := vc.ListPolicies(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing ACL policies: %w", err)
@@ -169,7 +181,7 @@ func discoverOwned(ctx context.Context, vc vault.Client, template string, rd *po
 		go func() {
 			defer wg.Done()
 			for n := range next {
-				owner, found, err := rd.owner(ctx, vc, n)
+				owner, found, err := reader.owner(ctx, vc, n)
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("reading ACL policy %s: %w", n, err))
@@ -219,17 +231,17 @@ type vaultPolicies struct {
 	// and no sync has used yet: the sync of the template they belong to
 	// takes them instead of reading them again. They are used only while
 	// fresh (the scans after a start), then dropped.
-	bodies map[string]keptBody
+	bodies map[string]discoveredBody
 	reads  singleflight.Group
 }
 
-type keptBody struct {
+type discoveredBody struct {
 	hcl string
 	at  time.Time
 }
 
-// keptBodyTTL bounds how old a body a sync may take instead of reading it.
-const keptBodyTTL = 2 * time.Minute
+// discoveredBodyTTL bounds how old a body a sync may take instead of reading it.
+const discoveredBodyTTL = 2 * time.Minute
 
 func (o *policyOwners) vault(key string) *vaultPolicies {
 	o.mu.Lock()
@@ -239,7 +251,7 @@ func (o *policyOwners) vault(key string) *vaultPolicies {
 	}
 	v := o.vaults[key]
 	if v == nil {
-		v = &vaultPolicies{owners: map[string]string{}, bodies: map[string]keptBody{}}
+		v = &vaultPolicies{owners: map[string]string{}, bodies: map[string]discoveredBody{}}
 		o.vaults[key] = v
 	}
 	return v
@@ -270,7 +282,7 @@ type policyReader struct {
 // none, found false when it does not exist): recorded if it was read
 // before, otherwise read, and its body kept for the owner's sync.
 func (r *policyReader) owner(ctx context.Context, vc vault.Client, name string) (owner string, found bool, err error) {
-	res, err := r.do(ctx, vc, name, true)
+	res, err := r.readOnce(ctx, vc, name, true)
 	if err != nil || !res.found {
 		return "", false, err
 	}
@@ -287,11 +299,11 @@ func (r *policyReader) read(ctx context.Context, vc vault.Client, name string) (
 	if r == nil {
 		return vc.ReadPolicy(ctx, name)
 	}
-	res, err := r.do(ctx, vc, name, false)
+	res, err := r.readOnce(ctx, vc, name, false)
 	if err == nil && res.known {
 		// Joined a discovery's call that answered from what was recorded,
 		// without the text: ask again.
-		res, err = r.do(ctx, vc, name, false)
+		res, err = r.readOnce(ctx, vc, name, false)
 	}
 	return res.hcl, res.found, err
 }
@@ -302,10 +314,10 @@ type policyRead struct {
 	owner        string // when known: recorded before, hcl not read
 }
 
-// do is one read of a name at a time, whichever asks: what was kept or
+// readOnce is one read of a name at a time, whichever asks: what was kept or
 // recorded is consulted inside it, so that a discovery and a sync walking
 // the same names never read one twice, in whatever order they meet.
-func (r *policyReader) do(ctx context.Context, vc vault.Client, name string, discovery bool) (policyRead, error) {
+func (r *policyReader) readOnce(ctx context.Context, vc vault.Client, name string, discovery bool) (policyRead, error) {
 	name = strings.ToLower(name)
 	v, err, shared := r.v.reads.Do(name, func() (any, error) {
 		r.owners.mu.Lock()
@@ -316,7 +328,7 @@ func (r *policyReader) do(ctx context.Context, vc vault.Client, name string, dis
 			}
 		} else if kb, ok := r.v.bodies[name]; ok {
 			delete(r.v.bodies, name)
-			if time.Since(kb.at) < keptBodyTTL {
+			if time.Since(kb.at) < discoveredBodyTTL {
 				r.owners.mu.Unlock()
 				return policyRead{hcl: kb.hcl, found: true}, nil
 			}
@@ -335,7 +347,7 @@ func (r *policyReader) do(ctx context.Context, vc vault.Client, name string, dis
 		case ours:
 			r.v.owners[name] = owner
 			if discovery {
-				r.v.bodies[name] = keptBody{hcl: hcl, at: time.Now()}
+				r.v.bodies[name] = discoveredBody{hcl: hcl, at: time.Now()}
 			}
 		default:
 			r.v.owners[name] = ""
@@ -368,7 +380,7 @@ func (r *policyReader) prune() {
 	r.owners.mu.Lock()
 	defer r.owners.mu.Unlock()
 	for n, kb := range r.v.bodies {
-		if time.Since(kb.at) >= keptBodyTTL {
+		if time.Since(kb.at) >= discoveredBodyTTL {
 			delete(r.v.bodies, n)
 		}
 	}

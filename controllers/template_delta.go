@@ -1,0 +1,146 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/convert"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+)
+
+// bindingKey is a MinionBinding's key in the policy delta controller's
+// queue: its own type, so that no reader wonders which kind a key is.
+type bindingKey types.NamespacedName
+
+// policyDeltaReconciler is the policy delta controller: one binding's
+// policy documents counted in or out of the index, and Vault touched for
+// the names whose desired state changed (and any a failed sync left).
+type policyDeltaReconciler struct {
+	*MinionTemplateReconciler
+}
+
+// Reconcile returns a failed sync's error, so the binding is retried with
+// backoff; the names stay dirty, so whichever sync of the template comes
+// next (this retry, another binding's delta, the template's status
+// refresh) writes them.
+func (d policyDeltaReconciler) Reconcile(ctx context.Context, key bindingKey) (ctrl.Result, error) {
+	d.init()
+	return ctrl.Result{}, d.reconcileDelta(ctx, types.NamespacedName(key))
+}
+
+func (r *MinionTemplateReconciler) reconcileDelta(ctx context.Context, key types.NamespacedName) error {
+	b := &v1alpha1.MinionBinding{}
+	if err := r.Get(ctx, key, b); apierrors.IsNotFound(err) {
+		b = nil
+	} else if err != nil {
+		return fmt.Errorf("reading MinionBinding %s: %w", key, err)
+	}
+	template, touched, err := r.countIn(ctx, key, b)
+	if err != nil {
+		return err
+	}
+	// The binding's template is synced even when nothing changed: this may
+	// be the retry of a failed sync, whose names are still dirty.
+	templates := slices.Collect(maps.Keys(touched))
+	if template != "" && touched[template] == nil {
+		templates = append(templates, template)
+	}
+	var errs []error
+	for _, template := range templates {
+		errs = append(errs, r.syncTemplate(ctx, template))
+		r.requestRefresh(template) // also for the binding count
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if b == nil {
+		r.index.set(key, bindingPolicies{}) // synced: its template need not be known any more
+	}
+	return nil
+}
+
+// countIn replaces the binding's contribution in the index, rendered if
+// its template was scanned already, with the template's full scan held off
+// meanwhile; it returns the binding's template and the names that changed
+// per template. A binding that is gone (b nil) is counted out, and its
+// template kept until a sync succeeded, so that the retry of a failed one
+// knows which template to sync.
+func (r *MinionTemplateReconciler) countIn(ctx context.Context, key types.NamespacedName, b *v1alpha1.MinionBinding) (string, map[string][]string, error) {
+	if b == nil {
+		template := r.index.templateOf(key)
+		return template, r.index.set(key, bindingPolicies{template: template}), nil
+	}
+	next := bindingPolicies{template: b.Spec.TemplateRef.Name, member: b.DeletionTimestamp.IsZero()}
+	defer r.index.holdForDelta(next.template)()
+	if r.index.built(next.template) {
+		tpl := &v1alpha1.MinionTemplate{}
+		if err := r.Get(ctx, types.NamespacedName{Name: next.template}, tpl); err != nil && !apierrors.IsNotFound(err) {
+			return "", nil, fmt.Errorf("reading MinionTemplate %q: %w", next.template, err)
+		} else if err == nil {
+			compiled, err := r.Templates.Compile(ctx, tpl)
+			switch {
+			case err != nil && isAPIError(err):
+				return "", nil, fmt.Errorf("compiling template %q: %w", tpl.Name, err)
+			case err != nil:
+				// The template's own reconcile reports it; its next scan,
+				// once it compiles, renders every binding again. Until
+				// then what the binding rendered before stays wanted.
+				return next.template, nil, nil
+			}
+			if next.docs, err = r.policiesOfBinding(ctx, tpl, compiled, b); err != nil {
+				return "", nil, err
+			}
+		}
+	}
+	return next.template, r.index.set(key, next), nil
+}
+
+// syncTemplate syncs the dirty names of a template a delta touched. A
+// connection that is not ready leaves them dirty for the template's own
+// reconcile, which waits for it.
+func (r *MinionTemplateReconciler) syncTemplate(ctx context.Context, template string) error {
+	tpl := &v1alpha1.MinionTemplate{}
+	if err := r.Get(ctx, types.NamespacedName{Name: template}, tpl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !tpl.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if err := r.retryDirty(ctx, tpl); err != nil && !isWaiting(err) {
+		return err
+	}
+	return nil
+}
+
+// policiesOfBinding renders the policy documents of one binding; bindings
+// the binding reconciler refuses (being deleted, namespace not selected,
+// minion ID held by another, render errors, guard rails) contribute none.
+func (r *MinionTemplateReconciler) policiesOfBinding(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, b *v1alpha1.MinionBinding) (map[string]string, error) {
+	if !b.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	if ok, _, err := r.Bindings.namespaceSelected(ctx, tpl, b.Namespace); err != nil || !ok {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if owner, err := r.Bindings.minionIDOwner(ctx, b); err != nil || owner != nil {
+		return nil, err
+	}
+	rb, err := convert.Binding(&b.Spec)
+	if err != nil {
+		return nil, nil
+	}
+	res, err := compiled.Render(rb, render.Options{})
+	if err != nil || len(compiled.Validate(res)) > 0 {
+		return nil, nil
+	}
+	return docsOf(res), nil
+}
