@@ -39,10 +39,13 @@ import (
 // and one status update a second, not ten thousand scans.
 type MinionTemplateReconciler struct {
 	client.Client
-	Recorder        events.EventRecorder
-	Connections     *Connections
-	Templates       *Templates
-	Bindings        *MinionBindingReconciler // for the binding checks it shares
+	Recorder    events.EventRecorder
+	Connections *Connections
+	Templates   *Templates
+	Bindings    *MinionBindingReconciler // for the binding checks it shares
+	// Renders is shared with the binding controller of the same process
+	// (nil: every binding is rendered here).
+	Renders         *Renders
 	DefaultInterval time.Duration
 
 	once   sync.Once

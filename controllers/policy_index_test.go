@@ -423,7 +423,9 @@ func TestFailedPolicySyncIsRetried(t *testing.T) {
 			h := newHarness(t, objs...)
 			ctx := context.Background()
 			r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, Bindings: h.r}
-			scan := func() (ctrl.Result, error) { return r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}}) }
+			scan := func() (ctrl.Result, error) {
+				return r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}})
+			}
 			ready := func() *metav1.Condition {
 				tpl := &v1alpha1.MinionTemplate{}
 				if err := h.c.Get(ctx, types.NamespacedName{Name: "t"}, tpl); err != nil {

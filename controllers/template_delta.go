@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -134,13 +133,9 @@ func (r *MinionTemplateReconciler) policiesOfBinding(ctx context.Context, tpl *v
 	if owner, err := r.Bindings.minionIDOwner(ctx, b); err != nil || owner != nil {
 		return nil, err
 	}
-	rb, err := convert.Binding(&b.Spec)
-	if err != nil {
+	out := r.Renders.Render(compiled, b)
+	if out.err != nil || len(out.violations) > 0 {
 		return nil, nil
 	}
-	res, err := compiled.Render(rb, render.Options{})
-	if err != nil || len(compiled.Validate(res)) > 0 {
-		return nil, nil
-	}
-	return docsOf(res), nil
+	return docsOf(out.res), nil
 }
