@@ -8,17 +8,14 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -39,13 +36,10 @@ import (
 // and one status update a second, not ten thousand scans.
 type MinionTemplateReconciler struct {
 	client.Client
-	Recorder    events.EventRecorder
-	Connections *Connections
-	Templates   *Templates
-	Bindings    *MinionBindingReconciler // for the binding checks it shares
-	// Renders is shared with the binding controller of the same process
-	// (nil: every binding is rendered here).
-	Renders         *Renders
+	Recorder        events.EventRecorder
+	Connections     *Connections
+	Templates       *Templates
+	Bindings        *MinionBindingReconciler // for the binding checks it shares
 	DefaultInterval time.Duration
 
 	once   sync.Once
@@ -67,11 +61,14 @@ func (r *MinionTemplateReconciler) init() {
 }
 
 // templateScope records what one reconcile of a template saw; its status
-// is derived from it in finishStatus.
+// and requeue are derived from it in finishStatus.
 type templateScope struct {
-	statusBefore *v1alpha1.MinionTemplateStatus
-	readyBefore  *metav1.Condition
-	outcome      outcome
+	readyBefore *metav1.Condition
+	outcome     outcome
+	requeue     time.Duration // the next resync when Ready
+	// pending: names another sync holds (a delta under way); the status
+	// is looked at again soon, whatever the outcome.
+	pending bool
 }
 
 // Reconcile is the scan and status controller's pass: get, deletion,
@@ -82,8 +79,9 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Get(ctx, req.NamespacedName, tpl); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	sc := &templateScope{statusBefore: tpl.Status.DeepCopy(), readyBefore: readyCondition(tpl)}
-	defer func() { result, retErr = r.finishStatus(ctx, tpl, sc, result, retErr) }()
+	statusBefore := tpl.Status.DeepCopy()
+	sc := &templateScope{readyBefore: readyCondition(tpl)}
+	defer func() { result, retErr = r.finishStatus(ctx, tpl, statusBefore, sc, retErr) }()
 
 	if !tpl.DeletionTimestamp.IsZero() {
 		r.Templates.Forget(tpl.UID)
@@ -94,72 +92,64 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: "deleted"}
 		return ctrl.Result{}, nil
 	}
-	if base := tpl.DeepCopy(); controllerutil.AddFinalizer(tpl, v1alpha1.Finalizer) {
-		if err := r.Patch(ctx, tpl, client.MergeFrom(base)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
-		}
+	if err := addFinalizer(ctx, r.Client, tpl, func() bool { return false }); err != nil {
+		return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 	}
-	compiled, err := r.compile(ctx, tpl, sc)
-	if compiled == nil {
+	compiled, err := r.compile(ctx, tpl)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.converge(ctx, tpl, compiled, sc)
+	return ctrl.Result{}, r.converge(ctx, tpl, compiled, statusBefore.LastHandledReconcileAt, sc)
 }
 
+func templateStatus(t *v1alpha1.MinionTemplate) *v1alpha1.MinionTemplateStatus { return &t.Status }
+
 // finishStatus derives the status from the scope, patches it when it
-// changed, reports a new problem as an event, and applies the requeue
-// rules of the three error classes.
-func (r *MinionTemplateReconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTemplate, sc *templateScope, result ctrl.Result, retErr error) (ctrl.Result, error) {
-	o := sc.outcome
-	if retErr != nil && o.kind == outcomeReady {
-		o = outcome{kind: outcomeFailed, reason: unavailableReason(retErr), message: retErr.Error()}
+// changed, reports a new problem as an event, and tells controller-runtime
+// what next (resultFor).
+func (r *MinionTemplateReconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTemplate, statusBefore *v1alpha1.MinionTemplateStatus,
+	sc *templateScope, retErr error) (ctrl.Result, error) {
+	if retErr != nil && sc.outcome.kind == outcomeReady {
+		sc.outcome = outcomeFor(retErr)
 	}
 	tpl.Status.ObservedGeneration = tpl.Generation
 	if v := tpl.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]; v != "" {
 		tpl.Status.LastHandledReconcileAt = v
 	}
-	setConditions(tpl, o)
-	if !equality.Semantic.DeepEqual(*sc.statusBefore, tpl.Status) {
-		base := tpl.DeepCopy()
-		base.Status = *sc.statusBefore
-		if err := r.Status().Patch(ctx, tpl, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-			retErr = kerrors.NewAggregate([]error{retErr, fmt.Errorf("patching status: %w", err)})
-		}
-	}
+	setConditions(tpl, sc.outcome)
+	perr := patchStatus(ctx, r.Client, tpl, statusBefore, templateStatus)
 	before := sc.readyBefore
 	// Progress (policies still being written) is no problem to warn of.
 	if after := readyCondition(tpl); after != nil && after.Status != metav1.ConditionTrue && after.Reason != v1alpha1.ProgressingReason &&
 		(before == nil || before.Reason != after.Reason || before.Message != after.Message) {
 		emit(r.Recorder, tpl, "Warning", after.Reason, "Reconcile", "%s", after.Message)
 	}
-	if o.kind == outcomeStalled {
-		// Input that cannot succeed: no backoff; a change of the template,
-		// its bindings or its ConfigMaps reconciles it again.
-		retErr = nil
-	} else if retErr == nil && o.kind == outcomeWaiting && result.RequeueAfter == 0 {
-		result.RequeueAfter = 2 * time.Minute
+	switch {
+	case perr != nil:
+		// The status must be written: retry, even a stalled template.
+		return ctrl.Result{}, perr
+	case sc.pending && retErr == nil:
+		return ctrl.Result{RequeueAfter: statusRefreshDelay}, nil
+	case sc.outcome.kind == outcomeStalled:
+		// Not a terminal error, unlike a binding's: every delta of the
+		// template's bindings asks for a status refresh, and each would log
+		// the same error again. The condition says it once.
+		return ctrl.Result{}, nil
 	}
-	return result, retErr
+	return resultFor(sc.outcome, retErr, sc.requeue)
 }
 
-// compile returns the compiled template, or nil with the outcome in sc
-// (and an error to retry with backoff).
-func (r *MinionTemplateReconciler) compile(ctx context.Context, tpl *v1alpha1.MinionTemplate, sc *templateScope) (*render.Compiled, error) {
-	compiled, err := r.Templates.Compile(ctx, tpl)
-	switch {
-	case err != nil && isWaiting(err):
-		sc.outcome = outcome{kind: outcomeWaiting, reason: v1alpha1.RenderFailedReason, message: err.Error()}
-		return nil, nil
-	case err != nil && isAPIError(err):
-		return nil, fmt.Errorf("compiling template %q: %w", tpl.Name, err)
-	case err != nil:
-		sc.outcome = outcome{kind: outcomeStalled, reason: v1alpha1.RenderFailedReason, message: err.Error()}
-		return nil, nil
+// compile returns the compiled template; a problem of the template is a
+// refusal (admission.Verdict) that outcomeFor turns into Stalled or
+// Waiting, as for its bindings.
+func (r *MinionTemplateReconciler) compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
+	compiled, err := clusterFacts{reader: r.Client, templates: r.Templates}.Compile(ctx, tpl)
+	if err != nil {
+		return nil, err
 	}
 	if ps := compiled.Problems(); len(ps) > 0 {
 		// Every binding is refused with these; say so where they are.
-		sc.outcome = outcome{kind: outcomeStalled, reason: ViolationReason(ps), message: ViolationMessage(ps)}
-		return nil, nil
+		return nil, &admission.Verdict{Kind: admission.Stalled, Reason: admission.ViolationReason(ps), Message: admission.ViolationMessage(ps)}
 	}
 	return compiled, nil
 }
@@ -174,11 +164,8 @@ func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.M
 			return err
 		}
 	}
-	base := tpl.DeepCopy()
-	if controllerutil.RemoveFinalizer(tpl, v1alpha1.Finalizer) {
-		if err := client.IgnoreNotFound(r.Patch(ctx, tpl, client.MergeFrom(base))); err != nil {
-			return fmt.Errorf("removing the finalizer: %w", err)
-		}
+	if err := removeFinalizer(ctx, r.Client, tpl); err != nil {
+		return fmt.Errorf("removing the finalizer: %w", err)
 	}
 	r.index.forget(tpl.Name)
 	return nil

@@ -78,13 +78,12 @@ func (r *MinionTemplateReconciler) setupScan(mgr ctrl.Manager, opts controller.O
 // minion ID when the holder goes away (they render now), and namespaces
 // (their labels decide which bindings render).
 func (r *MinionTemplateReconciler) setupDelta(mgr ctrl.Manager, opts controller.Options) error {
-	b := r.Bindings
 	return builder.TypedControllerManagedBy[bindingKey](mgr).
 		Watches(&v1alpha1.MinionBinding{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []bindingKey {
 			return []bindingKey{{Namespace: o.GetNamespace(), Name: o.GetName()}}
 		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).
-		Watches(&v1alpha1.MinionBinding{}, asBindingKeys(b.sameMinionID), builder.WithPredicates(claimReleased)).
-		Watches(&corev1.Namespace{}, asBindingKeys(b.bindingsInNamespace),
+		Watches(&v1alpha1.MinionBinding{}, handler.TypedEnqueueRequestsFromMapFunc(r.otherClaimants), builder.WithPredicates(claimReleased)).
+		Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.TypedOptions[bindingKey]{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		WithLogConstructor(func(key *bindingKey) logr.Logger {
@@ -98,17 +97,38 @@ func (r *MinionTemplateReconciler) setupDelta(mgr ctrl.Manager, opts controller.
 		Complete(policyDeltaReconciler{r})
 }
 
-// asBindingKeys enqueues the bindings a map function names into the delta
-// controller's queue.
-func asBindingKeys(fn handler.MapFunc) handler.TypedEventHandler[client.Object, bindingKey] {
-	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []bindingKey {
-		reqs := fn(ctx, o)
-		out := make([]bindingKey, len(reqs))
-		for i, req := range reqs {
-			out[i] = bindingKey(req.NamespacedName)
+// otherClaimants names the other bindings of a minion ID when one starts
+// being deleted or is gone: the next in line renders its policies now.
+func (r *MinionTemplateReconciler) otherClaimants(ctx context.Context, o client.Object) []bindingKey {
+	b, ok := o.(*v1alpha1.MinionBinding)
+	if !ok {
+		return nil
+	}
+	list := &v1alpha1.MinionBindingList{}
+	if err := r.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(b.Spec.MinionID)}); err != nil {
+		return nil
+	}
+	var out []bindingKey
+	for _, c := range list.Items {
+		if c.Namespace != b.Namespace || c.Name != b.Name {
+			out = append(out, bindingKey{Namespace: c.Namespace, Name: c.Name})
 		}
-		return out
-	})
+	}
+	return out
+}
+
+// bindingsInNamespace names the bindings of a namespace whose labels
+// changed: a template's namespaceSelector may select them now, or not.
+func (r *MinionTemplateReconciler) bindingsInNamespace(ctx context.Context, o client.Object) []bindingKey {
+	list := &v1alpha1.MinionBindingList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
+		return nil
+	}
+	out := make([]bindingKey, len(list.Items))
+	for i, b := range list.Items {
+		out[i] = bindingKey{Namespace: b.Namespace, Name: b.Name}
+	}
+	return out
 }
 
 func (r *MinionTemplateReconciler) templatesOfConnection(ctx context.Context, o client.Object) []reconcile.Request {

@@ -100,7 +100,7 @@ func TestTemplatePoliciesByDeltas(t *testing.T) {
 	if err := h.v.WritePolicy(ctx, "minion_gone01", ownershipHeader("t")+"path \"x\" {\n  capabilities = [\"read\"]\n}\n"); err != nil {
 		t.Fatal(err)
 	}
-	r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, Bindings: h.r}
+	r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates}
 	reconcile := func(ns, name string) {
 		t.Helper()
 		var err error
@@ -422,7 +422,7 @@ func TestFailedPolicySyncIsRetried(t *testing.T) {
 				{Name: "minion_{minion}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/minions/{minion}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}}}
 			h := newHarness(t, objs...)
 			ctx := context.Background()
-			r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, Bindings: h.r}
+			r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates}
 			scan := func() (ctrl.Result, error) {
 				return r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}})
 			}

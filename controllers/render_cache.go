@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/convert"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -30,7 +30,7 @@ type Renders struct {
 
 	mu      sync.Mutex
 	entries map[types.UID]*renderEntry
-	// rendered and reused count renders and lookups, for tests.
+	// rendered and reused count renders and lookups (for tests).
 	rendered, reused int
 }
 
@@ -42,9 +42,9 @@ type renderEntry struct {
 	at         time.Time
 }
 
-// renderedBinding is one binding rendered with one compiled template: the
-// result and the guard rails it violates, or err when the binding cannot
-// be converted or rendered. The result is shared: read it, never change it.
+// renderedBinding is one binding rendered with one compiled template
+// (admission.Render's answer). The result is shared: read it, never
+// change it.
 type renderedBinding struct {
 	res        *render.Result
 	violations []render.Violation
@@ -58,8 +58,19 @@ const (
 
 // Render renders the binding with compiled, or returns what another
 // controller rendered for the same generation and compiled template.
-func (c *Renders) Render(compiled *render.Compiled, b *v1alpha1.MinionBinding) renderedBinding {
-	if c == nil || c.Consumers < 2 || b.UID == "" {
+func (c *Renders) Render(compiled *render.Compiled, b *v1alpha1.MinionBinding) (*render.Result, []render.Violation, error) {
+	out := c.render(compiled, b)
+	return out.res, out.violations, out.err
+}
+
+func (c *Renders) render(compiled *render.Compiled, b *v1alpha1.MinionBinding) renderedBinding {
+	if c == nil {
+		return renderBinding(compiled, b)
+	}
+	if c.Consumers < 2 || b.UID == "" {
+		c.mu.Lock()
+		c.rendered++
+		c.mu.Unlock()
 		return renderBinding(compiled, b)
 	}
 	c.mu.Lock()
@@ -99,13 +110,6 @@ func (c *Renders) dropOldLocked() {
 }
 
 func renderBinding(compiled *render.Compiled, b *v1alpha1.MinionBinding) renderedBinding {
-	rb, err := convert.Binding(&b.Spec)
-	if err != nil {
-		return renderedBinding{err: err}
-	}
-	res, err := compiled.Render(rb, render.Options{})
-	if err != nil {
-		return renderedBinding{err: err}
-	}
-	return renderedBinding{res: res, violations: compiled.Validate(res)}
+	res, vs, err := admission.Render(compiled, b)
+	return renderedBinding{res: res, violations: vs, err: err}
 }

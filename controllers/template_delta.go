@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
 )
 
 // bindingKey is a MinionBinding's key in the policy delta controller's
@@ -81,26 +81,37 @@ func (r *MinionTemplateReconciler) countIn(ctx context.Context, key types.Namesp
 	next := bindingPolicies{template: b.Spec.TemplateRef.Name, member: b.DeletionTimestamp.IsZero()}
 	defer r.index.holdForDelta(next.template)()
 	if r.index.built(next.template) {
-		tpl := &v1alpha1.MinionTemplate{}
-		if err := r.Get(ctx, types.NamespacedName{Name: next.template}, tpl); err != nil && !apierrors.IsNotFound(err) {
-			return "", nil, fmt.Errorf("reading MinionTemplate %q: %w", next.template, err)
-		} else if err == nil {
-			compiled, err := r.Templates.Compile(ctx, tpl)
-			switch {
-			case err != nil && isAPIError(err):
-				return "", nil, fmt.Errorf("compiling template %q: %w", tpl.Name, err)
-			case err != nil:
-				// The template's own reconcile reports it; its next scan,
-				// once it compiles, renders every binding again. Until
-				// then what the binding rendered before stays wanted.
-				return next.template, nil, nil
-			}
-			if next.docs, err = r.policiesOfBinding(ctx, tpl, compiled, b); err != nil {
-				return "", nil, err
-			}
+		if broken, err := r.templateBroken(ctx, next.template); err != nil {
+			return "", nil, err
+		} else if broken {
+			// The template's own reconcile reports it; its next scan, once
+			// it compiles, renders every binding again. Until then what
+			// the binding rendered before stays wanted.
+			return next.template, nil, nil
+		}
+		var err error
+		if next.docs, err = r.policiesOfBinding(ctx, b); err != nil {
+			return "", nil, err
 		}
 	}
 	return next.template, r.index.set(key, next), nil
+}
+
+// templateBroken reports whether the template exists and does not
+// compile (a problem of its own, or a ConfigMap it waits for).
+func (r *MinionTemplateReconciler) templateBroken(ctx context.Context, name string) (bool, error) {
+	tpl := &v1alpha1.MinionTemplate{}
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, tpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading MinionTemplate %q: %w", name, err)
+	}
+	_, err := r.compile(ctx, tpl)
+	if _, refused := admission.AsVerdict(err); refused {
+		return true, nil
+	}
+	return false, err
 }
 
 // syncTemplate syncs the dirty names of a template a delta touched. A
@@ -121,21 +132,18 @@ func (r *MinionTemplateReconciler) syncTemplate(ctx context.Context, template st
 }
 
 // policiesOfBinding renders the policy documents of one binding; bindings
-// the binding reconciler refuses (being deleted, namespace not selected,
-// minion ID held by another, render errors, guard rails) contribute none.
-func (r *MinionTemplateReconciler) policiesOfBinding(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, b *v1alpha1.MinionBinding) (map[string]string, error) {
+// the admission gate refuses (namespace not selected, minion ID held by
+// another, render errors, guard rails) and bindings being deleted
+// contribute none.
+func (r *MinionTemplateReconciler) policiesOfBinding(ctx context.Context, b *v1alpha1.MinionBinding) (map[string]string, error) {
 	if !b.DeletionTimestamp.IsZero() {
 		return nil, nil
 	}
-	if ok, _, err := r.Bindings.namespaceSelected(ctx, tpl, b.Namespace); err != nil || !ok {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if owner, err := r.Bindings.minionIDOwner(ctx, b); err != nil || owner != nil {
-		return nil, err
-	}
-	out := r.Renders.Render(compiled, b)
-	if out.err != nil || len(out.violations) > 0 {
+	a, err := admit(ctx, r.Client, r.Templates, b)
+	if _, refused := admission.AsVerdict(err); refused {
 		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("admitting MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	return docsOf(out.res), nil
+	return docsOf(a.Result), nil
 }

@@ -22,14 +22,14 @@ import (
 const syncRounds = 4
 
 // converge brings the template's policies to its bindings' (a full scan
-// when one is due, otherwise a retry of the dirty names) and derives the
-// outcome and requeue from the index.
-func (r *MinionTemplateReconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, sc *templateScope) (ctrl.Result, error) {
+// when one is due, otherwise a retry of the dirty names) and records in
+// sc the outcome and requeue the index says.
+func (r *MinionTemplateReconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, handled string, sc *templateScope) error {
 	interval := templateInterval(tpl, r.DefaultInterval)
 	identity, key := r.connectionVault(ctx, tpl.Spec.ConnectionRef.Name)
 	asked := tpl.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	due, why, forget := r.index.scanDue(tpl.Name, scanRequest{compiled: compiled, identity: identity, vaultKey: key,
-		asked: asked, handled: sc.statusBefore.LastHandledReconcileAt, interval: interval})
+		asked: asked, handled: handled, interval: interval})
 	if forget != "" {
 		r.owners.forget(forget)
 	}
@@ -45,22 +45,12 @@ func (r *MinionTemplateReconciler) converge(ctx context.Context, tpl *v1alpha1.M
 	written, deleted := r.index.takeUnreported(tpl.Name)
 	r.policyEvents(tpl, written, deleted)
 	if err != nil {
-		if isWaiting(err) {
-			sc.outcome = outcome{kind: outcomeWaiting, reason: v1alpha1.ConnectionNotReadyReason, message: err.Error()}
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
+		return err
 	}
 	s := r.summarize(tpl)
-	sc.outcome = s.outcome()
-	switch {
-	case s.pending():
-		// Names another sync holds: look again when it is done.
-		return ctrl.Result{RequeueAfter: statusRefreshDelay}, nil
-	case sc.outcome.kind == outcomeStalled:
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{RequeueAfter: jitter(max(r.index.untilScan(tpl.Name, interval), time.Second))}, nil
+	sc.outcome, sc.pending = s.outcome(), s.pending()
+	sc.requeue = jitter(max(r.index.untilScan(tpl.Name, interval), time.Second))
+	return nil
 }
 
 // fullScan renders every binding of the template, rebuilds its part of the
@@ -75,7 +65,7 @@ func (r *MinionTemplateReconciler) fullScan(ctx context.Context, tpl *v1alpha1.M
 	scanned := make(map[types.NamespacedName]bindingPolicies, len(list.Items))
 	for i := range list.Items {
 		b := &list.Items[i]
-		docs, err := r.policiesOfBinding(ctx, tpl, compiled, b)
+		docs, err := r.policiesOfBinding(ctx, b)
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,9 @@ import (
 // version of its ConfigMaps) and shares the result between reconciles.
 type Templates struct {
 	Client client.Client
+	// Renders keeps renders of bindings with these compiled templates, for
+	// the controllers that share them (nil: none kept).
+	Renders *Renders
 
 	mu sync.Mutex
 	m  map[types.UID]compiledTemplate
@@ -41,7 +44,7 @@ func (t *Templates) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (
 			cm := &corev1.ConfigMap{}
 			if err := t.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, cm); err != nil {
 				if apierrors.IsNotFound(err) {
-					return nil, waiting("ConfigMap %s/%s of the parameter stack does not exist", ref.Namespace, ref.Name)
+					return nil, waiting(waitingForConfigMap, "ConfigMap %s/%s of the parameter stack does not exist", ref.Namespace, ref.Name)
 				}
 				return nil, err
 			}

@@ -68,7 +68,7 @@ func TestTemplateWithOwnProblemsIsStalled(t *testing.T) {
 	tpl.Spec.PolicyDocuments = []v1alpha1.PolicyDocument{{Name: "fixed", Rules: []v1alpha1.PolicyRule{
 		{Path: "salt/data/{pillar[roles]}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}}}
 	h := newHarness(t, objs...)
-	r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, Bindings: h.r}
+	r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates}
 	ctx := context.Background()
 	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "t"}}); err != nil {
 		t.Fatal(err)

@@ -249,31 +249,38 @@ func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
 		obs = teeObserver{metrics, so.Observer}
 	}
 	conns := &controllers.Connections{Client: mgr.GetClient(), Cache: &vault.Cache{}, Observer: obs, ServiceAccount: so.ServiceAccount, NewClient: so.NewClient}
-	templates := &controllers.Templates{Client: mgr.GetClient()}
 	if so.Concurrency < 1 {
 		so.Concurrency = 1
 	}
 	opts := controller.Options{MaxConcurrentReconciles: so.Concurrency}
 	interval := so.Interval
 	run := func(name string) bool { return len(so.Controllers) == 0 || slices.Contains(so.Controllers, name) }
+	// The binding and template controllers both render each binding on
+	// each change; run together, they share one render of it.
+	renderers := 0
+	for _, name := range []string{controllerBindings, controllerTemplates} {
+		if run(name) {
+			renderers++
+		}
+	}
+	templates := &controllers.Templates{Client: mgr.GetClient(), Renders: &controllers.Renders{Consumers: renderers}}
 	clusterID, err := clusterIdentity(ctx, mgr.GetAPIReader(), so.ClusterID)
 	if err != nil {
 		return err
 	}
-	bindings := &controllers.MinionBindingReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
-		Connections: conns, Templates: templates, Metrics: metrics, DefaultInterval: interval,
-		ClusterID: clusterID, APIReader: mgr.GetAPIReader(),
-	}
 	if run(controllerBindings) {
-		if err := bindings.SetupWithManager(mgr, opts); err != nil {
+		if err := (&controllers.MinionBindingReconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
+			Connections: conns, Templates: templates, Metrics: metrics, DefaultInterval: interval,
+			ClusterID: clusterID, APIReader: mgr.GetAPIReader(),
+		}).SetupWithManager(mgr, opts); err != nil {
 			return err
 		}
 	}
 	if run(controllerTemplates) {
 		if err := (&controllers.MinionTemplateReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
-			Connections: conns, Templates: templates, Bindings: bindings, DefaultInterval: interval,
+			Connections: conns, Templates: templates, DefaultInterval: interval,
 		}).SetupWithManager(mgr, opts); err != nil {
 			return err
 		}

@@ -123,7 +123,7 @@ func (h *harness) floor(ctx context.Context, _ *phaseResult) (time.Duration, err
 }
 
 // floorRecord is the floor plus the ownership record written before Vault
-// (issue 9): the structural part of the gap between floor and operator.
+// (ownership): the structural part of the gap between floor and operator.
 func (h *harness) floorRecord(ctx context.Context, _ *phaseResult) (time.Duration, error) {
 	h.lastFloor = &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers, record: true}
 	return 0, h.lastFloor.run(ctx, h.n, h.cfg.creators)

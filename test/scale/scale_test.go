@@ -3,7 +3,7 @@
 // Package scale measures the operator at fleet size against a floor: the
 // same bindings created in the API server plus the least Vault and
 // Kubernetes work any operator must do for them, done directly, in the
-// same run on the same servers (issue 10). The operator runs as its own
+// same run on the same servers. The operator runs as its own
 // process (bin/minionvault operator) with its own Kubernetes user and Vault
 // token; its calls are counted from the API server's and Vault's audit
 // logs, and its CPU, and the servers', from /proc.
@@ -176,7 +176,7 @@ func writeReport(tb testing.TB, dir, name, report string) string {
 }
 
 // TestScaleBudgets runs both shapes at N=200 (ciN) and asserts the
-// per-binding budgets of issue 10. The failure messages carry the
+// per-binding budgets of a fleet. The failure messages carry the
 // measured numbers; the whole table is in the log and in
 // bin/scale/budgets.md.
 func TestScaleBudgets(t *testing.T) {

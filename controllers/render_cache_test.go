@@ -1,0 +1,61 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+)
+
+// The binding controller and the template controllers of one process
+// render each binding generation once between them; a process that runs
+// only one of them (sharded) keeps nothing and renders every time.
+func TestEachBindingRenderedOnce(t *testing.T) {
+	tests := []struct {
+		name             string
+		consumers        int
+		rendered, reused int
+	}{
+		{"both controllers in one process", 2, 2, 2},
+		{"sharded: each process renders for itself", 1, 4, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := fixtures(map[string]any{"roles": []string{"web"}})
+			objs[2].(*v1alpha1.MinionTemplate).Spec.PolicyDocuments = []v1alpha1.PolicyDocument{
+				{Name: "minion_{minion}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/minions/{minion}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}}}
+			h := newHarness(t, objs...)
+			renders := &Renders{Consumers: tc.consumers}
+			h.r.Templates.Renders = renders
+			ctx := context.Background()
+			r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates}
+			// A start: the template's scan renders web01, then the binding
+			// controller reconciles it.
+			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}}); err != nil {
+				t.Fatal(err)
+			}
+			h.reconcile("salt", "web01")
+			// A new binding: its delta first (the faster queue), then the
+			// binding controller.
+			b := objs[3].(*v1alpha1.MinionBinding).DeepCopy()
+			b.Name, b.Spec.MinionID, b.UID, b.ResourceVersion = "web02", "web02", "uid-web02", ""
+			if err := h.c.Create(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := (policyDeltaReconciler{r}).Reconcile(ctx, bindingKey{Namespace: "salt", Name: "web02"}); err != nil {
+				t.Fatal(err)
+			}
+			h.reconcile("salt", "web02")
+			if renders.rendered != tc.rendered || renders.reused != tc.reused || len(renders.entries) != 0 {
+				t.Errorf("%d rendered, %d reused, %d left kept; want %d, %d, 0",
+					renders.rendered, renders.reused, len(renders.entries), tc.rendered, tc.reused)
+			}
+			if names, _ := h.v.ListPolicies(ctx); len(names) != 4 { // default, root and the two minions'
+				t.Errorf("policies %q", names)
+			}
+		})
+	}
+}
