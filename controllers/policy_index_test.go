@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -476,5 +477,49 @@ func TestFailedPolicySyncIsRetried(t *testing.T) {
 				t.Errorf("policies %q, want %q", names, tc.want)
 			}
 		})
+	}
+}
+
+// Deltas of one template run in parallel: no name is claimed by two syncs
+// at once, and when they are done every wanted policy is confirmed.
+func TestPolicyIndexParallelDeltas(t *testing.T) {
+	x := newPolicyIndex()
+	x.rebuild("t", nil, nil)
+	var (
+		mu       sync.Mutex
+		inFlight = map[string]bool{}
+		wg       sync.WaitGroup
+	)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				key := types.NamespacedName{Namespace: "salt", Name: fmt.Sprintf("b%d-%d", g, i)}
+				x.set(key, bindingPolicies{template: "t", member: true, docs: map[string]string{
+					fmt.Sprintf("shared_%d", i%20): "A", "own_" + key.Name: "B"}})
+				for w := x.claim("t"); !w.empty(); w = x.claim("t") {
+					mu.Lock()
+					for _, n := range w.names() {
+						if inFlight[n] {
+							t.Errorf("%s claimed twice", n)
+						}
+						inFlight[n] = true
+					}
+					mu.Unlock()
+					pass := policyPass{owned: w.names(), written: w.names()}
+					mu.Lock()
+					for _, n := range w.names() {
+						delete(inFlight, n)
+					}
+					mu.Unlock()
+					x.settle("t", w, pass)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if s := x.summary("t"); s.pending() || s.owned != 20+8*50 || s.members != 8*50 {
+		t.Errorf("after the deltas: %+v", s)
 	}
 }
