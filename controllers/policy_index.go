@@ -308,7 +308,7 @@ func (idx *policyIndex) discoveredOwned(template string, found []string) {
 	tp := idx.templateLocked(template)
 	for _, n := range found {
 		if _, ok := tp.owned[n]; !ok {
-			tp.setOwned(n, unknownBody)
+			tp.own(n, unknownBody)
 		}
 		tp.dirty[n] = true
 	}
@@ -365,15 +365,15 @@ func (idx *policyIndex) settle(template string, w policyWork, pass policyPass) {
 	defer idx.mu.Unlock()
 	tp := idx.templateLocked(template)
 	for _, n := range pass.owned {
-		tp.setOwned(n, w.desired[n])
+		tp.own(n, w.desired[n])
 		delete(tp.notOwned, n)
 	}
 	for _, n := range slices.Concat(pass.deleted, pass.absent) {
-		tp.setOwned(n, "")
+		tp.disown(n)
 		delete(tp.notOwned, n)
 	}
 	for _, n := range pass.notOwned {
-		tp.setOwned(n, "")
+		tp.disown(n)
 		tp.notOwned[n] = true
 	}
 	tp.unreported.written = appendCounted(tp.unreported.written, pass.written)
@@ -405,18 +405,24 @@ func (tp *templatePolicies) confirmedLocked(name string) bool {
 	return !owned
 }
 
-// setOwned records name as in Vault with the template's header and body
-// ("" for not owned), keeping the digest of the owned names current.
-func (tp *templatePolicies) setOwned(name, body string) {
-	_, was := tp.owned[name]
-	if body != "" {
-		tp.owned[name] = body
-	} else {
+// own records name as in Vault with the template's header and body.
+func (tp *templatePolicies) own(name, body string) {
+	if _, was := tp.owned[name]; !was {
+		tp.flipDigest(name)
+	}
+	tp.owned[name] = body
+}
+
+// disown records name as not the template's in Vault.
+func (tp *templatePolicies) disown(name string) {
+	if _, was := tp.owned[name]; was {
+		tp.flipDigest(name)
 		delete(tp.owned, name)
 	}
-	if was == (body != "") {
-		return
-	}
+}
+
+// flipDigest adds a name to the digest of the owned names, or removes it.
+func (tp *templatePolicies) flipDigest(name string) {
 	sum := sha256.Sum256([]byte(name))
 	for i := range tp.digest {
 		tp.digest[i] ^= sum[i]
