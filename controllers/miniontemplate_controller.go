@@ -205,12 +205,12 @@ func (r *MinionTemplateReconciler) deletePolicies(ctx context.Context, tpl *v1al
 	return nil
 }
 
-// connectionVault is the identity the template's VaultConnection reports
+// templateVault is the identity the template's VaultConnection reports
 // (status.identity, "" when unknown), and the key under which what is
 // known of its Vault's policies is kept: the Vault cluster and namespace,
 // so that two connections to one Vault read each policy once between them
 // (the connection's name until its cluster is known).
-func (r *MinionTemplateReconciler) connectionVault(ctx context.Context, conn string) (identity, key string) {
+func (r *MinionTemplateReconciler) templateVault(ctx context.Context, conn string) (identity, key string) {
 	vc := &v1alpha1.VaultConnection{}
 	if err := r.Get(ctx, types.NamespacedName{Name: conn}, vc); err != nil {
 		return "", "connection/" + conn

@@ -524,7 +524,7 @@ func (idx *policyIndex) summary(template string) templateSummary {
 type scanRequest struct {
 	compiled *render.Compiled
 	identity string // the connection's Vault identity ("" unknown)
-	vaultKey string // see MinionTemplateReconciler.connectionVault
+	vaultKey string // see MinionTemplateReconciler.templateVault
 	asked    string // the template's reconcile request annotation
 	handled  string // the request its status says was handled
 	interval time.Duration

@@ -26,7 +26,7 @@ const syncRounds = 4
 // sc the outcome and requeue the index says.
 func (r *MinionTemplateReconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, handled string, sc *templateScope) error {
 	interval := templateInterval(tpl, r.DefaultInterval)
-	identity, key := r.connectionVault(ctx, tpl.Spec.ConnectionRef.Name)
+	identity, key := r.templateVault(ctx, tpl.Spec.ConnectionRef.Name)
 	asked := tpl.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	due, why, forget := r.index.scanDue(tpl.Name, scanRequest{compiled: compiled, identity: identity, vaultKey: key,
 		asked: asked, handled: handled, interval: interval})
