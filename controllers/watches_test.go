@@ -39,7 +39,9 @@ func metadataOf(kind, namespace, name string) *metav1.PartialObjectMetadata {
 // a connection through their template, their status (switching away) or
 // their record (their template gone, being deleted).
 func watchFixtures() []client.Object {
-	secretRef := func(ns, name string) v1alpha1.SecretReference { return v1alpha1.SecretReference{Namespace: ns, Name: name} }
+	secretRef := func(ns, name string) v1alpha1.SecretReference {
+		return v1alpha1.SecretReference{Namespace: ns, Name: name}
+	}
 	cmRef := func(ns, name string) v1alpha1.ParameterConfigMapReference {
 		return v1alpha1.ParameterConfigMapReference{ConfigMapReference: v1alpha1.ConfigMapReference{Namespace: ns, Name: name}}
 	}
