@@ -19,6 +19,12 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
+// Secrets: list and watch for the metadata watches (the requests ask for
+// PartialObjectMetadata only, but RBAC cannot tell: these verbs would let
+// the operator's ServiceAccount read any Secret, see docs/security.md), get
+// for the data of the Secrets a VaultConnection names, read by name.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
 // Connections turns VaultConnections into logged-in Vault clients, one per
 // connection, cached and renewed by vault.Cache: reconciles never log in.
 type Connections struct {

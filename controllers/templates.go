@@ -17,6 +17,10 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
+// ConfigMaps: list and watch for the metadata watches, get for the data of
+// the ConfigMaps a template's parameter stack names, read by name.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+
 // Templates compiles each MinionTemplate once per generation (and per
 // version of its ConfigMaps) and shares the result between reconciles.
 type Templates struct {
