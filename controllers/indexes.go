@@ -137,10 +137,14 @@ func dedupe(keys []string) []string {
 	return slices.Compact(keys)
 }
 
+// The lookups below read only names: they take the cached objects as they
+// are (UnsafeDisableDeepCopy), since a connection's event at a start would
+// otherwise deep-copy every binding of the fleet to name them.
+
 // bindingsBy lists the bindings under an index key as requests.
 func bindingsBy(ctx context.Context, c client.Reader, index, key string) ([]reconcile.Request, error) {
 	list := &v1alpha1.MinionBindingList{}
-	if err := c.List(ctx, list, client.MatchingFields{index: key}); err != nil {
+	if err := c.List(ctx, list, client.MatchingFields{index: key}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing bindings by %s=%q: %w", index, key, err)
 	}
 	return requests(list), nil
@@ -149,7 +153,7 @@ func bindingsBy(ctx context.Context, c client.Reader, index, key string) ([]reco
 // templatesBy names the templates under an index key.
 func templatesBy(ctx context.Context, c client.Reader, index, key string) ([]string, error) {
 	list := &v1alpha1.MinionTemplateList{}
-	if err := c.List(ctx, list, client.MatchingFields{index: key}); err != nil {
+	if err := c.List(ctx, list, client.MatchingFields{index: key}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing templates by %s=%q: %w", index, key, err)
 	}
 	out := make([]string, 0, len(list.Items))
@@ -162,7 +166,7 @@ func templatesBy(ctx context.Context, c client.Reader, index, key string) ([]str
 // connectionsBy names the connections under an index key.
 func connectionsBy(ctx context.Context, c client.Reader, index, key string) ([]string, error) {
 	list := &v1alpha1.VaultConnectionList{}
-	if err := c.List(ctx, list, client.MatchingFields{index: key}); err != nil {
+	if err := c.List(ctx, list, client.MatchingFields{index: key}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing connections by %s=%q: %w", index, key, err)
 	}
 	out := make([]string, 0, len(list.Items))

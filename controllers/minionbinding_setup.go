@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -124,8 +125,8 @@ func mapped(ctx context.Context, reqs []reconcile.Request, err error) []reconcil
 
 func (r *MinionBindingReconciler) bindingsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
-		return nil
+	if err := r.List(ctx, list, client.InNamespace(o.GetName()), client.UnsafeDisableDeepCopy); err != nil {
+		return mapped(ctx, nil, fmt.Errorf("listing the bindings of namespace %s: %w", o.GetName(), err))
 	}
 	return requests(list)
 }
@@ -139,8 +140,8 @@ func (r *MinionBindingReconciler) sameMinionID(ctx context.Context, o client.Obj
 		return nil
 	}
 	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(b.Spec.MinionID)}); err != nil {
-		return nil
+	if err := r.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(b.Spec.MinionID)}, client.UnsafeDisableDeepCopy); err != nil {
+		return mapped(ctx, nil, fmt.Errorf("listing the claimants of minion ID %q: %w", b.Spec.MinionID, err))
 	}
 	var out []reconcile.Request
 	for _, req := range requests(list) {
