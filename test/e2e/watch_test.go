@@ -233,4 +233,31 @@ func TestSecretsAndConfigMapsUncached(t *testing.T) {
 			t.Errorf("the bystander Secret is not in the metadata cache (with its resourceVersion) among %d", len(list.Items))
 		}
 	})
+
+	t.Run("a ConfigMap or Secret that appears wakes what waits for it", func(t *testing.T) {
+		// Both waits requeue after a minute or more: Ready within 30
+		// seconds is the metadata watch and the index at work.
+		late := connTemplate("uncached-late-cm", "uncached")
+		late.Spec.Parameters = &v1alpha1.ParametersSpec{Root: "vault", ConfigMapRefs: []v1alpha1.ParameterConfigMapReference{
+			{ConfigMapReference: v1alpha1.ConfigMapReference{Namespace: ns, Name: "late-params"}}}}
+		s.must(s.c.Create(ctx, late))
+		b := binding(ns, "late-cm", "late-cm", map[string]any{"roles": []string{"web"}})
+		b.Spec.TemplateRef.Name = "uncached-late-cm"
+		s.must(s.c.Create(ctx, b))
+		s.waitReason(ns, "late-cm", v1alpha1.RenderFailedReason)
+		s.must(s.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late-params"},
+			Data: map[string]string{"defaults.yaml": "values: {}\n"}}))
+		s.waitReady(ns, "late-cm")
+
+		s.must(s.c.Create(ctx, tokenConnection("uncached-late", s.env.Vault.Addr, "uncached-late-token")))
+		s.must(s.c.Create(ctx, connTemplate("uncached-late-secret", "uncached-late")))
+		b = binding(ns, "late-secret", "late-secret", map[string]any{"roles": []string{"web"}})
+		b.Spec.TemplateRef.Name = "uncached-late-secret"
+		s.must(s.c.Create(ctx, b))
+		s.waitReason(ns, "late-secret", v1alpha1.ConnectionNotReadyReason)
+		s.must(s.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "uncached-late-token"},
+			StringData: map[string]string{"token": s.token}}))
+		s.waitReady(ns, "late-secret")
+		s.waitConnectionReady("uncached-late")
+	})
 }
