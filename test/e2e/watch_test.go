@@ -150,14 +150,14 @@ func TestSecretsAndConfigMapsUncached(t *testing.T) {
 		t.Errorf("converging %d bindings read the Secret %d and the ConfigMap %d times; want 1 to %d each", fleet, secretGets, cmGets, perVersion)
 	}
 
-	t.Run("a resync of every binding reads nothing", func(t *testing.T) {
+	s.run("a resync of every binding reads nothing", func(t *testing.T) {
 		resyncAll()
 		if s2, c2 := rec.gets("secrets", operatorNamespace, "uncached-token"), rec.gets("configmaps", ns, "params"); s2 != secretGets || c2 != cmGets {
 			t.Errorf("a forced resync of %d bindings read the Secret %d and the ConfigMap %d more times", fleet, s2-secretGets, c2-cmGets)
 		}
 	})
 
-	t.Run("a new Secret version is read once per version, not per binding", func(t *testing.T) {
+	s.run("a new Secret version is read once per version, not per binding", func(t *testing.T) {
 		before := rec.gets("secrets", operatorNamespace, "uncached-token")
 		sec := &corev1.Secret{}
 		s.must(s.c.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: "uncached-token"}, sec))
@@ -176,7 +176,7 @@ func TestSecretsAndConfigMapsUncached(t *testing.T) {
 		}
 	})
 
-	t.Run("lists and watches ask for metadata only, GETs name referenced objects only", func(t *testing.T) {
+	s.run("lists and watches ask for metadata only, GETs name referenced objects only", func(t *testing.T) {
 		referenced := map[string]bool{}
 		conns := &v1alpha1.VaultConnectionList{}
 		s.must(s.c.List(ctx, conns))
@@ -216,7 +216,7 @@ func TestSecretsAndConfigMapsUncached(t *testing.T) {
 		}
 	})
 
-	t.Run("the cache holds Secrets' names and versions, not their annotations", func(t *testing.T) {
+	s.run("the cache holds Secrets' names and versions, not their annotations", func(t *testing.T) {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 		s.must(s.mgr.GetCache().List(ctx, list))
@@ -234,7 +234,7 @@ func TestSecretsAndConfigMapsUncached(t *testing.T) {
 		}
 	})
 
-	t.Run("a ConfigMap or Secret that appears wakes what waits for it", func(t *testing.T) {
+	s.run("a ConfigMap or Secret that appears wakes what waits for it", func(t *testing.T) {
 		// Both waits requeue after a minute or more: Ready within 30
 		// seconds is the metadata watch and the index at work.
 		late := connTemplate("uncached-late-cm", "uncached")
