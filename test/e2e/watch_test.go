@@ -193,8 +193,8 @@ func TestSecretsAndConfigMapsUncached(t *testing.T) {
 		}
 		tpls := &v1alpha1.MinionTemplateList{}
 		s.must(s.c.List(ctx, tpls))
-		for _, t := range tpls.Items {
-			if p := t.Spec.Parameters; p != nil {
+		for _, tpl := range tpls.Items {
+			if p := tpl.Spec.Parameters; p != nil {
 				for _, ref := range p.ConfigMapRefs {
 					referenced["configmaps/"+ref.Namespace+"/"+ref.Name] = true
 				}
