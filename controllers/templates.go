@@ -147,7 +147,7 @@ func configMapRefs(tpl *v1alpha1.MinionTemplate) []v1alpha1.ParameterConfigMapRe
 }
 
 func missingConfigMap(ref v1alpha1.ParameterConfigMapReference) error {
-	return waiting("ConfigMap %s/%s of the parameter stack does not exist", ref.Namespace, ref.Name)
+	return waiting(waitingForConfigMap, "ConfigMap %s/%s of the parameter stack does not exist", ref.Namespace, ref.Name)
 }
 
 // Forget drops a deleted template.
