@@ -243,7 +243,7 @@ func (c *Connections) secret(ctx context.Context, ref v1alpha1.SecretKeyReferenc
 		if apierrors.IsNotFound(err) {
 			return nil, "", waiting(waitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
 		}
-		return nil, "", err
+		return nil, "", fmt.Errorf("reading Secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
 	v, ok := s.Data[ref.Key]
 	if !ok || len(v) == 0 {

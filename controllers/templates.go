@@ -67,7 +67,7 @@ func (t *Templates) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (
 			if apierrors.IsNotFound(err) {
 				return nil, missingConfigMap(ref)
 			}
-			return nil, err
+			return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
 		data[objectKey(ref.Namespace, ref.Name)] = cm.Data
 		versions = append(versions, cm.ResourceVersion)
