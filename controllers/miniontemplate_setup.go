@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -59,13 +61,9 @@ func (r *MinionTemplateReconciler) setupScan(mgr ctrl.Manager, opts controller.O
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.MinionTemplate{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, reconcileRequested))).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			var out []reconcile.Request
-			for _, name := range templatesUsingConfigMap(ctx, r.Client, o) {
-				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
-			}
-			return out
-		})).
+		// Metadata only: ConfigMap data is read by name when its version
+		// changes (Templates.Compile), never cached.
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConfigMap)).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConnection),
 			builder.WithPredicates(identityChanged)).
 		WatchesRawSource(source.TypedChannel(refreshes, delayed)).
@@ -104,43 +102,47 @@ func (r *MinionTemplateReconciler) otherClaimants(ctx context.Context, o client.
 	if !ok {
 		return nil
 	}
-	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(b.Spec.MinionID)}); err != nil {
-		return nil
-	}
-	var out []bindingKey
-	for _, c := range list.Items {
-		if c.Namespace != b.Namespace || c.Name != b.Name {
-			out = append(out, bindingKey{Namespace: c.Namespace, Name: c.Name})
-		}
-	}
-	return out
+	reqs, err := bindingsBy(ctx, r.Client, minionIDIndex, minionIDKey(b.Spec.MinionID))
+	reqs = slices.DeleteFunc(mapped(ctx, reqs, err), func(req reconcile.Request) bool {
+		return req.Namespace == b.Namespace && req.Name == b.Name
+	})
+	return bindingKeys(reqs)
 }
 
 // bindingsInNamespace names the bindings of a namespace whose labels
 // changed: a template's namespaceSelector may select them now, or not.
 func (r *MinionTemplateReconciler) bindingsInNamespace(ctx context.Context, o client.Object) []bindingKey {
 	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
-		return nil
+	if err := r.List(ctx, list, client.InNamespace(o.GetName()), client.UnsafeDisableDeepCopy); err != nil {
+		return bindingKeys(mapped(ctx, nil, fmt.Errorf("listing the bindings of namespace %s: %w", o.GetName(), err)))
 	}
-	out := make([]bindingKey, len(list.Items))
-	for i, b := range list.Items {
-		out[i] = bindingKey{Namespace: b.Namespace, Name: b.Name}
+	return bindingKeys(requests(list))
+}
+
+func bindingKeys(reqs []reconcile.Request) []bindingKey {
+	out := make([]bindingKey, len(reqs))
+	for i, req := range reqs {
+		out[i] = bindingKey(req.NamespacedName)
 	}
 	return out
 }
 
 func (r *MinionTemplateReconciler) templatesOfConnection(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &v1alpha1.MinionTemplateList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, t := range list.Items {
-		if t.Spec.ConnectionRef.Name == o.GetName() {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: t.Name}})
-		}
+	names, err := templatesBy(ctx, r.Client, templateConnectionIndex, o.GetName())
+	return mapped(ctx, templateRequests(names), err)
+}
+
+// templatesOfConfigMap wakes the templates whose parameter stack reads
+// the ConfigMap.
+func (r *MinionTemplateReconciler) templatesOfConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
+	names, err := templatesBy(ctx, r.Client, templateConfigMapIndex, objectKey(o.GetNamespace(), o.GetName()))
+	return mapped(ctx, templateRequests(names), err)
+}
+
+func templateRequests(names []string) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(names))
+	for _, n := range names {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
 	}
 	return out
 }
