@@ -86,11 +86,6 @@ func (o *auditOptions) validate() error {
 }
 
 func (o *auditOptions) load(paths []string) (*fleet, error) {
-	return o.loadCached(paths, nil)
-}
-
-// loadCached is load with the manifests parsed through cache (offline).
-func (o *auditOptions) loadCached(paths []string, cache *manifestCache) (*fleet, error) {
 	if o.online {
 		version := ""
 		if o.versionSet {
@@ -98,10 +93,17 @@ func (o *auditOptions) loadCached(paths []string, cache *manifestCache) (*fleet,
 		}
 		return loadOnlineFleet(context.Background(), o.minionMount, version)
 	}
+	return o.loadOffline(paths, fleetOptions{})
+}
+
+// loadOffline reads the fleet of the manifests in paths; fo brings audit
+// diff's manifest cache and unprepared minions.
+func (o *auditOptions) loadOffline(paths []string, fo fleetOptions) (*fleet, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no manifests: give -f FILE or folder")
 	}
-	return loadFleet(paths, fleetOptions{vaultVersion: o.vaultVersion, accessor: o.accessor, manifests: cache})
+	fo.vaultVersion, fo.accessor = o.vaultVersion, o.accessor
+	return loadFleet(paths, fo)
 }
 
 func newAuditWhoCanCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
@@ -223,16 +225,17 @@ Exit status: 1 when any minion gains access, 0 otherwise, 2 on an error.`,
 				return errors.New("--base and --head are required")
 			}
 			// The two sides are read side by side; a file the same on both
-			// is parsed once.
-			cache := newManifestCache(2)
+			// is parsed once. The minions are prepared one at a time while
+			// they are compared (diffFleets), never all at once.
+			fo := fleetOptions{manifests: newManifestCache(2), unprepared: true}
 			var bf *fleet
 			var berr error
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				bf, berr = o.loadCached(base, cache)
+				bf, berr = o.loadOffline(base, fo)
 			}()
-			hf, herr := o.loadCached(head, cache)
+			hf, herr := o.loadOffline(head, fo)
 			<-done
 			if berr != nil {
 				return fmt.Errorf("base: %w", berr)

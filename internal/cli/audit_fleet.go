@@ -14,6 +14,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/template"
 )
 
 // A fleet is what the audit commands read offline: every minion the
@@ -39,6 +40,10 @@ type fleetMinion struct {
 	metadata map[string]string
 	subject  acl.Subject
 	prep     *acl.Prepared
+	// unprepared (audit diff) keeps the rendered parts of the subject
+	// instead of subject and metadata: a fraction of the memory of the
+	// maps, which fleet.prepared makes for the moment of a comparison.
+	unprepared *unpreparedMinion
 	// Online only: the role ID, and the entity as Vault holds it (nil when
 	// there is none yet), its alias metadata as the last login left it.
 	roleID string
@@ -53,6 +58,9 @@ type fleetOptions struct {
 	vaultDocs map[string]string
 	// manifests, when set, parses a file content once for several fleets.
 	manifests *manifestCache
+	// unprepared leaves every minion's prep nil (audit diff prepares each
+	// minion while it compares it and lets it go).
+	unprepared bool
 }
 
 // maxMissingNamed is how many absent policies get a warning each; more are
@@ -144,7 +152,7 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 				f.docs[d.Name] = d.HCL
 				from[d.Name] = name
 			}
-			f.addMinion(b.Spec.MinionID, name, tpl.Name, res, o.accessor)
+			f.addMinion(b.Spec.MinionID, name, tpl.Name, res, o.accessor, o.unprepared)
 		}
 	}
 	for _, b := range in.bindings {
@@ -177,8 +185,15 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 	var missing []string
 	seenMissing := map[string]bool{}
 	for _, m := range f.minions {
-		m.prep = f.ev.Prepare(m.subject)
-		for _, n := range m.prep.Missing() {
+		var absent []string
+		if m.unprepared != nil {
+			// Only the token policies name policies offline.
+			absent = f.ev.Missing(acl.Subject{TokenPolicies: m.unprepared.tokenPolicies})
+		} else {
+			m.prep = f.ev.Prepare(m.subject)
+			absent = m.prep.Missing()
+		}
+		for _, n := range absent {
 			if !seenMissing[n] {
 				seenMissing[n] = true
 				missing = append(missing, n)
@@ -204,31 +219,53 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 	return f, nil
 }
 
+// unpreparedMinion is what an offline subject is made of.
+type unpreparedMinion struct {
+	tokenPolicies      []string
+	entityName         string
+	entityMD, secretMD []template.KV
+	accessor           string
+}
+
 // addMinion is the minion as Vault will hold it after its next login: the
 // role's token policies (with "default"), the entity with its metadata, and
-// the AppRole alias whose metadata is the secret ID's plus role_name.
-func (f *fleet) addMinion(id, binding, template string, res *render.Result, accessor string) {
-	md := map[string]string{}
-	for _, kv := range res.EntityMetadata {
-		md[kv.Key] = kv.Value
-	}
-	aliasMD := map[string]string{"role_name": res.AppRole.RoleName}
-	for _, kv := range res.SecretMetadata {
-		aliasMD[kv.Key] = kv.Value
-	}
-	m := &fleetMinion{id: id, binding: binding, template: template, role: res.AppRole.RoleName, metadata: md}
-	m.subject = acl.Subject{
-		TokenPolicies: acl.LoginPolicies(res.Policies, true),
-		Entity: &acl.Entity{
-			// The entity ID is Vault's: offline a stand-in renders
-			// {{identity.entity.id}}.
-			ID: "offline-id-" + res.EntityName, Name: res.EntityName, Metadata: md,
-			Aliases: []acl.Alias{{ID: "offline-alias-" + res.EntityName, Name: "offline-role-id-" + res.AppRole.RoleName,
-				MountAccessor: accessor, Metadata: aliasMD}},
-		},
+// the AppRole alias whose metadata is the secret ID's plus role_name. With
+// unprepared only its parts are kept (see offlineSubject).
+func (f *fleet) addMinion(id, binding, template string, res *render.Result, accessor string, unprepared bool) {
+	m := &fleetMinion{id: id, binding: binding, template: template, role: res.AppRole.RoleName}
+	u := &unpreparedMinion{tokenPolicies: acl.LoginPolicies(res.Policies, true), entityName: res.EntityName,
+		entityMD: res.EntityMetadata, secretMD: res.SecretMetadata, accessor: accessor}
+	if unprepared {
+		m.unprepared = u
+	} else {
+		m.subject = u.subject(m.role)
+		m.metadata = m.subject.Entity.Metadata
 	}
 	f.minions = append(f.minions, m)
 	f.byID[strings.ToLower(id)] = m
+}
+
+// subject is the offline subject of the minion whose AppRole role is role.
+func (u *unpreparedMinion) subject(role string) acl.Subject {
+	md := make(map[string]string, len(u.entityMD))
+	for _, kv := range u.entityMD {
+		md[kv.Key] = kv.Value
+	}
+	aliasMD := make(map[string]string, len(u.secretMD)+1)
+	aliasMD["role_name"] = role
+	for _, kv := range u.secretMD {
+		aliasMD[kv.Key] = kv.Value
+	}
+	return acl.Subject{
+		TokenPolicies: u.tokenPolicies,
+		Entity: &acl.Entity{
+			// The entity ID is Vault's: offline a stand-in renders
+			// {{identity.entity.id}}.
+			ID: "offline-id-" + u.entityName, Name: u.entityName, Metadata: md,
+			Aliases: []acl.Alias{{ID: "offline-alias-" + u.entityName, Name: "offline-role-id-" + role,
+				MountAccessor: u.accessor, Metadata: aliasMD}},
+		},
+	}
 }
 
 // policyFiles reads the *.hcl files among paths (and in the folders).

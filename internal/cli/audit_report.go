@@ -222,14 +222,36 @@ func fleetProbes(f *fleet, set map[string]bool) {
 }
 
 func minionProbes(m *fleetMinion, set map[string]bool) {
-	if m == nil {
+	if m != nil {
+		preparedProbes(m.prep, set)
+	}
+}
+
+// preparedProbes are the paths of a prepared minion's templated rules.
+func preparedProbes(p *acl.Prepared, set map[string]bool) {
+	if p == nil {
 		return
 	}
-	for _, r := range m.prep.Rendered() {
-		for _, p := range probes(r.Path) {
-			set[p] = true
+	for _, r := range p.Rendered() {
+		for _, q := range probes(r.Path) {
+			set[q] = true
 		}
 	}
+}
+
+// prepared is the minion's prepared rules: those loadFleet kept, or made
+// now (audit diff keeps none: each minion is prepared while it is
+// compared, and let go). nil for a minion not in the fleet.
+func (f *fleet) prepared(m *fleetMinion) *acl.Prepared {
+	switch {
+	case m == nil:
+		return nil
+	case m.prep != nil:
+		return m.prep
+	case m.unprepared != nil:
+		return f.ev.Prepare(m.unprepared.subject(m.role))
+	}
+	return f.ev.Prepare(m.subject)
 }
 
 type answer struct {
@@ -237,11 +259,11 @@ type answer struct {
 	err  error
 }
 
-func answerOf(m *fleetMinion, p string) answer {
-	if m == nil {
+func answerOf(p *acl.Prepared, path string) answer {
+	if p == nil {
 		return answer{}
 	}
-	d := m.prep.Check(p)
+	d := p.Check(path)
 	if d.Root {
 		return answer{caps: ^acl.Deny}
 	}
@@ -309,7 +331,8 @@ func diffFleetsWith(base, head *fleet, extra []string, workers int) DiffReport {
 			c := &chunks[w]
 			c.extras = map[string]bool{}
 			for _, id := range sorted[lo:hi] {
-				md, gaining, losing := diffMinion(base.byID[id], head.byID[id], common, commonList, c.extras)
+				bm, hm := base.byID[id], head.byID[id]
+				md, gaining, losing := diffMinion(bm, hm, base.prepared(bm), head.prepared(hm), common, commonList, c.extras)
 				if gaining {
 					c.gaining++
 				}
@@ -336,9 +359,10 @@ func diffFleetsWith(base, head *fleet, extra []string, workers int) DiffReport {
 	return r
 }
 
-// diffMinion compares one minion (nil on the side it is missing from) on
-// the common paths and its own templated ones, which it adds to extraSeen.
-func diffMinion(bm, hm *fleetMinion, common map[string]bool, commonList []string, extraSeen map[string]bool) (md MinionDiff, gaining, losing bool) {
+// diffMinion compares one minion (nil on the side it is missing from),
+// prepared as bp and hp, on the common paths and its own templated ones,
+// which it adds to extraSeen.
+func diffMinion(bm, hm *fleetMinion, bp, hp *acl.Prepared, common map[string]bool, commonList []string, extraSeen map[string]bool) (md MinionDiff, gaining, losing bool) {
 	md = MinionDiff{Changes: []PathChange{}}
 	switch {
 	case bm == nil:
@@ -350,8 +374,8 @@ func diffMinion(bm, hm *fleetMinion, common map[string]bool, commonList []string
 	}
 	// The minion's own templated paths, beyond those all share.
 	own := map[string]bool{}
-	minionProbes(bm, own)
-	minionProbes(hm, own)
+	preparedProbes(bp, own)
+	preparedProbes(hp, own)
 	var extras []string
 	for p := range own {
 		if !common[p] {
@@ -360,7 +384,7 @@ func diffMinion(bm, hm *fleetMinion, common map[string]bool, commonList []string
 		}
 	}
 	compare := func(p string) {
-		a, b := answerOf(bm, p), answerOf(hm, p)
+		a, b := answerOf(bp, p), answerOf(hp, p)
 		if a.caps == b.caps && (a.err == nil) == (b.err == nil) {
 			return
 		}
@@ -378,8 +402,8 @@ func diffMinion(bm, hm *fleetMinion, common map[string]bool, commonList []string
 			c.Lost = a.caps.Names()
 			losing = true
 		}
-		if hm != nil && len(c.Gained) > 0 {
-			d := hm.prep.Check(p)
+		if hp != nil && len(c.Gained) > 0 {
+			d := hp.Check(p)
 			c.Why = strings.TrimSpace(fmt.Sprintf("%s %s (%s)", strings.Join(d.Policies(), ","), d.Pattern(), d.Step))
 		}
 		md.Changes = append(md.Changes, c)

@@ -13,12 +13,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/internal/manifest"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/value"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -154,6 +156,9 @@ func parseManifestPiece(data []byte) ([]parsedDoc, error) {
 						b.Namespace = "default"
 					}
 					pd.binding = b
+					// The object is all a reader takes of a binding: the
+					// data is let go (10,000 bindings are megabytes).
+					pd.Value = value.Value{}
 				}
 			}
 		}
@@ -164,13 +169,15 @@ func parseManifestPiece(data []byte) ([]parsedDoc, error) {
 
 // convertedBinding is convert.Binding of a shared MinionBinding, once.
 type convertedBinding struct {
-	once sync.Once
-	rb   render.Binding
-	err  error
+	once  sync.Once
+	rb    render.Binding
+	err   error
+	reads atomic.Int32
 }
 
 // binding is convert.Binding(&b.Spec), once per binding shared by the
-// readers (the values are immutable).
+// readers (the values are immutable); the cache lets go of it after the
+// last reader.
 func (c *manifestCache) binding(b *v1alpha1.MinionBinding) (render.Binding, error) {
 	if c == nil {
 		return convert.Binding(&b.Spec)
@@ -178,6 +185,9 @@ func (c *manifestCache) binding(b *v1alpha1.MinionBinding) (render.Binding, erro
 	v, _ := c.converted.LoadOrStore(b, &convertedBinding{})
 	cb := v.(*convertedBinding)
 	cb.once.Do(func() { cb.rb, cb.err = convert.Binding(&b.Spec) })
+	if int(cb.reads.Add(1)) >= c.readers {
+		c.converted.Delete(b)
+	}
 	return cb.rb, cb.err
 }
 

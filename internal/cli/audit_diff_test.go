@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// audit diff prepares each minion only while it compares it, from the
+// rendered parts it kept: the report is the one of fleets prepared in
+// full, as who-can loads them.
+func TestAuditDiffUnpreparedSameAsPrepared(t *testing.T) {
+	dir := t.TempDir()
+	base, head := filepath.Join(dir, "base"), filepath.Join(dir, "head")
+	writeBenchManifests(t, base, 300, false)
+	writeBenchManifests(t, head, 300, true)
+	o := &auditOptions{vaultVersion: "1.21.4", accessor: "auth_approle_offline"}
+	load := func(paths string, fo fleetOptions) *fleet {
+		t.Helper()
+		f, err := o.loadOffline([]string{paths}, fo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	full := diffFleets(load(base, fleetOptions{}), load(head, fleetOptions{}), []string{"salt/data/env/prod"})
+	fo := fleetOptions{manifests: newManifestCache(2), unprepared: true}
+	bf, hf := load(base, fo), load(head, fo)
+	for _, m := range hf.minions {
+		if m.prep != nil || m.unprepared == nil || m.subject.Entity != nil {
+			t.Fatalf("minion %s: prepared or with a subject", m.id)
+		}
+	}
+	lean := diffFleets(bf, hf, []string{"salt/data/env/prod"})
+	if !reflect.DeepEqual(lean, full) {
+		t.Fatalf("unprepared %+v, prepared %+v", lean.Summary, full.Summary)
+	}
+	if full.Summary.Minions != 300 || full.Summary.Gaining != 300 || len(full.Warnings) == 0 {
+		t.Fatalf("%+v %q", full.Summary, full.Warnings)
+	}
+	// m00001 has the roles db and web: the templated rules of
+	// saltstack/minions render its metadata roles__0 and roles__1.
+	gain := func(role string) PathChange {
+		return PathChange{Path: "salt/data/roles/" + role, Base: []string{"list", "read"}, Head: []string{"list", "read", "update"},
+			Gained: []string{"update"}, Why: "salt_role_" + role + ",saltstack/minions salt/data/roles/" + role + " (exact match)"}
+	}
+	want := MinionDiff{Minion: "m00001", Role: "m00001", Changes: []PathChange{gain("db"), gain("web")}}
+	if got := lean.Minions[1]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("m00001: %+v, want %+v", got, want)
+	}
+}
