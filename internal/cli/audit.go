@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -344,6 +345,9 @@ func writeAudit(w io.Writer, format string, v any, table func(io.Writer)) error 
 		table(w)
 		return nil
 	}
+	if r, ok := v.(DiffReport); ok && format == "json" {
+		return writeDiffJSON(w, r)
+	}
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -363,6 +367,53 @@ func writeAudit(w io.Writer, format string, v any, table func(io.Writer)) error 
 		return err
 	}
 	return enc.Close()
+}
+
+// writeDiffJSON writes what json.MarshalIndent(r, "", "  ") would, one
+// minion at a time: the diff of a fleet is megabytes, and the text is
+// never held whole.
+func writeDiffJSON(w io.Writer, r DiffReport) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	part := func(lead string, v any, prefix string) error {
+		data, err := json.MarshalIndent(v, prefix, "  ")
+		if err != nil {
+			return err
+		}
+		bw.WriteString(lead)
+		_, err = bw.Write(data)
+		return err
+	}
+	if err := part("{\n  \"summary\": ", r.Summary, "  "); err != nil {
+		return err
+	}
+	bw.WriteString(",\n  \"minions\": ")
+	if r.Minions == nil {
+		bw.WriteString("null")
+	} else {
+		bw.WriteString("[")
+	}
+	for i, m := range r.Minions {
+		lead := ",\n    "
+		if i == 0 {
+			lead = "\n    "
+		}
+		if err := part(lead, m, "    "); err != nil {
+			return err
+		}
+	}
+	if len(r.Minions) > 0 {
+		bw.WriteString("\n  ")
+	}
+	if r.Minions != nil {
+		bw.WriteString("]")
+	}
+	if len(r.Warnings) > 0 {
+		if err := part(",\n  \"warnings\": ", r.Warnings, "  "); err != nil {
+			return err
+		}
+	}
+	bw.WriteString("\n}\n")
+	return bw.Flush()
 }
 
 // blockStyle undoes the flow style and quotes that JSON text brings, so

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -47,5 +49,30 @@ func TestAuditDiffUnpreparedSameAsPrepared(t *testing.T) {
 	want := MinionDiff{Minion: "m00001", Role: "m00001", Changes: []PathChange{gain("db"), gain("web")}}
 	if got := lean.Minions[1]; !reflect.DeepEqual(got, want) {
 		t.Fatalf("m00001: %+v, want %+v", got, want)
+	}
+}
+
+// The diff's JSON, written one minion at a time, is json.MarshalIndent's
+// text: with and without minions, warnings, nil and empty lists.
+func TestWriteDiffJSON(t *testing.T) {
+	one := MinionDiff{Minion: "web01", Role: "web01", Changes: []PathChange{{Path: "a/b", Base: []string{"deny"}, Head: []string{"read"},
+		Gained: []string{"read"}, Why: "p a/b (exact match)"}}}
+	removed := MinionDiff{Minion: "db01", Role: "db01", Status: "removed", Changes: []PathChange{}}
+	for _, r := range []DiffReport{
+		{Minions: []MinionDiff{}},
+		{Summary: DiffSummary{Minions: 2, Gaining: 1, Paths: 7}, Minions: []MinionDiff{one, removed}, Warnings: []string{"head: \"x\" <&>"}},
+		{Minions: nil, Warnings: []string{}},
+	} {
+		want, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := writeAudit(&got, "json", r, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != string(want)+"\n" {
+			t.Errorf("got\n%s\nwant\n%s", got.String(), want)
+		}
 	}
 }

@@ -270,11 +270,40 @@ func answerOf(p *acl.Prepared, path string) answer {
 	return answer{caps: d.Caps.Granted(), err: d.Err}
 }
 
-func (a answer) names() []string {
+func (a answer) names(in *interned) []string {
 	if a.err != nil {
 		return []string{"error: " + a.err.Error()}
 	}
-	return a.caps.Names()
+	return in.names(a.caps)
+}
+
+// interned shares the strings a diff repeats for thousands of minions (the
+// capability lists, the reasons of a common path) within one worker: the
+// report holds one copy of each. Nothing changes them once made.
+type interned struct {
+	caps map[acl.Caps][]string
+	text map[string]string
+}
+
+func newInterned() *interned {
+	return &interned{caps: map[acl.Caps][]string{}, text: map[string]string{}}
+}
+
+func (in *interned) names(c acl.Caps) []string {
+	n, ok := in.caps[c]
+	if !ok {
+		n = c.Names()
+		in.caps[c] = n
+	}
+	return n
+}
+
+func (in *interned) string(s string) string {
+	if v, ok := in.text[s]; ok {
+		return v
+	}
+	in.text[s] = s
+	return s
 }
 
 // diffFleets compares every minion of both fleets on the paths their
@@ -330,9 +359,10 @@ func diffFleetsWith(base, head *fleet, extra []string, workers int) DiffReport {
 			defer wg.Done()
 			c := &chunks[w]
 			c.extras = map[string]bool{}
+			in := newInterned()
 			for _, id := range sorted[lo:hi] {
 				bm, hm := base.byID[id], head.byID[id]
-				md, gaining, losing := diffMinion(bm, hm, base.prepared(bm), head.prepared(hm), common, commonList, c.extras)
+				md, gaining, losing := diffMinion(bm, hm, base.prepared(bm), head.prepared(hm), common, commonList, c.extras, in)
 				if gaining {
 					c.gaining++
 				}
@@ -362,7 +392,7 @@ func diffFleetsWith(base, head *fleet, extra []string, workers int) DiffReport {
 // diffMinion compares one minion (nil on the side it is missing from),
 // prepared as bp and hp, on the common paths and its own templated ones,
 // which it adds to extraSeen.
-func diffMinion(bm, hm *fleetMinion, bp, hp *acl.Prepared, common map[string]bool, commonList []string, extraSeen map[string]bool) (md MinionDiff, gaining, losing bool) {
+func diffMinion(bm, hm *fleetMinion, bp, hp *acl.Prepared, common map[string]bool, commonList []string, extraSeen map[string]bool, in *interned) (md MinionDiff, gaining, losing bool) {
 	md = MinionDiff{Changes: []PathChange{}}
 	switch {
 	case bm == nil:
@@ -388,23 +418,23 @@ func diffMinion(bm, hm *fleetMinion, bp, hp *acl.Prepared, common map[string]boo
 		if a.caps == b.caps && (a.err == nil) == (b.err == nil) {
 			return
 		}
-		c := PathChange{Path: p, Base: a.names(), Head: b.names()}
+		c := PathChange{Path: p, Base: a.names(in), Head: b.names(in)}
 		if g := b.caps &^ a.caps; g != 0 && b.err == nil {
-			c.Gained = g.Names()
+			c.Gained = in.names(g)
 			gaining = true
 		}
 		if l := a.caps &^ b.caps; l != 0 && a.err == nil {
-			c.Lost = l.Names()
+			c.Lost = in.names(l)
 			losing = true
 		}
 		if b.err != nil && a.err == nil && a.caps != 0 {
 			// Every request of the minion fails now: it loses all.
-			c.Lost = a.caps.Names()
+			c.Lost = in.names(a.caps)
 			losing = true
 		}
 		if hp != nil && len(c.Gained) > 0 {
 			d := hp.Check(p)
-			c.Why = strings.TrimSpace(fmt.Sprintf("%s %s (%s)", strings.Join(d.Policies(), ","), d.Pattern(), d.Step))
+			c.Why = in.string(strings.TrimSpace(strings.Join(d.Policies(), ",") + " " + d.Pattern() + " (" + d.Step.String() + ")"))
 		}
 		md.Changes = append(md.Changes, c)
 	}
