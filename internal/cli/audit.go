@@ -228,7 +228,7 @@ Exit status: 1 when any minion gains access, 0 otherwise, 2 on an error.`,
 			// The two sides are read side by side; a file the same on both
 			// is parsed once. The minions are prepared one at a time while
 			// they are compared (diffFleets), never all at once.
-			fo := fleetOptions{manifests: newManifestCache(2), unprepared: true}
+			fo := fleetOptions{manifests: newManifestCache(2), unprepared: true, shared: newSharedMinions(2)}
 			var bf *fleet
 			var berr error
 			done := make(chan struct{})

@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/template"
 )
 
 // audit diff prepares each minion only while it compares it, from the
-// rendered parts it kept: the report is the one of fleets prepared in
-// full, as who-can loads them.
+// rendered parts it kept (one copy for both sides where they render
+// alike): the report is the one of fleets prepared in full, as who-can
+// loads them.
 func TestAuditDiffUnpreparedSameAsPrepared(t *testing.T) {
 	dir := t.TempDir()
 	base, head := filepath.Join(dir, "base"), filepath.Join(dir, "head")
@@ -26,11 +31,14 @@ func TestAuditDiffUnpreparedSameAsPrepared(t *testing.T) {
 		return f
 	}
 	full := diffFleets(load(base, fleetOptions{}), load(head, fleetOptions{}), []string{"salt/data/env/prod"})
-	fo := fleetOptions{manifests: newManifestCache(2), unprepared: true}
+	fo := fleetOptions{manifests: newManifestCache(2), unprepared: true, shared: newSharedMinions(2)}
 	bf, hf := load(base, fo), load(head, fo)
 	for _, m := range hf.minions {
 		if m.prep != nil || m.unprepared == nil || m.subject.Entity != nil {
 			t.Fatalf("minion %s: prepared or with a subject", m.id)
+		}
+		if bf.byID[m.id].unprepared != m.unprepared {
+			t.Fatalf("minion %s: a copy per side", m.id)
 		}
 	}
 	lean := diffFleets(bf, hf, []string{"salt/data/env/prod"})
@@ -74,5 +82,25 @@ func TestWriteDiffJSON(t *testing.T) {
 		if got.String() != string(want)+"\n" {
 			t.Errorf("got\n%s\nwant\n%s", got.String(), want)
 		}
+	}
+}
+
+// A binding's parts are shared only where both sides render them alike,
+// and the second side lets go of them.
+func TestSharedMinions(t *testing.T) {
+	s := newSharedMinions(2)
+	b := &v1alpha1.MinionBinding{}
+	md := []template.KV{{Key: "roles", Value: "web"}}
+	first := &unpreparedMinion{tokenPolicies: []string{"default", "p"}, entityName: "e", entityMD: md}
+	alike := &unpreparedMinion{tokenPolicies: []string{"default", "p"}, entityName: "e", entityMD: slices.Clone(md)}
+	other := &unpreparedMinion{tokenPolicies: []string{"default", "p"}, entityName: "e", entityMD: []template.KV{{Key: "roles", Value: "db"}}}
+	if s.share(b, "t", first) != first || s.share(b, "t", alike) != first {
+		t.Fatal("alike parts are not shared")
+	}
+	if _, held := s.m.Load(sharedKey{b, "t"}); held {
+		t.Fatal("held after the last reader")
+	}
+	if s.share(b, "u", first) != first || s.share(b, "u", other) != other {
+		t.Fatal("different parts are shared")
 	}
 }

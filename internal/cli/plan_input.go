@@ -137,14 +137,11 @@ func splitDocuments(data []byte, n int) [][]byte {
 	return append(pieces, data[start:])
 }
 
-// parseManifestPiece parses data in one go.
+// parseManifestPiece parses data in one go, a document at a time: of a
+// binding only the object is kept.
 func parseManifestPiece(data []byte) ([]parsedDoc, error) {
-	docs, err := manifest.Parse(data)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]parsedDoc, len(docs))
-	for i, d := range docs {
+	var out []parsedDoc
+	err := manifest.Each(data, func(d manifest.Document) error {
 		pd := parsedDoc{Document: d}
 		var meta struct{ Metadata docMeta }
 		if pd.metaErr = json.Unmarshal(d.Value.AppendJSON(nil), &meta); pd.metaErr == nil {
@@ -162,7 +159,11 @@ func parseManifestPiece(data []byte) ([]parsedDoc, error) {
 				}
 			}
 		}
-		out[i] = pd
+		out = append(out, pd)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
