@@ -143,21 +143,26 @@ func parseManifestPiece(data []byte) ([]parsedDoc, error) {
 	var out []parsedDoc
 	err := manifest.Each(data, func(d manifest.Document) error {
 		pd := parsedDoc{Document: d}
+		if d.Kind == "MinionBinding" {
+			// Decoded strictly, a binding has the metadata the lenient
+			// decoding below would find: one conversion to JSON, not two.
+			b := &v1alpha1.MinionBinding{}
+			if pd.decErr = d.Decode(b); pd.decErr == nil {
+				pd.meta = docMeta{Name: b.Name, Namespace: b.Namespace, Labels: b.Labels}
+				if b.Namespace == "" {
+					b.Namespace = "default"
+				}
+				pd.binding = b
+				// The object is all a reader takes of a binding: the
+				// data is let go (10,000 bindings are megabytes).
+				pd.Value = value.Value{}
+				out = append(out, pd)
+				return nil
+			}
+		}
 		var meta struct{ Metadata docMeta }
 		if pd.metaErr = json.Unmarshal(d.Value.AppendJSON(nil), &meta); pd.metaErr == nil {
 			pd.meta = meta.Metadata
-			if d.Kind == "MinionBinding" {
-				b := &v1alpha1.MinionBinding{}
-				if pd.decErr = d.Decode(b); pd.decErr == nil {
-					if b.Namespace == "" {
-						b.Namespace = "default"
-					}
-					pd.binding = b
-					// The object is all a reader takes of a binding: the
-					// data is let go (10,000 bindings are megabytes).
-					pd.Value = value.Value{}
-				}
-			}
 		}
 		out = append(out, pd)
 		return nil
