@@ -117,6 +117,13 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 			continue
 		}
 		compiled := render.Compile(rt)
+		// The namespace selector is applied once per namespace, not per
+		// binding (a fleet is thousands of bindings in a few namespaces).
+		type verdict struct {
+			ok  bool
+			msg string
+		}
+		selected := map[string]verdict{}
 		for _, b := range in.bindings {
 			if b.Spec.TemplateRef.Name != tpl.Name {
 				continue
@@ -125,8 +132,13 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 			skip := func(why string) {
 				f.warnings = append(f.warnings, fmt.Sprintf("MinionBinding %s is left out: %s", name, why))
 			}
-			if ok, msg := namespaceSelected(tpl, b.Namespace, in.namespaces); !ok {
-				skip(msg)
+			v, seen := selected[b.Namespace]
+			if !seen {
+				v.ok, v.msg = namespaceSelected(tpl, b.Namespace, in.namespaces)
+				selected[b.Namespace] = v
+			}
+			if !v.ok {
+				skip(v.msg)
 				continue
 			}
 			if claims[strings.ToLower(b.Spec.MinionID)] != b {
