@@ -193,14 +193,16 @@ func probes(pattern string) []string {
 	}
 	glob := strings.HasSuffix(p, "*")
 	p = strings.TrimSuffix(p, "*")
-	parts := strings.Split(p, "/")
-	for i, s := range parts {
-		if s == "+" {
-			parts[i] = "_"
+	if strings.Contains(p, "+") {
+		parts := strings.Split(p, "/")
+		for i, s := range parts {
+			if s == "+" {
+				parts[i] = "_"
+			}
 		}
+		p = strings.Join(parts, "/")
 	}
-	p = strings.Join(parts, "/")
-	out := []string{}
+	out := make([]string, 0, 2)
 	if p != "" {
 		out = append(out, p)
 	}
@@ -252,6 +254,16 @@ func (f *fleet) prepared(m *fleetMinion) *acl.Prepared {
 		return f.ev.Prepare(m.unprepared.subject(m.role))
 	}
 	return f.ev.Prepare(m.subject)
+}
+
+// preparedPair is the prepared rules of one minion on both sides; when the
+// sides share its rendered parts, its subject is made once for both.
+func preparedPair(base, head *fleet, bm, hm *fleetMinion) (bp, hp *acl.Prepared) {
+	if bm != nil && hm != nil && bm.unprepared != nil && bm.unprepared == hm.unprepared && bm.role == hm.role {
+		s := bm.unprepared.subject(bm.role)
+		return base.ev.Prepare(s), head.ev.Prepare(s)
+	}
+	return base.prepared(bm), head.prepared(hm)
 }
 
 type answer struct {
@@ -362,7 +374,8 @@ func diffFleetsWith(base, head *fleet, extra []string, workers int) DiffReport {
 			in := newInterned()
 			for _, id := range sorted[lo:hi] {
 				bm, hm := base.byID[id], head.byID[id]
-				md, gaining, losing := diffMinion(bm, hm, base.prepared(bm), head.prepared(hm), common, commonList, c.extras, in)
+				bp, hp := preparedPair(base, head, bm, hm)
+				md, gaining, losing := diffMinion(bm, hm, bp, hp, common, commonList, c.extras, in)
 				if gaining {
 					c.gaining++
 				}
