@@ -107,7 +107,18 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 	for _, t := range in.templates {
 		known[t.obj.Name] = true
 	}
-	claims := minionIDClaims(in.bindings)
+	var unknown []string
+	for _, b := range in.bindings {
+		if !known[b.Spec.TemplateRef.Name] {
+			unknown = append(unknown, fmt.Sprintf("MinionBinding %s/%s is left out: MinionTemplate %q is not among the manifests", b.Namespace, b.Name, b.Spec.TemplateRef.Name))
+		}
+	}
+	// Each binding is let go once rendered (its slot set to nil), so the
+	// claims are kept by name: the bindings' names are unique.
+	claimedBy := map[string]string{}
+	for id, b := range minionIDClaims(in.bindings) {
+		claimedBy[id] = b.Namespace + "/" + b.Name
+	}
 	from := map[string]string{}
 	for _, t := range in.templates {
 		tpl := t.obj
@@ -124,10 +135,13 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 			msg string
 		}
 		selected := map[string]verdict{}
-		for _, b := range in.bindings {
-			if b.Spec.TemplateRef.Name != tpl.Name {
+		for i, b := range in.bindings {
+			if b == nil || b.Spec.TemplateRef.Name != tpl.Name {
 				continue
 			}
+			// A binding has one template: no later pass needs it, and
+			// with the other side's done with it too, its memory goes.
+			in.bindings[i] = nil
 			name := b.Namespace + "/" + b.Name
 			skip := func(why string) {
 				f.warnings = append(f.warnings, fmt.Sprintf("MinionBinding %s is left out: %s", name, why))
@@ -141,7 +155,7 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 				skip(v.msg)
 				continue
 			}
-			if claims[strings.ToLower(b.Spec.MinionID)] != b {
+			if claimedBy[strings.ToLower(b.Spec.MinionID)] != name {
 				skip("its minion ID is bound by another MinionBinding")
 				continue
 			}
@@ -173,11 +187,7 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 			f.addMinion(b, name, tpl.Name, res, o)
 		}
 	}
-	for _, b := range in.bindings {
-		if !known[b.Spec.TemplateRef.Name] {
-			f.warnings = append(f.warnings, fmt.Sprintf("MinionBinding %s/%s is left out: MinionTemplate %q is not among the manifests", b.Namespace, b.Name, b.Spec.TemplateRef.Name))
-		}
-	}
+	f.warnings = append(f.warnings, unknown...)
 	if o.vaultDocs != nil {
 		var fromVault []string
 		for _, m := range f.minions {
