@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -86,11 +87,6 @@ func (o *auditOptions) validate() error {
 }
 
 func (o *auditOptions) load(paths []string) (*fleet, error) {
-	return o.loadCached(paths, nil)
-}
-
-// loadCached is load with the manifests parsed through cache (offline).
-func (o *auditOptions) loadCached(paths []string, cache *manifestCache) (*fleet, error) {
 	if o.online {
 		version := ""
 		if o.versionSet {
@@ -98,10 +94,17 @@ func (o *auditOptions) loadCached(paths []string, cache *manifestCache) (*fleet,
 		}
 		return loadOnlineFleet(context.Background(), o.minionMount, version)
 	}
+	return o.loadOffline(paths, fleetOptions{})
+}
+
+// loadOffline reads the fleet of the manifests in paths; fo brings audit
+// diff's manifest cache and unprepared minions.
+func (o *auditOptions) loadOffline(paths []string, fo fleetOptions) (*fleet, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no manifests: give -f FILE or folder")
 	}
-	return loadFleet(paths, fleetOptions{vaultVersion: o.vaultVersion, accessor: o.accessor, manifests: cache})
+	fo.vaultVersion, fo.accessor = o.vaultVersion, o.accessor
+	return loadFleet(paths, fo)
 }
 
 func newAuditWhoCanCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
@@ -223,16 +226,17 @@ Exit status: 1 when any minion gains access, 0 otherwise, 2 on an error.`,
 				return errors.New("--base and --head are required")
 			}
 			// The two sides are read side by side; a file the same on both
-			// is parsed once.
-			cache := newManifestCache(2)
+			// is parsed once. The minions are prepared one at a time while
+			// they are compared (diffFleets), never all at once.
+			fo := fleetOptions{manifests: newManifestCache(2), unprepared: true, shared: newSharedMinions(2)}
 			var bf *fleet
 			var berr error
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				bf, berr = o.loadCached(base, cache)
+				bf, berr = o.loadOffline(base, fo)
 			}()
-			hf, herr := o.loadCached(head, cache)
+			hf, herr := o.loadOffline(head, fo)
 			<-done
 			if berr != nil {
 				return fmt.Errorf("base: %w", berr)
@@ -341,6 +345,9 @@ func writeAudit(w io.Writer, format string, v any, table func(io.Writer)) error 
 		table(w)
 		return nil
 	}
+	if r, ok := v.(DiffReport); ok && format == "json" {
+		return writeDiffJSON(w, r)
+	}
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
@@ -360,6 +367,53 @@ func writeAudit(w io.Writer, format string, v any, table func(io.Writer)) error 
 		return err
 	}
 	return enc.Close()
+}
+
+// writeDiffJSON writes what json.MarshalIndent(r, "", "  ") would, one
+// minion at a time: the diff of a fleet is megabytes, and the text is
+// never held whole.
+func writeDiffJSON(w io.Writer, r DiffReport) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	part := func(lead string, v any, prefix string) error {
+		data, err := json.MarshalIndent(v, prefix, "  ")
+		if err != nil {
+			return err
+		}
+		bw.WriteString(lead)
+		_, err = bw.Write(data)
+		return err
+	}
+	if err := part("{\n  \"summary\": ", r.Summary, "  "); err != nil {
+		return err
+	}
+	bw.WriteString(",\n  \"minions\": ")
+	if r.Minions == nil {
+		bw.WriteString("null")
+	} else {
+		bw.WriteString("[")
+	}
+	for i, m := range r.Minions {
+		lead := ",\n    "
+		if i == 0 {
+			lead = "\n    "
+		}
+		if err := part(lead, m, "    "); err != nil {
+			return err
+		}
+	}
+	if len(r.Minions) > 0 {
+		bw.WriteString("\n  ")
+	}
+	if r.Minions != nil {
+		bw.WriteString("]")
+	}
+	if len(r.Warnings) > 0 {
+		if err := part(",\n  \"warnings\": ", r.Warnings, "  "); err != nil {
+			return err
+		}
+	}
+	bw.WriteString("\n}\n")
+	return bw.Flush()
 }
 
 // blockStyle undoes the flow style and quotes that JSON text brings, so

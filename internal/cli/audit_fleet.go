@@ -8,12 +8,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	vaultapi "github.com/hashicorp/vault/api"
 
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/template"
 )
 
 // A fleet is what the audit commands read offline: every minion the
@@ -39,6 +43,10 @@ type fleetMinion struct {
 	metadata map[string]string
 	subject  acl.Subject
 	prep     *acl.Prepared
+	// unprepared (audit diff) keeps the rendered parts of the subject
+	// instead of subject and metadata: a fraction of the memory of the
+	// maps, which fleet.prepared makes for the moment of a comparison.
+	unprepared *unpreparedMinion
 	// Online only: the role ID, and the entity as Vault holds it (nil when
 	// there is none yet), its alias metadata as the last login left it.
 	roleID string
@@ -53,6 +61,12 @@ type fleetOptions struct {
 	vaultDocs map[string]string
 	// manifests, when set, parses a file content once for several fleets.
 	manifests *manifestCache
+	// unprepared leaves every minion's prep nil (audit diff prepares each
+	// minion while it compares it and lets it go).
+	unprepared bool
+	// shared, with unprepared, lets fleets read side by side share the
+	// parts of a minion that render the same on both.
+	shared *sharedMinions
 }
 
 // maxMissingNamed is how many absent policies get a warning each; more are
@@ -93,7 +107,18 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 	for _, t := range in.templates {
 		known[t.obj.Name] = true
 	}
-	claims := minionIDClaims(in.bindings)
+	var unknown []string
+	for _, b := range in.bindings {
+		if !known[b.Spec.TemplateRef.Name] {
+			unknown = append(unknown, fmt.Sprintf("MinionBinding %s/%s is left out: MinionTemplate %q is not among the manifests", b.Namespace, b.Name, b.Spec.TemplateRef.Name))
+		}
+	}
+	// Each binding is let go once rendered (its slot set to nil), so the
+	// claims are kept by name: the bindings' names are unique.
+	claimedBy := map[string]string{}
+	for id, b := range minionIDClaims(in.bindings) {
+		claimedBy[id] = b.Namespace + "/" + b.Name
+	}
 	from := map[string]string{}
 	for _, t := range in.templates {
 		tpl := t.obj
@@ -103,19 +128,34 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 			continue
 		}
 		compiled := render.Compile(rt)
-		for _, b := range in.bindings {
-			if b.Spec.TemplateRef.Name != tpl.Name {
+		// The namespace selector is applied once per namespace, not per
+		// binding (a fleet is thousands of bindings in a few namespaces).
+		type verdict struct {
+			ok  bool
+			msg string
+		}
+		selected := map[string]verdict{}
+		for i, b := range in.bindings {
+			if b == nil || b.Spec.TemplateRef.Name != tpl.Name {
 				continue
 			}
+			// A binding has one template: no later pass needs it, and
+			// with the other side's done with it too, its memory goes.
+			in.bindings[i] = nil
 			name := b.Namespace + "/" + b.Name
 			skip := func(why string) {
 				f.warnings = append(f.warnings, fmt.Sprintf("MinionBinding %s is left out: %s", name, why))
 			}
-			if ok, msg := namespaceSelected(tpl, b.Namespace, in.namespaces); !ok {
-				skip(msg)
+			v, seen := selected[b.Namespace]
+			if !seen {
+				v.ok, v.msg = namespaceSelected(tpl, b.Namespace, in.namespaces)
+				selected[b.Namespace] = v
+			}
+			if !v.ok {
+				skip(v.msg)
 				continue
 			}
-			if claims[strings.ToLower(b.Spec.MinionID)] != b {
+			if claimedBy[strings.ToLower(b.Spec.MinionID)] != name {
 				skip("its minion ID is bound by another MinionBinding")
 				continue
 			}
@@ -144,14 +184,10 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 				f.docs[d.Name] = d.HCL
 				from[d.Name] = name
 			}
-			f.addMinion(b.Spec.MinionID, name, tpl.Name, res, o.accessor)
+			f.addMinion(b, name, tpl.Name, res, o)
 		}
 	}
-	for _, b := range in.bindings {
-		if !known[b.Spec.TemplateRef.Name] {
-			f.warnings = append(f.warnings, fmt.Sprintf("MinionBinding %s/%s is left out: MinionTemplate %q is not among the manifests", b.Namespace, b.Name, b.Spec.TemplateRef.Name))
-		}
-	}
+	f.warnings = append(f.warnings, unknown...)
 	if o.vaultDocs != nil {
 		var fromVault []string
 		for _, m := range f.minions {
@@ -177,8 +213,15 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 	var missing []string
 	seenMissing := map[string]bool{}
 	for _, m := range f.minions {
-		m.prep = f.ev.Prepare(m.subject)
-		for _, n := range m.prep.Missing() {
+		var absent []string
+		if m.unprepared != nil {
+			// Only the token policies name policies offline.
+			absent = f.ev.Missing(acl.Subject{TokenPolicies: m.unprepared.tokenPolicies})
+		} else {
+			m.prep = f.ev.Prepare(m.subject)
+			absent = m.prep.Missing()
+		}
+		for _, n := range absent {
 			if !seenMissing[n] {
 				seenMissing[n] = true
 				missing = append(missing, n)
@@ -204,31 +247,97 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 	return f, nil
 }
 
-// addMinion is the minion as Vault will hold it after its next login: the
-// role's token policies (with "default"), the entity with its metadata, and
-// the AppRole alias whose metadata is the secret ID's plus role_name.
-func (f *fleet) addMinion(id, binding, template string, res *render.Result, accessor string) {
-	md := map[string]string{}
-	for _, kv := range res.EntityMetadata {
-		md[kv.Key] = kv.Value
-	}
-	aliasMD := map[string]string{"role_name": res.AppRole.RoleName}
-	for _, kv := range res.SecretMetadata {
-		aliasMD[kv.Key] = kv.Value
-	}
-	m := &fleetMinion{id: id, binding: binding, template: template, role: res.AppRole.RoleName, metadata: md}
-	m.subject = acl.Subject{
-		TokenPolicies: acl.LoginPolicies(res.Policies, true),
-		Entity: &acl.Entity{
-			// The entity ID is Vault's: offline a stand-in renders
-			// {{identity.entity.id}}.
-			ID: "offline-id-" + res.EntityName, Name: res.EntityName, Metadata: md,
-			Aliases: []acl.Alias{{ID: "offline-alias-" + res.EntityName, Name: "offline-role-id-" + res.AppRole.RoleName,
-				MountAccessor: accessor, Metadata: aliasMD}},
-		},
+// unpreparedMinion is what an offline subject is made of.
+type unpreparedMinion struct {
+	tokenPolicies      []string
+	entityName         string
+	entityMD, secretMD []template.KV
+	accessor           string
+}
+
+// addMinion is the minion of b as Vault will hold it after its next login:
+// the role's token policies (with "default"), the entity with its
+// metadata, and the AppRole alias whose metadata is the secret ID's plus
+// role_name. Unprepared, only its parts are kept (see
+// unpreparedMinion.subject).
+func (f *fleet) addMinion(b *v1alpha1.MinionBinding, name, template string, res *render.Result, o fleetOptions) {
+	id := b.Spec.MinionID
+	m := &fleetMinion{id: id, binding: name, template: template, role: res.AppRole.RoleName}
+	u := &unpreparedMinion{tokenPolicies: acl.LoginPolicies(res.Policies, true), entityName: res.EntityName,
+		entityMD: res.EntityMetadata, secretMD: res.SecretMetadata, accessor: o.accessor}
+	if o.unprepared {
+		m.unprepared = o.shared.share(b, template, u)
+	} else {
+		m.subject = u.subject(m.role)
+		m.metadata = m.subject.Entity.Metadata
 	}
 	f.minions = append(f.minions, m)
 	f.byID[strings.ToLower(id)] = m
+}
+
+// sharedMinions holds a binding's rendered parts from the first fleet that
+// rendered it until the last one has: with two sides of 10,000 minions
+// that render alike, one copy instead of two.
+type sharedMinions struct {
+	readers int
+	m       sync.Map // sharedKey to *sharedMinion
+}
+
+type sharedKey struct {
+	binding  *v1alpha1.MinionBinding
+	template string
+}
+
+type sharedMinion struct {
+	u     *unpreparedMinion
+	reads atomic.Int32
+}
+
+func newSharedMinions(readers int) *sharedMinions { return &sharedMinions{readers: readers} }
+
+// share is the first reader's parts when u is equal to them, else u.
+func (s *sharedMinions) share(b *v1alpha1.MinionBinding, template string, u *unpreparedMinion) *unpreparedMinion {
+	if s == nil {
+		return u
+	}
+	k := sharedKey{b, template}
+	v, _ := s.m.LoadOrStore(k, &sharedMinion{u: u})
+	sm := v.(*sharedMinion)
+	if int(sm.reads.Add(1)) >= s.readers {
+		s.m.Delete(k)
+	}
+	if sm.u.equal(u) {
+		return sm.u
+	}
+	return u
+}
+
+func (u *unpreparedMinion) equal(o *unpreparedMinion) bool {
+	return u.entityName == o.entityName && u.accessor == o.accessor && slices.Equal(u.tokenPolicies, o.tokenPolicies) &&
+		slices.Equal(u.entityMD, o.entityMD) && slices.Equal(u.secretMD, o.secretMD)
+}
+
+// subject is the offline subject of the minion whose AppRole role is role.
+func (u *unpreparedMinion) subject(role string) acl.Subject {
+	md := make(map[string]string, len(u.entityMD))
+	for _, kv := range u.entityMD {
+		md[kv.Key] = kv.Value
+	}
+	aliasMD := make(map[string]string, len(u.secretMD)+1)
+	aliasMD["role_name"] = role
+	for _, kv := range u.secretMD {
+		aliasMD[kv.Key] = kv.Value
+	}
+	return acl.Subject{
+		TokenPolicies: u.tokenPolicies,
+		Entity: &acl.Entity{
+			// The entity ID is Vault's: offline a stand-in renders
+			// {{identity.entity.id}}.
+			ID: "offline-id-" + u.entityName, Name: u.entityName, Metadata: md,
+			Aliases: []acl.Alias{{ID: "offline-alias-" + u.entityName, Name: "offline-role-id-" + role,
+				MountAccessor: u.accessor, Metadata: aliasMD}},
+		},
+	}
 }
 
 // policyFiles reads the *.hcl files among paths (and in the folders).

@@ -193,14 +193,16 @@ func probes(pattern string) []string {
 	}
 	glob := strings.HasSuffix(p, "*")
 	p = strings.TrimSuffix(p, "*")
-	parts := strings.Split(p, "/")
-	for i, s := range parts {
-		if s == "+" {
-			parts[i] = "_"
+	if strings.Contains(p, "+") {
+		parts := strings.Split(p, "/")
+		for i, s := range parts {
+			if s == "+" {
+				parts[i] = "_"
+			}
 		}
+		p = strings.Join(parts, "/")
 	}
-	p = strings.Join(parts, "/")
-	out := []string{}
+	out := make([]string, 0, 2)
 	if p != "" {
 		out = append(out, p)
 	}
@@ -222,14 +224,46 @@ func fleetProbes(f *fleet, set map[string]bool) {
 }
 
 func minionProbes(m *fleetMinion, set map[string]bool) {
-	if m == nil {
+	if m != nil {
+		preparedProbes(m.prep, set)
+	}
+}
+
+// preparedProbes are the paths of a prepared minion's templated rules.
+func preparedProbes(p *acl.Prepared, set map[string]bool) {
+	if p == nil {
 		return
 	}
-	for _, r := range m.prep.Rendered() {
-		for _, p := range probes(r.Path) {
-			set[p] = true
+	for _, r := range p.Rendered() {
+		for _, q := range probes(r.Path) {
+			set[q] = true
 		}
 	}
+}
+
+// prepared is the minion's prepared rules: those loadFleet kept, or made
+// now (audit diff keeps none: each minion is prepared while it is
+// compared, and let go). nil for a minion not in the fleet.
+func (f *fleet) prepared(m *fleetMinion) *acl.Prepared {
+	switch {
+	case m == nil:
+		return nil
+	case m.prep != nil:
+		return m.prep
+	case m.unprepared != nil:
+		return f.ev.Prepare(m.unprepared.subject(m.role))
+	}
+	return f.ev.Prepare(m.subject)
+}
+
+// preparedPair is the prepared rules of one minion on both sides; when the
+// sides share its rendered parts, its subject is made once for both.
+func preparedPair(base, head *fleet, bm, hm *fleetMinion) (bp, hp *acl.Prepared) {
+	if bm != nil && hm != nil && bm.unprepared != nil && bm.unprepared == hm.unprepared && bm.role == hm.role {
+		s := bm.unprepared.subject(bm.role)
+		return base.ev.Prepare(s), head.ev.Prepare(s)
+	}
+	return base.prepared(bm), head.prepared(hm)
 }
 
 type answer struct {
@@ -237,22 +271,51 @@ type answer struct {
 	err  error
 }
 
-func answerOf(m *fleetMinion, p string) answer {
-	if m == nil {
+func answerOf(p *acl.Prepared, path string) answer {
+	if p == nil {
 		return answer{}
 	}
-	d := m.prep.Check(p)
+	d := p.Check(path)
 	if d.Root {
 		return answer{caps: ^acl.Deny}
 	}
 	return answer{caps: d.Caps.Granted(), err: d.Err}
 }
 
-func (a answer) names() []string {
+func (a answer) names(in *interned) []string {
 	if a.err != nil {
 		return []string{"error: " + a.err.Error()}
 	}
-	return a.caps.Names()
+	return in.names(a.caps)
+}
+
+// interned shares the strings a diff repeats for thousands of minions (the
+// capability lists, the reasons of a common path) within one worker: the
+// report holds one copy of each. Nothing changes them once made.
+type interned struct {
+	caps map[acl.Caps][]string
+	text map[string]string
+}
+
+func newInterned() *interned {
+	return &interned{caps: map[acl.Caps][]string{}, text: map[string]string{}}
+}
+
+func (in *interned) names(c acl.Caps) []string {
+	n, ok := in.caps[c]
+	if !ok {
+		n = c.Names()
+		in.caps[c] = n
+	}
+	return n
+}
+
+func (in *interned) string(s string) string {
+	if v, ok := in.text[s]; ok {
+		return v
+	}
+	in.text[s] = s
+	return s
 }
 
 // diffFleets compares every minion of both fleets on the paths their
@@ -308,8 +371,11 @@ func diffFleetsWith(base, head *fleet, extra []string, workers int) DiffReport {
 			defer wg.Done()
 			c := &chunks[w]
 			c.extras = map[string]bool{}
+			in := newInterned()
 			for _, id := range sorted[lo:hi] {
-				md, gaining, losing := diffMinion(base.byID[id], head.byID[id], common, commonList, c.extras)
+				bm, hm := base.byID[id], head.byID[id]
+				bp, hp := preparedPair(base, head, bm, hm)
+				md, gaining, losing := diffMinion(bm, hm, bp, hp, common, commonList, c.extras, in)
 				if gaining {
 					c.gaining++
 				}
@@ -336,9 +402,10 @@ func diffFleetsWith(base, head *fleet, extra []string, workers int) DiffReport {
 	return r
 }
 
-// diffMinion compares one minion (nil on the side it is missing from) on
-// the common paths and its own templated ones, which it adds to extraSeen.
-func diffMinion(bm, hm *fleetMinion, common map[string]bool, commonList []string, extraSeen map[string]bool) (md MinionDiff, gaining, losing bool) {
+// diffMinion compares one minion (nil on the side it is missing from),
+// prepared as bp and hp, on the common paths and its own templated ones,
+// which it adds to extraSeen.
+func diffMinion(bm, hm *fleetMinion, bp, hp *acl.Prepared, common map[string]bool, commonList []string, extraSeen map[string]bool, in *interned) (md MinionDiff, gaining, losing bool) {
 	md = MinionDiff{Changes: []PathChange{}}
 	switch {
 	case bm == nil:
@@ -350,8 +417,8 @@ func diffMinion(bm, hm *fleetMinion, common map[string]bool, commonList []string
 	}
 	// The minion's own templated paths, beyond those all share.
 	own := map[string]bool{}
-	minionProbes(bm, own)
-	minionProbes(hm, own)
+	preparedProbes(bp, own)
+	preparedProbes(hp, own)
 	var extras []string
 	for p := range own {
 		if !common[p] {
@@ -360,27 +427,27 @@ func diffMinion(bm, hm *fleetMinion, common map[string]bool, commonList []string
 		}
 	}
 	compare := func(p string) {
-		a, b := answerOf(bm, p), answerOf(hm, p)
+		a, b := answerOf(bp, p), answerOf(hp, p)
 		if a.caps == b.caps && (a.err == nil) == (b.err == nil) {
 			return
 		}
-		c := PathChange{Path: p, Base: a.names(), Head: b.names()}
+		c := PathChange{Path: p, Base: a.names(in), Head: b.names(in)}
 		if g := b.caps &^ a.caps; g != 0 && b.err == nil {
-			c.Gained = g.Names()
+			c.Gained = in.names(g)
 			gaining = true
 		}
 		if l := a.caps &^ b.caps; l != 0 && a.err == nil {
-			c.Lost = l.Names()
+			c.Lost = in.names(l)
 			losing = true
 		}
 		if b.err != nil && a.err == nil && a.caps != 0 {
 			// Every request of the minion fails now: it loses all.
-			c.Lost = a.caps.Names()
+			c.Lost = in.names(a.caps)
 			losing = true
 		}
-		if hm != nil && len(c.Gained) > 0 {
-			d := hm.prep.Check(p)
-			c.Why = strings.TrimSpace(fmt.Sprintf("%s %s (%s)", strings.Join(d.Policies(), ","), d.Pattern(), d.Step))
+		if hp != nil && len(c.Gained) > 0 {
+			d := hp.Check(p)
+			c.Why = in.string(strings.TrimSpace(strings.Join(d.Policies(), ",") + " " + d.Pattern() + " (" + d.Step.String() + ")"))
 		}
 		md.Changes = append(md.Changes, c)
 	}

@@ -13,12 +13,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/internal/manifest"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/value"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -135,42 +137,53 @@ func splitDocuments(data []byte, n int) [][]byte {
 	return append(pieces, data[start:])
 }
 
-// parseManifestPiece parses data in one go.
+// parseManifestPiece parses data in one go, a document at a time: of a
+// binding only the object is kept.
 func parseManifestPiece(data []byte) ([]parsedDoc, error) {
-	docs, err := manifest.Parse(data)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]parsedDoc, len(docs))
-	for i, d := range docs {
+	var out []parsedDoc
+	err := manifest.Each(data, func(d manifest.Document) error {
 		pd := parsedDoc{Document: d}
+		if d.Kind == "MinionBinding" {
+			// Decoded strictly, a binding has the metadata the lenient
+			// decoding below would find: one conversion to JSON, not two.
+			b := &v1alpha1.MinionBinding{}
+			if pd.decErr = d.Decode(b); pd.decErr == nil {
+				pd.meta = docMeta{Name: b.Name, Namespace: b.Namespace, Labels: b.Labels}
+				if b.Namespace == "" {
+					b.Namespace = "default"
+				}
+				pd.binding = b
+				// The object is all a reader takes of a binding: the
+				// data is let go (10,000 bindings are megabytes).
+				pd.Value = value.Value{}
+				out = append(out, pd)
+				return nil
+			}
+		}
 		var meta struct{ Metadata docMeta }
 		if pd.metaErr = json.Unmarshal(d.Value.AppendJSON(nil), &meta); pd.metaErr == nil {
 			pd.meta = meta.Metadata
-			if d.Kind == "MinionBinding" {
-				b := &v1alpha1.MinionBinding{}
-				if pd.decErr = d.Decode(b); pd.decErr == nil {
-					if b.Namespace == "" {
-						b.Namespace = "default"
-					}
-					pd.binding = b
-				}
-			}
 		}
-		out[i] = pd
+		out = append(out, pd)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 // convertedBinding is convert.Binding of a shared MinionBinding, once.
 type convertedBinding struct {
-	once sync.Once
-	rb   render.Binding
-	err  error
+	once  sync.Once
+	rb    render.Binding
+	err   error
+	reads atomic.Int32
 }
 
 // binding is convert.Binding(&b.Spec), once per binding shared by the
-// readers (the values are immutable).
+// readers (the values are immutable); the cache lets go of it after the
+// last reader.
 func (c *manifestCache) binding(b *v1alpha1.MinionBinding) (render.Binding, error) {
 	if c == nil {
 		return convert.Binding(&b.Spec)
@@ -178,6 +191,9 @@ func (c *manifestCache) binding(b *v1alpha1.MinionBinding) (render.Binding, erro
 	v, _ := c.converted.LoadOrStore(b, &convertedBinding{})
 	cb := v.(*convertedBinding)
 	cb.once.Do(func() { cb.rb, cb.err = convert.Binding(&b.Spec) })
+	if int(cb.reads.Add(1)) >= c.readers {
+		c.converted.Delete(b)
+	}
 	return cb.rb, cb.err
 }
 

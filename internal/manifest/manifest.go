@@ -39,26 +39,40 @@ func ReadFile(path string) ([]Document, error) {
 
 // Parse decodes every YAML document in data.
 func Parse(data []byte) ([]Document, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []Document
-	for {
+	err := Each(data, func(d Document) error {
+		docs = append(docs, d)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return docs, nil
+}
+
+// Each decodes the YAML documents in data one at a time and passes each to
+// fn, which may keep it; the first error stops it. Unlike Parse it never
+// holds every document at once.
+func Each(data []byte, fn func(Document) error) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for i := 1; ; {
 		var n yaml.Node
 		err := dec.Decode(&n)
 		if errors.Is(err, io.EOF) {
-			return docs, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		v, err := value.FromYAMLNode(&n)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if v.IsNull() {
 			continue
 		}
 		if !v.IsMap() {
-			return nil, fmt.Errorf("document %d is a %s, not a mapping", len(docs)+1, v.Kind().PyType())
+			return fmt.Errorf("document %d is a %s, not a mapping", i, v.Kind().PyType())
 		}
 		d := Document{Value: v}
 		if s, ok := v.GetString("apiVersion"); ok {
@@ -67,7 +81,10 @@ func Parse(data []byte) ([]Document, error) {
 		if s, ok := v.GetString("kind"); ok {
 			d.Kind = s.Str()
 		}
-		docs = append(docs, d)
+		if err := fn(d); err != nil {
+			return err
+		}
+		i++
 	}
 }
 

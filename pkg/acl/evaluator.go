@@ -36,8 +36,7 @@ type Evaluator struct {
 	opts     Options
 	policies map[string]*Policy
 
-	mu    sync.Mutex
-	bases map[string]*base
+	mu sync.Mutex
 	// compiled is the base of each list of loaded names (see base).
 	compiled map[string]*base
 }
@@ -45,7 +44,7 @@ type Evaluator struct {
 // New parses the documents (name to HCL text). An error names the first
 // document Vault would refuse, in name order.
 func New(docs map[string]string, opts Options) (*Evaluator, error) {
-	e := &Evaluator{opts: opts, policies: make(map[string]*Policy, len(docs)), bases: map[string]*base{}, compiled: map[string]*base{}}
+	e := &Evaluator{opts: opts, policies: make(map[string]*Policy, len(docs)), compiled: map[string]*base{}}
 	names := make([]string, 0, len(docs))
 	for n := range docs {
 		names = append(names, n)
@@ -70,30 +69,25 @@ func (e *Evaluator) Policy(name string) *Policy { return e.policies[SanitizeName
 // Policies returns the parsed policies, by name.
 func (e *Evaluator) Policies() map[string]*Policy { return e.policies }
 
-// base is the part of an ACL shared by every token with the same policy
-// names: the non-templated rules, compiled once.
+// base is the part of an ACL shared by every token with the same loaded
+// policies: the non-templated rules, compiled once.
 type base struct {
-	names   []string // loaded policies
-	missing []string // names with no policy (skipped, as Vault does)
-	root    bool
-	err     error
-	set     *ruleSet
+	names []string // loaded policies
+	root  bool
+	err   error
+	set   *ruleSet
 	// templated are the loaded policies with templated rules; each token
 	// renders those rules itself.
 	templated []*Policy
 }
 
-func (e *Evaluator) base(names []string) *base {
-	key := strings.Join(names, "\x00")
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if b, ok := e.bases[key]; ok {
-		return b
-	}
-	// The rules are compiled once per list of loaded policies: lists that
-	// differ only in absent names (a per-minion policy nobody wrote) share
-	// them.
-	var loaded, missing []string
+// base is the compiled base of names, and the names with no policy
+// (skipped, as Vault does). Lists that differ only in absent names (a
+// per-minion policy nobody wrote) share one base, and nothing is kept per
+// list: a fleet of distinct lists costs no memory per token.
+func (e *Evaluator) base(names []string) (*base, []string) {
+	var missing []string
+	loaded := make([]string, 0, len(names))
 	rootSeen := false
 	for _, n := range names {
 		switch {
@@ -109,19 +103,25 @@ func (e *Evaluator) base(names []string) *base {
 	if rootSeen {
 		ckey = "root\x01" + ckey
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	c, ok := e.compiled[ckey]
 	if !ok {
 		c = e.compile(loaded, rootSeen)
 		e.compiled[ckey] = c
 	}
-	b := c
-	if len(missing) > 0 {
-		cp := *c
-		cp.missing = missing
-		b = &cp
+	return c, missing
+}
+
+// Missing are the names among the subject's policies with no document,
+// which Vault skips: what Prepare(s).Missing() says, without rendering.
+func (e *Evaluator) Missing(s Subject) []string {
+	names := s.PolicyNames()
+	if (s.Entity != nil && s.Entity.Disabled) || len(names) == 0 {
+		return nil
 	}
-	e.bases[key] = b
-	return b
+	_, missing := e.base(names)
+	return missing
 }
 
 // compile is the base of loaded policy names (all present), with root

@@ -20,7 +20,7 @@ func FuzzParseAndCheck(f *testing.F) {
 		}
 		for _, mode := range []Mode{{}, {RejectTemplatedGlobs: true, DenySlash: true}} {
 			ev.opts.Mode = mode
-			ev.bases = map[string]*base{}
+			ev.compiled = map[string]*base{}
 			p := ev.Prepare(Subject{TokenPolicies: []string{"p", "q"}, Entity: &Entity{ID: "e", Name: value, Metadata: map[string]string{"k": value}}})
 			d := p.Check(path)
 			x := p.Explain(path)

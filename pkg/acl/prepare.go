@@ -34,6 +34,7 @@ type Rendered struct {
 type Prepared struct {
 	names    []string
 	base     *base
+	missing  []string
 	over     *ruleSet
 	err      error
 	none     bool
@@ -53,7 +54,7 @@ func (e *Evaluator) Prepare(s Subject) *Prepared {
 		p.none = true
 		return p
 	}
-	p.base = e.base(p.names)
+	p.base, p.missing = e.base(p.names)
 	if p.base.err != nil {
 		p.err = p.base.err
 		return p
@@ -105,12 +106,7 @@ func (p *Prepared) Err() error { return p.err }
 func (p *Prepared) Names() []string { return p.names }
 
 // Missing are the names with no policy document (skipped).
-func (p *Prepared) Missing() []string {
-	if p.base == nil {
-		return nil
-	}
-	return p.base.missing
-}
+func (p *Prepared) Missing() []string { return p.missing }
 
 // Dropped are the templated rules Vault ignores for this subject.
 func (p *Prepared) Dropped() []Dropped { return p.dropped }
