@@ -72,7 +72,7 @@ type bindingScope struct {
 	entityID string
 	roleID   string
 	metadata map[string]string // the entity metadata keys the operator owns, as written
-	requeue   time.Duration
+	requeue  time.Duration
 	// beforeWrite records where apply is about to write (nil: nothing to
 	// record, as in a plan).
 	beforeWrite func() error
