@@ -161,7 +161,7 @@ func (t *planTarget) reachable(stale []ownership.Placement, policy func(ownershi
 		switch {
 		case policy(p) == v1alpha1.DeletionPolicyRetain:
 		case p.Vault != t.key:
-			bp.Skipped = append(bp.Skipped, p.String()+": another Vault than the one planned against")
+			bp.Skipped = append(bp.Skipped, p.String()+", in another Vault than the one planned against")
 		default:
 			out = append(out, p)
 		}

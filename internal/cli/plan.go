@@ -56,7 +56,13 @@ func newPlanCmd(stdout, stderr io.Writer) *cobra.Command {
 Namespaces and VaultConnections from files or folders, reads Vault, and
 prints what the operator would write: AppRole roles, entities (metadata),
 entity aliases and ACL policies, as a diff. Nothing is written: the
-operator's own apply steps run against a recording client.
+bindings' changes are the binding reconciler's own plan (what it would
+execute, decided by the same code), the policies' the template
+reconciler's policy step run against a recording client. A binding read
+from the cluster (kubectl get -o yaml) is planned with its record of where
+it wrote: the removals a switch of template, mount or entity name makes
+are shown, and for a binding with a deletionTimestamp those of its
+deletion.
 
 Vault is reached like a VaultConnection: the address, Vault namespace and
 TLS settings come from the VaultConnection the templates refer to when it
@@ -134,6 +140,8 @@ type BindingPlan struct {
 	Template  string         `json:"template"`
 	Changes   []vault.Change `json:"changes"`
 	Refused   *Refusal       `json:"refused,omitempty"`
+	// plan is the planner's, which tests execute to converge a fake Vault.
+	plan controllers.BindingPlan
 }
 
 // Refusal is why the operator would not write a binding or template: the
@@ -229,6 +237,16 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 	}
 	claims := minionIDClaims(in.bindings)
 	for _, b := range in.bindings {
+		if !b.DeletionTimestamp.IsZero() {
+			// Being deleted: its finalizer's removals, no admission, no
+			// policy documents.
+			bp, err := planVault(ctx, dry, in, b, templateNamed(in, b.Spec.TemplateRef.Name), nil)
+			if err != nil {
+				return nil, err
+			}
+			plan.Bindings = append(plan.Bindings, bp)
+			continue
+		}
 		if !known[b.Spec.TemplateRef.Name] {
 			plan.Bindings = append(plan.Bindings, refusedBinding(b, v1alpha1.TemplateNotFoundReason,
 				fmt.Sprintf("MinionTemplate %q is not among the manifests", b.Spec.TemplateRef.Name)))
@@ -316,6 +334,12 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 	}
 	for _, b := range plan.Bindings {
 		count(b.Changes, b.Refused)
+		for _, w := range b.plan.NotOwned {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("MinionBinding %s/%s: would leave %s in Vault", b.Namespace, b.Name, w))
+		}
+		for _, w := range b.plan.Skipped {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("MinionBinding %s/%s: not planned: %s", b.Namespace, b.Name, w))
+		}
 	}
 	return plan, nil
 }
@@ -343,19 +367,46 @@ func planBinding(ctx context.Context, dry planClient, in *planInput, claims map[
 	if vs := compiled.Validate(res); len(vs) > 0 {
 		return refusedBinding(b, controllers.ViolationReason(vs), controllers.ViolationMessage(vs)), nil, nil
 	}
-	mark := len(dry.Changes())
-	if err := controllers.ApplyBinding(ctx, dry, b, tpl, res); err != nil {
+	bp, err := planVault(ctx, dry, in, b, tpl, res)
+	if bp.Refused != nil || err != nil {
+		return bp, nil, err
+	}
+	return bp, res, nil
+}
+
+// planVault prints the binding reconciler's own plan (observe, then
+// planBinding) for b: its actions that write, in the order the reconciler
+// makes them.
+func planVault(ctx context.Context, vc vault.Client, in *planInput, b *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result) (BindingPlan, error) {
+	ns := ""
+	if tpl != nil {
+		if conn := in.connections[tpl.Spec.ConnectionRef.Name]; conn != nil {
+			ns = conn.Spec.Namespace
+		}
+	}
+	plan, err := controllers.PlanBinding(ctx, vc, ns, b, tpl, res)
+	if err != nil {
 		if reason, msg, ok := controllers.Refusal(err); ok {
-			return refusedBinding(b, reason, msg), nil, nil
+			return refusedBinding(b, reason, msg), nil
 		}
 		if errors.Is(err, vault.ErrInvalid) || !vault.Transient(err) && !vault.Denied(err) {
-			return refusedBinding(b, v1alpha1.ValidationFailedReason, "Vault would refuse the write: "+err.Error()), nil, nil
+			return refusedBinding(b, v1alpha1.ValidationFailedReason, "Vault would refuse the write: "+err.Error()), nil
 		}
-		return BindingPlan{}, nil, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
+		return BindingPlan{}, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	bp := bindingPlan(b)
-	bp.Changes = dry.Changes()[mark:]
-	return bp, res, nil
+	bp.Changes = plan.Changes
+	bp.plan = plan
+	return bp, nil
+}
+
+func templateNamed(in *planInput, name string) *v1alpha1.MinionTemplate {
+	for _, t := range in.templates {
+		if t.obj.Name == name {
+			return t.obj
+		}
+	}
+	return nil
 }
 
 func bindingPlan(b *v1alpha1.MinionBinding) BindingPlan {

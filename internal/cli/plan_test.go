@@ -11,11 +11,25 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// applying converges the fake Vault: buildPlan through it writes for real
-// and records nothing.
+// applying converges the fake Vault: buildPlan through it writes the
+// policies for real and records nothing; the bindings' plans are executed.
 type applying struct{ *vault.Fake }
 
 func (applying) Changes() []vault.Change { return nil }
+
+func converge(t *testing.T, fake *vault.Fake, in *planInput) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := buildPlan(ctx, applying{fake}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range p.Bindings {
+		if err := b.plan.Execute(ctx, fake); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 func samplesInput(t *testing.T, edit func(dir string)) *planInput {
 	t.Helper()
@@ -86,9 +100,7 @@ func TestPlanNewMinionsThenInSyncThenAnEdit(t *testing.T) {
 	}
 
 	// Converged: the same manifests plan to nothing.
-	if _, err := buildPlan(ctx, applying{fake}, samplesInput(t, nil)); err != nil {
-		t.Fatal(err)
-	}
+	converge(t, fake, samplesInput(t, nil))
 	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, nil))
 	if err != nil {
 		t.Fatal(err)
