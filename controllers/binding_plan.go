@@ -87,7 +87,8 @@ func (a vaultAction) path() string {
 		return "identity/entity-alias"
 	case callUpdateAlias, callDeleteAlias:
 		return "identity/entity-alias/id/" + a.aliasID
-	case callWriteRole, callDeleteRole:
+	}
+	if a.object == objRole {
 		return "auth/" + strings.Trim(a.mount, "/") + "/role/" + strings.ToLower(a.name)
 	}
 	return ""
