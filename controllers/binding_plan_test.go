@@ -46,7 +46,9 @@ func entityOf(res *render.Result, owner ownership.Owner, id string, aliases ...v
 	return &vault.Entity{ID: id, Name: res.EntityName, Metadata: md, Aliases: aliases}
 }
 
-func alias(id, name, acc string) vault.Alias { return vault.Alias{ID: id, Name: name, MountAccessor: acc} }
+func alias(id, name, acc string) vault.Alias {
+	return vault.Alias{ID: id, Name: name, MountAccessor: acc}
+}
 
 var syncedRole = map[string]any{"token_policies": []any{"salt_role_web"}}
 
@@ -114,7 +116,7 @@ func TestPlanBinding(t *testing.T) {
 		{name: "detect-only, entity deleted: nothing to link a role to", res: res, o: world(res, proof{self: planSelf, roleID: "r1"}, observed{role: syncedRole, roleID: "r1"}), mode: planMode{unchanged: true, detectOnly: true},
 			want: []string{"create entity identity/entity/name/salt_minion_web01 (held)"}},
 		{name: "drift: alias deleted (the role proven by status is linked again)", res: res,
-			o:    world(res, proof{self: planSelf, roleID: "r1"}, observed{role: syncedRole, roleID: "r1", entity: entityOf(res, planSelf, "e1")}), mode: unchanged,
+			o: world(res, proof{self: planSelf, roleID: "r1"}, observed{role: syncedRole, roleID: "r1", entity: entityOf(res, planSelf, "e1")}), mode: unchanged,
 			want: []string{"take approle-role auth/salt-minions/role/web01", "create entity-alias identity/entity-alias (drift)"}},
 		{name: "drift: role deleted (a new role ID; the entity's alias renamed to it)", res: res, o: world(res, self, observed{entity: mine}), mode: unchanged,
 			want: []string{"update entity-alias identity/entity-alias/id/a1", "create approle-role auth/salt-minions/role/web01 (drift)"}},
@@ -142,13 +144,13 @@ func TestPlanBinding(t *testing.T) {
 		{name: "the entity's holder is being deleted: wait", res: res, o: world(res, self, observed{entity: entityOf(res, planOther, "e2"), entityHolder: ownership.HolderDeleting}),
 			refuse: v1alpha1.MinionIDReleasingReason},
 		{name: "the entity's holder is gone: the marker is taken over", res: res,
-			o:    world(res, self, observed{role: syncedRole, roleID: "r1", entity: entityOf(res, planOther, "e2", alias("a1", "r1", accA)), entityHolder: ownership.HolderGone}), mode: unchanged,
+			o: world(res, self, observed{role: syncedRole, roleID: "r1", entity: entityOf(res, planOther, "e2", alias("a1", "r1", accA)), entityHolder: ownership.HolderGone}), mode: unchanged,
 			want: []string{"take entity identity/entity/name/salt_minion_web01"}},
 		{name: "an unmarked entity without adoptMinions", res: res, o: world(res, self, observed{entity: entityOf(res, ownership.Owner{}, "e3")}), refuse: v1alpha1.NotOwnedReason},
 		{name: "an unmarked entity with adoptMinions: taken over", res: res, o: world(res, self, observed{entity: entityOf(res, ownership.Owner{}, "e3")}), mode: planMode{adopt: true, newRoleID: newID},
 			want: []string{"take entity identity/entity/name/salt_minion_web01", "create entity-alias identity/entity-alias", "create approle-role auth/salt-minions/role/web01"}},
 		{name: "the previous release's entity, proven by status: the marker written as an update", res: res,
-			o:    world(res, proof{self: planSelf, entityID: "e3", roleID: "r1"}, observed{role: syncedRole, roleID: "r1", entity: entityOf(res, ownership.Owner{}, "e3", alias("a1", "r1", accA))}), mode: sync,
+			o: world(res, proof{self: planSelf, entityID: "e3", roleID: "r1"}, observed{role: syncedRole, roleID: "r1", entity: entityOf(res, ownership.Owner{}, "e3", alias("a1", "r1", accA))}), mode: sync,
 			want: []string{"update entity identity/entity/name/salt_minion_web01"}},
 		{name: "a role linked to nobody's entity", res: res, o: world(res, self, observed{role: syncedRole, roleID: "r9", entity: entityOf(res, planSelf, "e1")}), refuse: v1alpha1.NotOwnedReason},
 		{name: "a role linked to another live binding's entity", res: res,
