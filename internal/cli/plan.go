@@ -282,38 +282,52 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 			}
 			plan.Bindings = append(plan.Bindings, bp)
 		}
-		tp := TemplatePlan{Name: tpl.Name}
-		desired, conflict := controllers.CollectPolicies(rendered)
-		if conflict != "" {
-			tp.Refused = &Refusal{Reason: v1alpha1.ValidationFailedReason, Message: conflict}
-		} else {
-			mark := len(dry.Changes())
-			notOwned, err := controllers.ApplyPolicies(ctx, dry, tpl, desired, managed[tpl.Name])
-			if err != nil {
-				return nil, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
-			}
-			// The policies are synced a few at a time: order the plan as
-			// a reader scans it, creations, updates, deletions, by path.
-			tp.Changes = slices.Clone(dry.Changes()[mark:])
-			slices.SortStableFunc(tp.Changes, func(a, b vault.Change) int {
-				if c := actionOrder[a.Action] - actionOrder[b.Action]; c != 0 {
-					return c
-				}
-				return strings.Compare(a.Path, b.Path)
-			})
-			if len(notOwned) > 0 {
-				tp.Refused = &Refusal{Reason: v1alpha1.PolicyNotOwnedReason, Message: fmt.Sprintf(
-					"ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s", strings.Join(notOwned, ", "))}
-			}
-		}
-		if tp.Changes == nil {
-			tp.Changes = []vault.Change{}
+		tp, err := planPolicies(ctx, dry, tpl, rendered, managed[tpl.Name])
+		if err != nil {
+			return nil, err
 		}
 		plan.Templates = append(plan.Templates, tp)
 	}
 	slices.SortStableFunc(plan.Bindings, func(a, b BindingPlan) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
+	plan.summarize()
+	return plan, nil
+}
+
+// planPolicies runs the template reconciler's policy step for the
+// documents its bindings render against the dry run.
+func planPolicies(ctx context.Context, dry planClient, tpl *v1alpha1.MinionTemplate, rendered []controllers.RenderedBinding, managed []string) (TemplatePlan, error) {
+	tp := TemplatePlan{Name: tpl.Name, Changes: []vault.Change{}}
+	desired, conflict := controllers.CollectPolicies(rendered)
+	if conflict != "" {
+		tp.Refused = &Refusal{Reason: v1alpha1.ValidationFailedReason, Message: conflict}
+		return tp, nil
+	}
+	mark := len(dry.Changes())
+	notOwned, err := controllers.ApplyPolicies(ctx, dry, tpl, desired, managed)
+	if err != nil {
+		return tp, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
+	}
+	// The policies are synced a few at a time: order the plan as a reader
+	// scans it, creations, updates, deletions, by path.
+	tp.Changes = append(tp.Changes, dry.Changes()[mark:]...)
+	slices.SortStableFunc(tp.Changes, func(a, b vault.Change) int {
+		if c := actionOrder[a.Action] - actionOrder[b.Action]; c != 0 {
+			return c
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	if len(notOwned) > 0 {
+		tp.Refused = &Refusal{Reason: v1alpha1.PolicyNotOwnedReason, Message: fmt.Sprintf(
+			"ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s", strings.Join(notOwned, ", "))}
+	}
+	return tp, nil
+}
+
+// summarize counts the changes and refusals, and warns of what the
+// bindings' removals would leave or could not look at.
+func (plan *PlanResult) summarize() {
 	count := func(cs []vault.Change, refused *Refusal) {
 		for _, c := range cs {
 			switch c.Action {
@@ -341,11 +355,10 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("MinionBinding %s/%s: not planned: %s", b.Namespace, b.Name, w))
 		}
 	}
-	return plan, nil
 }
 
 // planBinding applies the binding reconciler's checks in its order, then
-// its apply step against the dry run. res is nil when the binding is
+// plans its Vault objects with the reconciler's own planner. res is nil when the binding is
 // refused (it then renders no policy documents either).
 func planBinding(ctx context.Context, dry planClient, in *planInput, claims map[string]*v1alpha1.MinionBinding,
 	tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, b *v1alpha1.MinionBinding) (BindingPlan, *render.Result, error) {
