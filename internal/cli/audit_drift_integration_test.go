@@ -63,9 +63,7 @@ func TestIntegrationAuditDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buildPlan(ctx, liveApplying{c}, in); err != nil {
-		t.Fatal(err)
-	}
+	applyManifests(t, c, in)
 	entityOf := func(name string) map[string]any {
 		t.Helper()
 		s, err := root.Logical().Read("identity/entity/name/salt_minion_" + name)

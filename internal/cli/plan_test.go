@@ -11,25 +11,29 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// applying converges the fake Vault: buildPlan through it writes the
-// policies for real and records nothing; the bindings' plans are executed.
-type applying struct{ *vault.Fake }
+// applying converges a Vault: buildPlan through it writes the policies for
+// real and records nothing; applyManifests then executes the bindings'
+// plans, as the reconcilers would.
+type applying struct{ vault.Client }
 
 func (applying) Changes() []vault.Change { return nil }
 
-func converge(t *testing.T, fake *vault.Fake, in *planInput) {
+func applyManifests(t *testing.T, c vault.Client, in *planInput) *PlanResult {
 	t.Helper()
 	ctx := context.Background()
-	p, err := buildPlan(ctx, applying{fake}, in)
+	p, err := buildPlan(ctx, applying{c}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range p.Bindings {
-		if err := b.plan.Execute(ctx, fake); err != nil {
+		if err := b.plan.Execute(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return p
 }
+
+func converge(t *testing.T, fake *vault.Fake, in *planInput) { applyManifests(t, fake, in) }
 
 func samplesInput(t *testing.T, edit func(dir string)) *planInput {
 	t.Helper()
