@@ -67,7 +67,7 @@ func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, ob
 	}
 	// Left behind by a switch: deleted under the policy recorded when
 	// they were written.
-	gone, err := r.removeAt(ctx, obj, places, plan, sc)
+	gone, err := r.removeAt(ctx, places, plan, sc)
 	if rerr := r.record(ctx, obj, inv.Merge(cur).Without(gone)); rerr != nil {
 		err = errors.Join(err, rerr)
 	}

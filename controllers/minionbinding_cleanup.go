@@ -40,7 +40,7 @@ func (r *MinionBindingReconciler) observePlaces(ctx context.Context, obj *v1alph
 	for _, p := range stale {
 		sp := stalePlace{p: p}
 		if policy(p) == v1alpha1.DeletionPolicyRetain {
-			emit(r.Recorder, obj, "Normal", "Retained", "Reconcile", "%s retained (deletionPolicy Retain)", p)
+			sc.retained = append(sc.retained, p.String())
 			sp.gone = true
 			places = append(places, sp)
 			continue
@@ -53,7 +53,7 @@ func (r *MinionBindingReconciler) observePlaces(ctx context.Context, obj *v1alph
 				// restored): the old one, and its objects, are gone.
 				ctrl.LoggerFrom(ctx).Info("Forgetting a place in a Vault no connection reaches any more", "place", p.String())
 			} else {
-				emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault: %v", p, sp.err)
+				sc.unreachable = append(sc.unreachable, fmt.Sprintf("%s: %v", p, sp.err))
 			}
 			sp.gone, sp.err = true, nil
 		}
@@ -118,7 +118,7 @@ func (r *MinionBindingReconciler) unreachable(ctx context.Context, sp stalePlace
 // removeAt executes the plan's removals at each stale placement with its
 // own client and returns the placements the record may forget: removed,
 // retained, or in a Vault no connection reaches any more.
-func (r *MinionBindingReconciler) removeAt(ctx context.Context, obj *v1alpha1.MinionBinding, places []stalePlace, plan bindingPlan, sc *bindingScope) ([]ownership.Placement, error) {
+func (r *MinionBindingReconciler) removeAt(ctx context.Context, places []stalePlace, plan bindingPlan, sc *bindingScope) ([]ownership.Placement, error) {
 	var gone []ownership.Placement
 	var errs []error
 	for _, sp := range places {
@@ -137,10 +137,6 @@ func (r *MinionBindingReconciler) removeAt(ctx context.Context, obj *v1alpha1.Mi
 			gone = append(gone, sp.p)
 		}
 	}
-	if len(sc.notOwned) > 0 {
-		emit(r.Recorder, obj, "Warning", v1alpha1.NotOwnedReason, "Delete",
-			"left in Vault, not proven this binding's: %s", strings.Join(sc.notOwned, "; "))
-	}
 	if len(errs) > 0 {
 		return gone, fmt.Errorf("removing %d of %d placements: %w", len(errs), len(places), errs[0])
 	}
@@ -155,7 +151,7 @@ func (r *MinionBindingReconciler) removeStale(ctx context.Context, obj *v1alpha1
 	plan := planRemovals(observed, pr)
 	sc.actions = append(sc.actions, plan.actions...)
 	sc.notOwned = append(sc.notOwned, plan.notOwned...)
-	return r.removeAt(ctx, obj, places, plan, sc)
+	return r.removeAt(ctx, places, plan, sc)
 }
 
 // statusPlacement is where status says the binding's objects were
@@ -316,9 +312,6 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 			// Remember what is gone already; the finalizer stays.
 			sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
 			return errors.Join(err, r.record(ctx, obj, inv.Without(gone)))
-		}
-		if deleted := sc.deleted(); len(deleted) > 0 {
-			emit(r.Recorder, obj, "Normal", "Deleted", "Delete", "Deleted from Vault: %s", strings.Join(deleted, ", "))
 		}
 	}
 	base := obj.DeepCopy()

@@ -89,13 +89,32 @@ func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindin
 	if taken := sc.taken(); len(taken) > 0 {
 		emit(r.Recorder, obj, "Normal", "TakenOver", "Reconcile", "Marked as this binding's in Vault: %s", strings.Join(taken, ", "))
 	}
-	if deleted := sc.deleted(); len(deleted) > 0 && obj.DeletionTimestamp.IsZero() {
-		emit(r.Recorder, obj, "Normal", "Removed", "Reconcile", "Removed from Vault, no longer rendered: %s", strings.Join(deleted, ", "))
-	}
+	r.removalEvents(obj, sc)
 	if after != nil && after.Status != metav1.ConditionTrue && sc.outcome.kind != outcomeSuspended {
 		if before == nil || before.Reason != after.Reason || before.Message != after.Message {
 			emit(r.Recorder, obj, "Warning", after.Reason, "Reconcile", "%s", after.Message)
 		}
+	}
+}
+
+// removalEvents reports what the removals at stale placements (a switch,
+// or the deletion) did and left.
+func (r *MinionBindingReconciler) removalEvents(obj *v1alpha1.MinionBinding, sc *bindingScope) {
+	for _, p := range sc.retained {
+		emit(r.Recorder, obj, "Normal", "Retained", "Reconcile", "%s retained (deletionPolicy Retain)", p)
+	}
+	for _, p := range sc.unreachable {
+		emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault", p)
+	}
+	if len(sc.notOwned) > 0 {
+		emit(r.Recorder, obj, "Warning", v1alpha1.NotOwnedReason, "Delete", "left in Vault, not proven this binding's: %s", strings.Join(sc.notOwned, "; "))
+	}
+	switch deleted := sc.deleted(); {
+	case len(deleted) == 0:
+	case obj.DeletionTimestamp.IsZero():
+		emit(r.Recorder, obj, "Normal", "Removed", "Reconcile", "Removed from Vault, no longer rendered: %s", strings.Join(deleted, ", "))
+	default:
+		emit(r.Recorder, obj, "Normal", "Deleted", "Delete", "Deleted from Vault: %s", strings.Join(deleted, ", "))
 	}
 }
 
