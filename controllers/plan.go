@@ -223,17 +223,16 @@ func (bp BindingPlan) Execute(ctx context.Context, vc vault.Client) error {
 	return err
 }
 
-// Refusal says why a binding plan wrote nothing because Vault's objects
-// are not the binding's, or the rendering cannot be stored (ok false for
-// any other error).
+// Refusal says why the operator would write nothing for a binding: Vault's
+// objects are not the binding's, or the error would stall it (the one
+// error → outcome table, outcomeFor). ok is false for any other error.
 func Refusal(err error) (reason, msg string, ok bool) {
 	var r *errRefused
 	if errors.As(err, &r) {
 		return r.reason, r.msg, true
 	}
-	var bad *errInvalidInput
-	if errors.As(err, &bad) {
-		return v1alpha1.ValidationFailedReason, err.Error(), true
+	if o := outcomeFor(err); o.kind == outcomeStalled {
+		return o.reason, o.message, true
 	}
 	return "", "", false
 }

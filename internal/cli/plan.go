@@ -392,9 +392,6 @@ func planVault(ctx context.Context, vc vault.Client, in *planInput, b *v1alpha1.
 		if reason, msg, ok := controllers.Refusal(err); ok {
 			return refusedBinding(b, reason, msg), nil
 		}
-		if errors.Is(err, vault.ErrInvalid) || !vault.Transient(err) && !vault.Denied(err) {
-			return refusedBinding(b, v1alpha1.ValidationFailedReason, "Vault would refuse the write: "+err.Error()), nil
-		}
 		return BindingPlan{}, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	bp := bindingPlan(b)
