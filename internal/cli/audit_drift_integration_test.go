@@ -3,7 +3,7 @@
 package cli
 
 // audit drift and --verify against a real Vault dev server: the samples
-// applied by the operator's own apply steps (entity with the owner marker,
+// applied by the operator's own plans, executed (entity with the owner marker,
 // alias named by the chosen role ID, role), no minion ever logged in; then
 // Vault changed behind the manifests' back; --verify with exactly the
 // rights docs/audit.md lists.

@@ -4,7 +4,7 @@ package cli
 
 // The offline audit against a real Vault dev server (internal/testenv,
 // Vault only): the samples are applied to Vault by the operator's own
-// apply steps (plan's, writing for real), each minion logs in through its
+// plans (plan's, executed for real), each minion logs in through its
 // AppRole, and what `audit` computes from the manifests alone must be what
 // sys/capabilities answers for that minion's token.
 
