@@ -56,15 +56,16 @@ type bindingScope struct {
 	actions []vaultAction
 	done    []vaultAction
 	// notOwned are objects a removal left because Vault does not prove
-	// them the binding's, with why; retained the places left by
-	// deletionPolicy Retain, unreachable those in a Vault no connection
-	// reaches any more.
-	notOwned, retained, unreachable []string
-	created                         bool // first successful write of this binding
-	entityID                        string
-	roleID                          string
-	metadata                        map[string]string // the entity metadata keys the operator owns, as written
-	requeue                         time.Duration
+	// them the binding's, with why.
+	notOwned []string
+	retained []string // places left by deletionPolicy Retain
+	// unreachable are places in a Vault no connection reaches any more.
+	unreachable []string
+	created     bool // first successful write of this binding
+	entityID    string
+	roleID      string
+	metadata    map[string]string // the entity metadata keys the operator owns, as written
+	requeue     time.Duration
 	// beforeWrite records where apply is about to write (nil: nothing to
 	// record, as in a plan).
 	beforeWrite func() error
