@@ -92,9 +92,9 @@ func (m *Metrics) observeBinding(obj *v1alpha1.MinionBinding, sc *bindingScope) 
 	if m == nil {
 		return
 	}
-	if len(sc.drift) > 0 {
+	if drift, corrected := sc.drift(); len(drift) > 0 {
 		action := "detected"
-		if sc.corrected {
+		if corrected {
 			action = "corrected"
 		}
 		m.drift.WithLabelValues(action).Inc()

@@ -17,143 +17,141 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// removePlacement deletes what the binding has at p and does not need at
-// cur (nil: the binding is being deleted, nothing is needed): the role
-// lower(minionID) on p's mount and the entity named at p, each only when
-// Vault proves it the binding's. The entity must carry the binding's owner
-// marker (or, for the previous release's objects, the ID status recorded);
-// the role must be linked to such an entity (the alias named by its role ID
-// is on it). The record may have been edited by the tenant: what it names
-// is only where to look. Objects not proven are left, and said so.
-func (r *MinionBindingReconciler) removePlacement(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, p ownership.Placement, cur *ownership.Placement, sc *bindingScope) error {
-	log := ctrl.LoggerFrom(ctx).WithValues("vault", p.Vault, "mount", p.Mount, "entity", p.Entity)
-	self := r.owner(obj)
-	roleName := strings.ToLower(obj.Spec.MinionID)
-	roleStale := cur == nil || !p.SameRole(*cur)
-	entityStale := cur == nil || !p.SameEntity(*cur)
-	ours := func(e *vault.Entity) bool {
-		return e != nil && ownership.Deletable(ownership.ClaimOf(true, e.Metadata, self), provenByStatus(obj, e))
-	}
-
-	// The old mount's accessor; "" when nothing is mounted there any more
-	// (then no role or alias of it is left either).
-	accessor, err := vc.MountAccessor(ctx, p.Mount)
-	if err != nil {
-		return fmt.Errorf("reading the accessor of auth/%s: %w", p.Mount, err)
-	}
-	var e *vault.Entity
-	if entityStale {
-		if e, err = vc.ReadEntityByName(ctx, p.Entity); err != nil {
-			return fmt.Errorf("reading entity %s: %w", p.Entity, err)
-		}
-	}
-
-	// The role first: its proof is the alias of the entity deleted below.
-	if roleStale && accessor != "" {
-		id, err := vc.ReadRoleID(ctx, p.Mount, roleName)
-		if err != nil {
-			return fmt.Errorf("reading the role ID of AppRole %s/%s: %w", p.Mount, roleName, err)
-		}
-		if id != "" {
-			linked := false
-			for _, cand := range []*vault.Entity{e, sc.entity} {
-				if a := aliasOn(cand, accessor); a != nil && a.Name == id && ours(cand) {
-					linked = true
-				}
-			}
-			if !linked {
-				holder, err := vc.LookupEntityByAlias(ctx, id, accessor)
-				if err != nil {
-					return fmt.Errorf("looking up the entity of AppRole %s/%s's role ID: %w", p.Mount, roleName, err)
-				}
-				linked = ours(holder)
-			}
-			if linked {
-				log.Info("Deleting AppRole", "role", roleName)
-				if err := vc.DeleteRole(ctx, p.Mount, roleName); err != nil {
-					return fmt.Errorf("deleting AppRole %s/%s: %w", p.Mount, roleName, err)
-				}
-				sc.deleted = append(sc.deleted, "AppRole "+p.Mount+"/"+roleName)
-			} else {
-				sc.notOwned = append(sc.notOwned, fmt.Sprintf("AppRole %s/%s (not linked to an entity of this binding)", p.Mount, roleName))
-			}
-		}
-	}
-
-	switch {
-	case entityStale && e == nil:
-	case entityStale && ours(e):
-		log.Info("Deleting entity", "entityID", e.ID)
-		if err := vc.DeleteEntityByName(ctx, p.Entity); err != nil {
-			return fmt.Errorf("deleting entity %s: %w", p.Entity, err)
-		}
-		sc.deleted = append(sc.deleted, "entity "+p.Entity)
-	case entityStale:
-		sc.notOwned = append(sc.notOwned, fmt.Sprintf("entity %s (it belongs to %s)", p.Entity, ownership.ClaimOf(true, e.Metadata, self).Describe()))
-	case roleStale && accessor != "":
-		// The entity stays (it is the current one, proven the binding's
-		// by apply); its alias on the old mount goes with the old role.
-		if a := aliasOn(sc.entity, accessor); a != nil {
-			log.Info("Deleting the entity alias of the old AppRole mount", "alias", a.Name)
-			if err := vc.DeleteEntityAlias(ctx, a.ID); err != nil {
-				return fmt.Errorf("deleting entity alias %s: %w", a.Name, err)
-			}
-		}
-	}
-	return nil
+// stalePlace is one placement the binding no longer needs, on its way
+// through observe, plan and execute.
+type stalePlace struct {
+	p  ownership.Placement
+	vc vault.Client
+	// gone: the record may forget it without touching Vault: retained
+	// (deletionPolicy Retain), or in a Vault no connection reaches.
+	gone bool
+	err  error // reaching or reading it failed: it stays recorded
+	// index is its place in the plan (observed.places index plus one).
+	index int
 }
 
-// removeStale removes the objects of the placements in stale (none is
-// cur) and returns the placements the record may forget: removed, retained
-// (deletionPolicy Retain), or in a Vault no connection reaches any more.
-func (r *MinionBindingReconciler) removeStale(ctx context.Context, obj *v1alpha1.MinionBinding, stale []ownership.Placement, cur *ownership.Placement, policy func(ownership.Placement) v1alpha1.DeletionPolicy, sc *bindingScope) ([]ownership.Placement, error) {
-	var gone []ownership.Placement
-	var errs []error
+// observePlaces reads what the stale placements hold, each through a
+// connection that reaches its Vault. cur is the current placement and
+// current its entity as observed (nil: the binding is being deleted).
+func (r *MinionBindingReconciler) observePlaces(ctx context.Context, obj *v1alpha1.MinionBinding, stale []ownership.Placement,
+	cur *ownership.Placement, current *vault.Entity, policy func(ownership.Placement) v1alpha1.DeletionPolicy, pr proof, sc *bindingScope) ([]stalePlace, []placeObserved) {
+	var places []stalePlace
+	var observed []placeObserved
 	for _, p := range stale {
+		sp := stalePlace{p: p}
 		if policy(p) == v1alpha1.DeletionPolicyRetain {
-			emit(r.Recorder, obj, "Normal", "Retained", "Reconcile", "%s retained (deletionPolicy Retain)", p)
-			gone = append(gone, p)
+			sc.retained = append(sc.retained, p.String())
+			sp.gone = true
+			places = append(places, sp)
 			continue
 		}
-		vc, err := r.clientFor(ctx, p)
-		switch {
-		case err != nil && isGone(err):
+		sp.vc, sp.err = r.clientFor(ctx, p)
+		if sp.err != nil && isGone(sp.err) {
 			var g errConnectionGone
-			if errors.As(err, &g) && g.replaced {
+			if errors.As(sp.err, &g) && g.replaced {
 				// The connection now reaches another Vault (re-initialised,
 				// restored): the old one, and its objects, are gone.
 				ctrl.LoggerFrom(ctx).Info("Forgetting a place in a Vault no connection reaches any more", "place", p.String())
 			} else {
-				emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault: %v", p, err)
+				sc.unreachable = append(sc.unreachable, fmt.Sprintf("%s: %v", p, sp.err))
 			}
-			gone = append(gone, p)
-			continue
-		case err != nil:
-			errs = append(errs, err)
-			continue
+			sp.gone, sp.err = true, nil
 		}
-		if err := r.removePlacement(ctx, vc, obj, p, cur, sc); err != nil {
-			if vault.Denied(err) && vc.CheckToken(ctx) == nil {
-				// The credentials work, but the operator's policy does not
-				// reach there, so it never wrote there: a record edited by
-				// hand. (Refused credentials block the deletion instead.)
-				sc.notOwned = append(sc.notOwned, fmt.Sprintf("%s (the operator may not read it: %v)", p, err))
-				gone = append(gone, p)
-				continue
+		if sp.err == nil && !sp.gone {
+			var po placeObserved
+			po, sp.err = observePlace(ctx, sp.vc, p, cur, current, strings.ToLower(obj.Spec.MinionID), pr)
+			if sp.err != nil {
+				sp.gone, sp.err = r.unreachable(ctx, sp, sp.err, sc)
+			} else {
+				observed = append(observed, po)
+				sp.index = len(observed)
 			}
-			errs = append(errs, err)
-			continue
 		}
-		gone = append(gone, p)
+		places = append(places, sp)
 	}
-	if len(sc.notOwned) > 0 {
-		emit(r.Recorder, obj, "Warning", v1alpha1.NotOwnedReason, "Delete",
-			"left in Vault, not proven this binding's: %s", strings.Join(sc.notOwned, "; "))
+	return places, observed
+}
+
+// observePlace reads the old mount's accessor, the old entity, the old
+// role's role ID and, when the entities read do not link the role, whose
+// login it leads to.
+func observePlace(ctx context.Context, vc vault.Client, p ownership.Placement, cur *ownership.Placement, current *vault.Entity, roleName string, pr proof) (placeObserved, error) {
+	po := placeObserved{place: p, roleName: roleName, roleStale: cur == nil || !p.SameRole(*cur), entityStale: cur == nil || !p.SameEntity(*cur)}
+	if cur != nil && p.Vault == cur.Vault && (p.Vault != "" || p.Connection == cur.Connection) {
+		po.current = current
+	}
+	var err error
+	if po.accessor, err = vc.MountAccessor(ctx, p.Mount); err != nil {
+		return po, fmt.Errorf("reading the accessor of auth/%s: %w", p.Mount, err)
+	}
+	if po.entityStale {
+		if po.entity, err = vc.ReadEntityByName(ctx, p.Entity); err != nil {
+			return po, fmt.Errorf("reading entity %s: %w", p.Entity, err)
+		}
+	}
+	if !po.roleStale || po.accessor == "" {
+		return po, nil
+	}
+	if po.roleID, err = vc.ReadRoleID(ctx, p.Mount, roleName); err != nil {
+		return po, fmt.Errorf("reading the role ID of AppRole %s/%s: %w", p.Mount, roleName, err)
+	}
+	if po.roleID != "" && !po.linked(pr, po.entity, po.current) {
+		if po.roleHolder, err = vc.LookupEntityByAlias(ctx, po.roleID, po.accessor); err != nil {
+			return po, fmt.Errorf("looking up the entity of AppRole %s/%s's role ID: %w", p.Mount, roleName, err)
+		}
+	}
+	return po, nil
+}
+
+// unreachable sorts a failure at a stale placement: refused although the
+// credentials work, the operator's policy does not reach there, so it
+// never wrote there (a record edited by hand): the record forgets it.
+// Anything else (refused credentials included) keeps it recorded.
+func (r *MinionBindingReconciler) unreachable(ctx context.Context, sp stalePlace, err error, sc *bindingScope) (gone bool, _ error) {
+	if vault.Denied(err) && sp.vc.CheckToken(ctx) == nil {
+		sc.notOwned = append(sc.notOwned, fmt.Sprintf("%s (the operator may not read it: %v)", sp.p, err))
+		return true, nil
+	}
+	return false, err
+}
+
+// removeAt executes the plan's removals at each stale placement with its
+// own client and returns the placements the record may forget: removed,
+// retained, or in a Vault no connection reaches any more.
+func (r *MinionBindingReconciler) removeAt(ctx context.Context, places []stalePlace, plan bindingPlan, sc *bindingScope) ([]ownership.Placement, error) {
+	var gone []ownership.Placement
+	var errs []error
+	for _, sp := range places {
+		if sp.err == nil && !sp.gone {
+			ex, err := execute(ctx, sp.vc, plan.at(sp.index))
+			sc.done = append(sc.done, ex.done...)
+			if err != nil {
+				sp.gone, sp.err = r.unreachable(ctx, sp, err, sc)
+			} else {
+				sp.gone = true
+			}
+		}
+		if sp.err != nil {
+			errs = append(errs, sp.err)
+		} else if sp.gone {
+			gone = append(gone, sp.p)
+		}
 	}
 	if len(errs) > 0 {
-		return gone, fmt.Errorf("removing %d of %d placements: %w", len(errs), len(stale), errs[0])
+		return gone, fmt.Errorf("removing %d of %d placements: %w", len(errs), len(places), errs[0])
 	}
 	return gone, nil
+}
+
+// removeStale observes, plans and removes the objects of the placements
+// in stale when the binding is being deleted.
+func (r *MinionBindingReconciler) removeStale(ctx context.Context, obj *v1alpha1.MinionBinding, stale []ownership.Placement, policy func(ownership.Placement) v1alpha1.DeletionPolicy, sc *bindingScope) ([]ownership.Placement, error) {
+	pr := r.proofOf(obj)
+	places, observed := r.observePlaces(ctx, obj, stale, nil, nil, policy, pr, sc)
+	plan := planRemovals(observed, pr)
+	sc.actions = append(sc.actions, plan.actions...)
+	sc.notOwned = append(sc.notOwned, plan.notOwned...)
+	return r.removeAt(ctx, places, plan, sc)
 }
 
 // statusPlacement is where status says the binding's objects were
@@ -309,14 +307,11 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 	if len(inv) == 0 {
 		log.V(1).Info("Nothing was written to Vault; removing the finalizer")
 	} else {
-		gone, err := r.removeStale(ctx, obj, inv, nil, policy, sc)
+		gone, err := r.removeStale(ctx, obj, inv, policy, sc)
 		if err != nil {
 			// Remember what is gone already; the finalizer stays.
 			sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
 			return errors.Join(err, r.record(ctx, obj, inv.Without(gone)))
-		}
-		if len(sc.deleted) > 0 {
-			emit(r.Recorder, obj, "Normal", "Deleted", "Delete", "Deleted from Vault: %s", strings.Join(sc.deleted, ", "))
 		}
 	}
 	base := obj.DeepCopy()

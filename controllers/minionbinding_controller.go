@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
-	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
 // MinionBindingReconciler brings Vault to what a MinionBinding renders to:
@@ -53,21 +51,21 @@ type bindingScope struct {
 	conn    string
 	vault   string // the Vault written to (ownership.VaultKey)
 	hash    string
-	written []string // what was written, for events
-	deleted []string // what was removed (old placements, deletion)
-	taken   []string // what was taken over (marked, linked) this time
+	// actions is the plan (binding_plan.go), done what was executed
+	// of it: events, status and metrics are derived from them.
+	actions []vaultAction
+	done    []vaultAction
 	// notOwned are objects a removal left because Vault does not prove
 	// them the binding's, with why.
 	notOwned []string
-	created  bool     // first successful write of this binding
-	drift    []string // differences found although nothing changed on our side
-	// corrected: drift was written back (false in detect-only mode).
-	corrected bool
-	entityID  string
-	entity    *vault.Entity // the minion's entity as read or created
-	roleID    string
-	metadata  map[string]string // the entity metadata keys the operator owns, as written
-	requeue   time.Duration
+	retained []string // places left by deletionPolicy Retain
+	// unreachable are places in a Vault no connection reaches any more.
+	unreachable []string
+	created     bool // first successful write of this binding
+	entityID    string
+	roleID      string
+	metadata    map[string]string // the entity metadata keys the operator owns, as written
+	requeue     time.Duration
 	// beforeWrite records where apply is about to write (nil: nothing to
 	// record, as in a plan).
 	beforeWrite func() error
@@ -153,25 +151,8 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 	cur := ownership.Placement{Vault: sc.vault, Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
 		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
 	sc.beforeWrite = func() error { return r.recordBeforeWriting(ctx, obj, inv, cur) }
-	if err := r.apply(ctx, vc, obj, tpl, res, sc); err != nil {
+	if err := r.apply(ctx, vc, obj, tpl, res, inv, cur, sc); err != nil {
 		return err
-	}
-	if stale := inv.Stale(&cur); len(stale) > 0 {
-		// Left behind by a switch: deleted under the policy recorded when
-		// they were written.
-		recorded := func(p ownership.Placement) v1alpha1.DeletionPolicy {
-			if p.DeletionPolicy != "" {
-				return v1alpha1.DeletionPolicy(p.DeletionPolicy)
-			}
-			return tpl.Spec.EffectiveDeletionPolicy()
-		}
-		gone, err := r.removeStale(ctx, obj, stale, &cur, recorded, sc)
-		if rerr := r.record(ctx, obj, inv.Merge(cur).Without(gone)); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		if err != nil {
-			return err
-		}
 	}
 	sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: readyMessage(res)}
 	sc.requeue = jitter(templateInterval(tpl, r.DefaultInterval))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -18,30 +19,90 @@ func (r *MinionBindingReconciler) owner(obj *v1alpha1.MinionBinding) ownership.O
 	return ownership.Owner{Cluster: r.ClusterID, Namespace: obj.Namespace, Name: obj.Name, UID: string(obj.UID)}
 }
 
-// observed is what apply read before deciding anything.
+// proof tells the binding's Vault objects from others': the owner marker,
+// and for the previous release's unmarked objects the IDs the operator
+// recorded in status (which only the operator writes).
+type proof struct {
+	self ownership.Owner
+	// byName: a plan of manifests, whose bindings have no UID and whose
+	// cluster is unknown, takes a marker naming the binding's namespace
+	// and name as its own.
+	byName           bool
+	entityID, roleID string // status's
+}
+
+func (r *MinionBindingReconciler) proofOf(obj *v1alpha1.MinionBinding) proof {
+	pr := proof{self: r.owner(obj), byName: r.matchByName}
+	if st := obj.Status.Entity; st != nil {
+		pr.entityID = st.ID
+	}
+	if st := obj.Status.AppRole; st != nil {
+		pr.roleID = st.RoleID
+	}
+	return pr
+}
+
+// claim reads an entity's marker (nil: no entity).
+func (pr proof) claim(e *vault.Entity) ownership.Claim {
+	c := ownership.ClaimOf(e != nil, entityMetadata(e), pr.self)
+	if pr.byName && c.Holder == ownership.HolderOther && c.Other.Namespace == pr.self.Namespace && c.Other.Name == pr.self.Name {
+		return ownership.Claim{Holder: ownership.HolderSelf}
+	}
+	return c
+}
+
+// provenByStatus: the entity is the one status recorded: the proof of the
+// previous release's own objects, which carry no marker.
+func (pr proof) provenByStatus(e *vault.Entity) bool {
+	return e != nil && pr.entityID != "" && pr.entityID == e.ID
+}
+
+// deletable: the entity is proven the binding's, so it may be deleted
+// (and a role linked to it with it).
+func (pr proof) deletable(e *vault.Entity) bool {
+	return e != nil && ownership.Deletable(pr.claim(e), pr.provenByStatus(e))
+}
+
+// observed is everything planBinding decides from, read once.
 type observed struct {
-	self        ownership.Owner
-	role        map[string]any // nil: absent
-	roleID      string
-	entity      *vault.Entity // nil: absent
-	entityClaim ownership.Claim
+	proof    proof
+	accessor string
+	role     map[string]any // nil: absent
+	roleID   string
+	entity   *vault.Entity // nil: absent
 	// aliasHolder is the entity that holds the alias named roleID on the
 	// mount, when it is not the binding's entity (nil: nobody's, or not
 	// looked up because the binding's entity holds it).
 	aliasHolder *vault.Entity
-	accessor    string
-	mount, name string
-	entityName  string
+	entityClaim ownership.Claim
+	aliasClaim  ownership.Claim
+	// The state of the bindings the markers name, when they are another
+	// binding's in this cluster.
+	entityHolder, aliasHolderState ownership.HolderState
 	// entityProven: the entity has no marker, and status proves it the
 	// binding's (the previous release's, or its marker removed by hand).
 	entityProven bool
+	mount, name  string
+	entityName   string
+	// places are the stale placements (a switch, or the binding's
+	// deletion), read where they are.
+	places []placeObserved
 }
 
 // observe reads the role, its role ID and the entity, and, only when the
-// role is not linked to the entity, whose login the role leads to.
-func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, mount, role, accessor, entityName string) (*observed, error) {
-	o := &observed{self: r.owner(obj), accessor: accessor, mount: mount, name: role, entityName: entityName}
-	var err error
+// role is not linked to the entity, whose login the role leads to, and the
+// state of a binding a marker names. A binding in sync costs the first
+// three (the accessor comes from the client's cache).
+func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, res *render.Result) (*observed, error) {
+	mount, role := res.AppRole.Mount, res.AppRole.RoleName
+	accessor, err := vc.MountAccessor(ctx, mount)
+	if err != nil {
+		return nil, fmt.Errorf("reading the accessor of auth/%s: %w", mount, err)
+	}
+	if accessor == "" {
+		return nil, vaultState(nil, fmt.Sprintf("no auth method is mounted at auth/%s", mount))
+	}
+	o := &observed{proof: r.proofOf(obj), accessor: accessor, mount: mount, name: role, entityName: res.EntityName}
 	if o.role, err = vc.ReadRole(ctx, mount, role); err != nil {
 		return nil, fmt.Errorf("reading AppRole %s/%s: %w", mount, role, err)
 	}
@@ -50,17 +111,15 @@ func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, 
 			return nil, fmt.Errorf("reading the role ID of AppRole %s/%s: %w", mount, role, err)
 		}
 	}
-	if o.entity, err = vc.ReadEntityByName(ctx, entityName); err != nil {
-		return nil, fmt.Errorf("reading entity %s: %w", entityName, err)
+	if o.entity, err = vc.ReadEntityByName(ctx, res.EntityName); err != nil {
+		return nil, fmt.Errorf("reading entity %s: %w", res.EntityName, err)
 	}
-	if o.entity != nil && r.matchByName {
-		// A plan of manifests has no UID: a marker naming the binding's
-		// namespace and name is its own.
-		if m, ok := ownership.ParseMarker(o.entity.Metadata[ownership.MarkerKey]); ok && m.Namespace == obj.Namespace && m.Name == obj.Name {
-			o.self = m
-		}
+	if m, ok := ownership.ParseMarker(entityMetadata(o.entity)[ownership.MarkerKey]); ok && r.matchByName && m.Namespace == obj.Namespace && m.Name == obj.Name {
+		// The marker to keep writing is the one the entity has.
+		o.proof.self = m
 	}
-	o.entityClaim = ownership.ClaimOf(o.entity != nil, entityMetadata(o.entity), o.self)
+	o.entityClaim = o.proof.claim(o.entity)
+	o.entityProven = o.entityClaim.Holder == ownership.HolderUnmarked && o.proof.provenByStatus(o.entity)
 	if o.roleID != "" {
 		if a := aliasOn(o.entity, accessor); a == nil || a.Name != o.roleID {
 			if o.aliasHolder, err = vc.LookupEntityByAlias(ctx, o.roleID, accessor); err != nil {
@@ -68,15 +127,38 @@ func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, 
 			}
 		}
 	}
+	o.aliasClaim = aliasClaim(o)
+	if o.entityClaim.Holder == ownership.HolderOther {
+		if o.entityHolder, err = r.holderState(ctx, o.entityClaim.Other, o.proof.self); err != nil {
+			return nil, err
+		}
+	}
+	if o.role != nil && o.aliasClaim.Holder == ownership.HolderOther {
+		if o.aliasHolderState, err = r.holderState(ctx, o.aliasClaim.Other, o.proof.self); err != nil {
+			return nil, err
+		}
+	}
 	return o, nil
 }
 
-// provenByStatus: the entity is the one the operator recorded in the
-// binding's status (which only the operator writes): the proof of the
-// previous release's own objects, which carry no marker.
-func provenByStatus(obj *v1alpha1.MinionBinding, e *vault.Entity) bool {
-	st := obj.Status.Entity
-	return e != nil && st != nil && st.ID != "" && st.ID == e.ID
+// aliasClaim is who holds the alias named by the role's role ID: the
+// binding when it is on its entity (or on an unmarked entity status
+// proves the binding's), else the holder's marker.
+func aliasClaim(o *observed) ownership.Claim {
+	if o.role == nil {
+		return ownership.Claim{}
+	}
+	switch onMount := aliasOn(o.entity, o.accessor); {
+	case onMount != nil && onMount.Name == o.roleID:
+		return ownership.Claim{Holder: ownership.HolderSelf}
+	case o.aliasHolder != nil:
+		c := o.proof.claim(o.aliasHolder)
+		if c.Holder == ownership.HolderUnmarked && o.proof.provenByStatus(o.aliasHolder) {
+			return ownership.Claim{Holder: ownership.HolderSelf}
+		}
+		return c
+	}
+	return ownership.Claim{}
 }
 
 func entityMetadata(e *vault.Entity) map[string]string {
@@ -88,44 +170,17 @@ func entityMetadata(e *vault.Entity) map[string]string {
 
 // decide applies the ownership rules to what was observed: what may be
 // done with the entity and with the role, or why nothing may be written.
-func (r *MinionBindingReconciler) decide(ctx context.Context, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, o *observed) (entity, role ownership.Decision, err error) {
-	st := &obj.Status
-	adopt := tpl.Spec.AdoptMinions
-	// The previous release's own objects carry no marker; the IDs it
-	// recorded in status (which only the operator writes) prove them.
-	provenEntity := func(e *vault.Entity) bool { return provenByStatus(obj, e) }
-	ef := ownership.EntityFacts{Name: o.entityName, Claim: o.entityClaim, Adopt: adopt}
-	ef.ProvenByStatus = ef.Claim.Holder == ownership.HolderUnmarked && provenEntity(o.entity)
-	o.entityProven = ef.ProvenByStatus
-	if ef.Claim.Holder == ownership.HolderOther {
-		if ef.Holder, err = r.holderState(ctx, ef.Claim.Other, o.self); err != nil {
-			return 0, 0, err
-		}
-	}
+func decide(o *observed, adopt bool) (entity, role ownership.Decision, err error) {
+	ef := ownership.EntityFacts{Name: o.entityName, Claim: o.entityClaim, Adopt: adopt, ProvenByStatus: o.entityProven, Holder: o.entityHolder}
 	entity, why := ownership.DecideEntity(ef)
 	if err := refusal(entity, why, ef.Claim); err != nil {
 		return 0, 0, err
 	}
-
-	rf := ownership.RoleFacts{Mount: o.mount, Name: o.name, Exists: o.role != nil, RoleID: o.roleID, Adopt: adopt}
+	rf := ownership.RoleFacts{Mount: o.mount, Name: o.name, Exists: o.role != nil, RoleID: o.roleID, Adopt: adopt,
+		Alias: o.aliasClaim, Holder: o.aliasHolderState}
 	if rf.Exists {
-		onMount := aliasOn(o.entity, o.accessor)
-		rf.SlotHeld = onMount != nil
-		switch {
-		case onMount != nil && onMount.Name == o.roleID:
-			rf.Alias = ownership.Claim{Holder: ownership.HolderSelf}
-		case o.aliasHolder != nil:
-			rf.Alias = ownership.ClaimOf(true, o.aliasHolder.Metadata, o.self)
-			if rf.Alias.Holder == ownership.HolderUnmarked && provenEntity(o.aliasHolder) {
-				rf.Alias = ownership.Claim{Holder: ownership.HolderSelf}
-			}
-		}
-		rf.ProvenByStatus = st.AppRole != nil && st.AppRole.RoleID != "" && st.AppRole.RoleID == o.roleID
-		if rf.Alias.Holder == ownership.HolderOther {
-			if rf.Holder, err = r.holderState(ctx, rf.Alias.Other, o.self); err != nil {
-				return 0, 0, err
-			}
-		}
+		rf.SlotHeld = aliasOn(o.entity, o.accessor) != nil
+		rf.ProvenByStatus = o.proof.roleID != "" && o.proof.roleID == o.roleID
 	}
 	role, why = ownership.DecideRole(rf)
 	if err := refusal(role, why, rf.Alias); err != nil {

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -45,15 +46,16 @@ func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *
 	}
 	if sc.outcome.kind == outcomeReady && sc.result != nil {
 		now := metav1.Now()
-		if len(sc.written) > 0 || len(sc.deleted) > 0 || st.LastSyncTime == nil || now.Sub(st.LastSyncTime.Time) > lastSyncRefresh {
+		if sc.wrote() || st.LastSyncTime == nil || now.Sub(st.LastSyncTime.Time) > lastSyncRefresh {
 			st.LastSyncTime = &now
 		}
 		// In detect-only mode the drift stays, so the hash stays too.
-		if len(sc.drift) == 0 || sc.corrected {
+		drift, corrected := sc.drift()
+		if len(drift) == 0 || corrected {
 			st.LastAppliedHash = sc.hash
 		}
-		if len(sc.drift) > 0 && !sc.corrected {
-			sc.outcome = outcome{kind: outcomeReady, reason: "DriftDetected", message: "Vault differs from the binding (detect-only): " + strings.Join(sc.drift, "; ")}
+		if len(drift) > 0 && !corrected {
+			sc.outcome = outcome{kind: outcomeReady, reason: "DriftDetected", message: "Vault differs from the binding (detect-only): " + strings.Join(drift, "; ")}
 		}
 	}
 	if v := obj.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]; v != "" {
@@ -71,25 +73,95 @@ func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *
 // the record of every write).
 func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindingScope, before *metav1.Condition) {
 	after := readyCondition(obj)
+	drift, corrected := sc.drift()
 	switch {
-	case len(sc.drift) > 0 && sc.corrected:
-		emit(r.Recorder, obj, "Warning", "DriftCorrected", "Reconcile", "Vault had drifted and was corrected: %s", strings.Join(sc.drift, "; "))
-	case len(sc.drift) > 0:
+	case len(drift) > 0 && corrected:
+		emit(r.Recorder, obj, "Warning", "DriftCorrected", "Reconcile", "Vault had drifted and was corrected: %s", strings.Join(drift, "; "))
+	case len(drift) > 0:
 		if before == nil || before.Message != after.Message {
-			emit(r.Recorder, obj, "Warning", "DriftDetected", "Reconcile", "Vault differs from the binding (detect-only): %s", strings.Join(sc.drift, "; "))
+			emit(r.Recorder, obj, "Warning", "DriftDetected", "Reconcile", "Vault differs from the binding (detect-only): %s", strings.Join(drift, "; "))
 		}
-	case len(sc.written) > 0 && !sc.created:
-		emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(sc.written, ", "))
+	case !sc.created:
+		if written := sc.written(); len(written) > 0 {
+			emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(written, ", "))
+		}
 	}
-	if len(sc.taken) > 0 {
-		emit(r.Recorder, obj, "Normal", "TakenOver", "Reconcile", "Marked as this binding's in Vault: %s", strings.Join(sc.taken, ", "))
+	if taken := sc.taken(); len(taken) > 0 {
+		emit(r.Recorder, obj, "Normal", "TakenOver", "Reconcile", "Marked as this binding's in Vault: %s", strings.Join(taken, ", "))
 	}
-	if len(sc.deleted) > 0 && obj.DeletionTimestamp.IsZero() {
-		emit(r.Recorder, obj, "Normal", "Removed", "Reconcile", "Removed from Vault, no longer rendered: %s", strings.Join(sc.deleted, ", "))
-	}
+	r.removalEvents(obj, sc)
 	if after != nil && after.Status != metav1.ConditionTrue && sc.outcome.kind != outcomeSuspended {
 		if before == nil || before.Reason != after.Reason || before.Message != after.Message {
 			emit(r.Recorder, obj, "Warning", after.Reason, "Reconcile", "%s", after.Message)
 		}
 	}
+}
+
+// removalEvents reports what the removals at stale placements (a switch,
+// or the deletion) did and left.
+func (r *MinionBindingReconciler) removalEvents(obj *v1alpha1.MinionBinding, sc *bindingScope) {
+	for _, p := range sc.retained {
+		emit(r.Recorder, obj, "Normal", "Retained", "Reconcile", "%s retained (deletionPolicy Retain)", p)
+	}
+	for _, p := range sc.unreachable {
+		emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault", p)
+	}
+	if len(sc.notOwned) > 0 {
+		emit(r.Recorder, obj, "Warning", v1alpha1.NotOwnedReason, "Delete", "left in Vault, not proven this binding's: %s", strings.Join(sc.notOwned, "; "))
+	}
+	switch deleted := sc.deleted(); {
+	case len(deleted) == 0:
+	case obj.DeletionTimestamp.IsZero():
+		emit(r.Recorder, obj, "Normal", "Removed", "Reconcile", "Removed from Vault, no longer rendered: %s", strings.Join(deleted, ", "))
+	default:
+		emit(r.Recorder, obj, "Normal", "Deleted", "Delete", "Deleted from Vault: %s", strings.Join(deleted, ", "))
+	}
+}
+
+// drift lists the differences Vault had although nothing changed on the
+// binding's side, and whether they were written back (false in
+// detect-only mode).
+func (sc *bindingScope) drift() (found []string, corrected bool) {
+	for _, a := range sc.actions {
+		if a.drift {
+			found = append(found, a.what+": "+a.why)
+			corrected = corrected || !a.held
+		}
+	}
+	return found, corrected
+}
+
+// wrote: a Vault request changed something.
+func (sc *bindingScope) wrote() bool {
+	for _, a := range sc.done {
+		if a.call != callNone {
+			return true
+		}
+	}
+	return false
+}
+
+// written names what was written at the current placement.
+func (sc *bindingScope) written() []string {
+	return sc.names(func(a vaultAction) bool { return a.place == 0 && a.call != callNone && a.kind != actDelete })
+}
+
+// deleted names the roles and entities removed at stale placements.
+func (sc *bindingScope) deleted() []string {
+	return sc.names(func(a vaultAction) bool { return a.kind == actDelete && a.place > 0 && a.object != objAlias })
+}
+
+// taken names what was made the binding's this time.
+func (sc *bindingScope) taken() []string {
+	return sc.names(func(a vaultAction) bool { return a.kind == actTake })
+}
+
+func (sc *bindingScope) names(keep func(vaultAction) bool) []string {
+	var out []string
+	for _, a := range sc.done {
+		if keep(a) && !slices.Contains(out, a.what) {
+			out = append(out, a.what)
+		}
+	}
+	return out
 }

@@ -5,36 +5,236 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// `minionvault plan` runs the reconcilers' own apply steps against a
-// vault.DryRun, so that the plan is what the operator would do, not a
-// second implementation of it.
+// `minionvault plan` runs the binding reconciler's observe and planBinding
+// against a Vault it only reads, and prints the actions: what the
+// reconciler would execute, decided by the same code. ACL policies go
+// through the template reconciler's own policy step against a
+// vault.DryRun.
 
-// ApplyBinding runs the binding reconciler's apply step (role, entity,
-// alias) against vc, outside a reconcile; with a vault.DryRun it is a plan.
-// obj's status, if it has one (a binding read from the cluster), tells
-// which metadata keys the operator wrote before.
-func ApplyBinding(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result) error {
-	r := &MinionBindingReconciler{matchByName: true, ClusterID: planCluster}
-	if _, dry := vc.(*vault.DryRun); dry {
-		r.newRoleID = func() string { return vault.Placeholder }
+// BindingPlan is what the binding reconciler would do in Vault for one
+// binding.
+type BindingPlan struct {
+	// Changes are the planner's actions that write, in order.
+	Changes []vault.Change
+	// Skipped are stale placements the plan could not look at (another
+	// Vault than the one planned against).
+	Skipped []string
+	// NotOwned are objects at stale placements that would be left because
+	// Vault does not prove them the binding's.
+	NotOwned []string
+
+	actions   []vaultAction
+	newRoleID string
+}
+
+// A plan's owner marker, for a binding the cluster has not stored yet.
+const (
+	planCluster = "this-cluster"
+	planUID     = "known-after-apply"
+)
+
+// planTarget is the Vault a plan reads, as a placement names it.
+type planTarget struct {
+	r   *MinionBindingReconciler
+	vc  vault.Client
+	key string // ownership.VaultKey
+}
+
+func newPlanTarget(ctx context.Context, vc vault.Client, vaultNamespace string) (*planTarget, error) {
+	info, err := vc.ServerInfo(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading Vault's cluster ID: %w", err)
+	}
+	id := string(uuid.NewUUID())
+	r := &MinionBindingReconciler{matchByName: true, ClusterID: planCluster, newRoleID: func() string { return id }}
+	return &planTarget{r: r, vc: vc, key: ownership.VaultKey(info.ClusterID, vaultNamespace)}, nil
+}
+
+// PlanBinding plans one binding, as read from manifests or from the
+// cluster (its record, status and deletion timestamp are used when it has
+// them): its role, entity and alias brought to res, and the removals at
+// the placements its record holds and it no longer needs; for a binding
+// being deleted, the removals of finalize. tpl is nil when the template is
+// gone (a deletion only). A refusal is an error (Refusal tells it).
+func PlanBinding(ctx context.Context, vc vault.Client, vaultNamespace string, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result) (BindingPlan, error) {
+	t, err := newPlanTarget(ctx, vc, vaultNamespace)
+	if err != nil {
+		return BindingPlan{}, err
 	}
 	obj = obj.DeepCopy()
 	if obj.UID == "" {
 		obj.UID = planUID
 	}
-	sc := &bindingScope{}
-	if vk, err := vc.ServerInfo(ctx); err == nil {
-		sc.vault = vk.ClusterID
+	inv, err := ownership.Decode(obj.Annotations[v1alpha1.VaultObjectsAnnotation])
+	if err != nil {
+		return BindingPlan{}, &errInvalidInput{err: fmt.Errorf("annotation %s: %w", v1alpha1.VaultObjectsAnnotation, err)}
 	}
-	return r.apply(ctx, vc, obj, tpl, res, sc)
+	conn := ""
+	if tpl != nil {
+		conn = tpl.Spec.ConnectionRef.Name
+	}
+	for i := range inv {
+		if inv[i].Vault == "" && inv[i].Connection == conn {
+			inv[i].Vault = t.key
+		}
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		return t.deletion(ctx, obj, tpl, inv)
+	}
+	cur := ownership.Placement{Vault: t.key, Connection: conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
+		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
+	o, err := t.r.observe(ctx, vc, obj, res)
+	if err != nil {
+		return BindingPlan{}, err
+	}
+	bp := BindingPlan{newRoleID: t.r.roleID()}
+	stale := t.reachable(inv.Stale(&cur), recordedPolicy(tpl), &bp)
+	for _, p := range stale {
+		po, err := observePlace(ctx, vc, p, &cur, o.entity, strings.ToLower(obj.Spec.MinionID), o.proof)
+		if err != nil {
+			return BindingPlan{}, err
+		}
+		o.places = append(o.places, po)
+	}
+	mode := t.r.planMode(obj, tpl, desiredHash(t.key, res))
+	mode.newRoleID = bp.newRoleID
+	plan, err := planBinding(res, o, mode)
+	if err != nil {
+		return BindingPlan{}, err
+	}
+	bp.setActions(plan)
+	return bp, nil
+}
+
+// deletion plans finalize's removals: every recorded placement and the one
+// status names, under the template's deletion policy (the recorded one
+// when the template is gone).
+func (t *planTarget) deletion(ctx context.Context, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, inv ownership.Inventory) (BindingPlan, error) {
+	bp := BindingPlan{}
+	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+		return bp, nil
+	}
+	if st := &obj.Status; st.AppRole != nil && st.Entity != nil && st.Connection != "" && st.AppRole.Mount != "" && st.Entity.Name != "" {
+		p := ownership.Placement{Connection: st.Connection, Mount: st.AppRole.Mount, Entity: st.Entity.Name, Vault: t.key}
+		if !slices.ContainsFunc(inv, p.Same) {
+			inv = append(inv, p)
+		}
+	}
+	policy := func(p ownership.Placement) v1alpha1.DeletionPolicy {
+		switch {
+		case tpl != nil:
+			return tpl.Spec.EffectiveDeletionPolicy()
+		case p.DeletionPolicy != "":
+			return v1alpha1.DeletionPolicy(p.DeletionPolicy)
+		}
+		return v1alpha1.DeletionPolicyDelete
+	}
+	pr := t.r.proofOf(obj)
+	var observed []placeObserved
+	for _, p := range t.reachable(inv, policy, &bp) {
+		po, err := observePlace(ctx, t.vc, p, nil, nil, strings.ToLower(obj.Spec.MinionID), pr)
+		if err != nil {
+			return BindingPlan{}, err
+		}
+		observed = append(observed, po)
+	}
+	bp.setActions(planRemovals(observed, pr))
+	return bp, nil
+}
+
+// reachable keeps the placements to remove in the planned Vault: not
+// retained, and not in another Vault (noted as skipped).
+func (t *planTarget) reachable(stale []ownership.Placement, policy func(ownership.Placement) v1alpha1.DeletionPolicy, bp *BindingPlan) []ownership.Placement {
+	var out []ownership.Placement
+	for _, p := range stale {
+		switch {
+		case policy(p) == v1alpha1.DeletionPolicyRetain:
+		case p.Vault != t.key:
+			bp.Skipped = append(bp.Skipped, p.String()+", in another Vault than the one planned against")
+		default:
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (bp *BindingPlan) setActions(plan bindingPlan) {
+	bp.actions = plan.actions
+	bp.NotOwned = plan.notOwned
+	bp.Changes = []vault.Change{}
+	for _, a := range plan.actions {
+		if a.writes() {
+			bp.Changes = append(bp.Changes, bp.change(a))
+		}
+	}
+}
+
+// change shows an action as the Vault write it makes.
+func (bp *BindingPlan) change(a vaultAction) vault.Change {
+	known := func(id string) string {
+		if id == "" || id == bp.newRoleID {
+			return vault.Placeholder
+		}
+		return id
+	}
+	c := vault.Change{Action: string(a.kind), Kind: string(a.object), Path: a.path(), Before: a.before}
+	switch a.call {
+	case callWriteEntity:
+		c.After = a.metadata
+		if a.kind == actTake {
+			c.Action = string(actUpdate)
+		}
+	case callWriteRole:
+		params := make(map[string]any, len(a.params))
+		for k, v := range a.params {
+			params[k] = v
+		}
+		if _, ok := params["role_id"]; ok {
+			params["role_id"] = vault.Placeholder
+		}
+		c.After = params
+	case callCreateAlias:
+		c.Action = string(actCreate)
+		c.After = map[string]any{"name": known(a.aliasName), "mount_accessor": a.accessor, "canonical_id": known(a.entityID)}
+	case callUpdateAlias:
+		c.Action = string(actUpdate)
+		c.Before, c.After = map[string]any{"name": a.before}, map[string]any{"name": known(a.aliasName)}
+	case callDeleteAlias:
+		c.Before = map[string]any{"name": a.before}
+	}
+	return c
+}
+
+// Execute makes the plan's writes against vc, as the reconciler would
+// (tests converge a fake Vault with it).
+func (bp BindingPlan) Execute(ctx context.Context, vc vault.Client) error {
+	_, err := execute(ctx, vc, bp.actions)
+	return err
+}
+
+// Refusal says why the operator would write nothing for a binding: Vault's
+// objects are not the binding's, or the error would stall it (the one
+// error → outcome table, outcomeFor). ok is false for any other error.
+func Refusal(err error) (reason, msg string, ok bool) {
+	var r *errRefused
+	if errors.As(err, &r) {
+		return r.reason, r.msg, true
+	}
+	if o := outcomeFor(err); o.kind == outcomeStalled {
+		return o.reason, o.message, true
+	}
+	return "", "", false
 }
 
 // ApplyPolicies runs the template reconciler's policy step against vc.
@@ -45,22 +245,6 @@ func ApplyPolicies(ctx context.Context, vc vault.Client, tpl *v1alpha1.MinionTem
 	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, managed, nil)
 	slices.Sort(pass.notOwned)
 	return pass.notOwned, err
-}
-
-// A plan's owner marker, for a binding the cluster has not stored yet.
-const (
-	planCluster = "this-cluster"
-	planUID     = "known-after-apply"
-)
-
-// Refusal says why ApplyBinding wrote nothing because Vault's objects are
-// not the binding's (ok false for any other error).
-func Refusal(err error) (reason, msg string, ok bool) {
-	var r *errRefused
-	if errors.As(err, &r) {
-		return r.reason, r.msg, true
-	}
-	return "", "", false
 }
 
 // PolicyManagedBy returns the MinionTemplate named in a policy's ownership
@@ -90,8 +274,3 @@ func CollectPolicies(bindings []RenderedBinding) (map[string]string, string) {
 	}
 	return desired, ""
 }
-
-// discardEvents is the event recorder outside a reconcile.
-type discardEvents struct{}
-
-func (discardEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}

@@ -3,7 +3,7 @@
 package cli
 
 // audit drift and --verify against a real Vault dev server: the samples
-// applied by the operator's own apply steps (entity with the owner marker,
+// applied by the operator's own plans, executed (entity with the owner marker,
 // alias named by the chosen role ID, role), no minion ever logged in; then
 // Vault changed behind the manifests' back; --verify with exactly the
 // rights docs/audit.md lists.
@@ -63,9 +63,7 @@ func TestIntegrationAuditDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buildPlan(ctx, liveApplying{c}, in); err != nil {
-		t.Fatal(err)
-	}
+	applyManifests(t, c, in)
 	entityOf := func(name string) map[string]any {
 		t.Helper()
 		s, err := root.Logical().Read("identity/entity/name/salt_minion_" + name)

@@ -4,7 +4,7 @@ package cli
 
 // The offline audit against a real Vault dev server (internal/testenv,
 // Vault only): the samples are applied to Vault by the operator's own
-// apply steps (plan's, writing for real), each minion logs in through its
+// plans (plan's, executed for real), each minion logs in through its
 // AppRole, and what `audit` computes from the manifests alone must be what
 // sys/capabilities answers for that minion's token.
 
@@ -29,12 +29,6 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.Options{NoKubernetes: true})
 }
 
-// liveApplying is a plan client that writes: buildPlan through it applies
-// the manifests as the operator would, and records nothing.
-type liveApplying struct{ vault.Client }
-
-func (liveApplying) Changes() []vault.Change { return nil }
-
 func TestIntegrationAuditMatchesVault(t *testing.T) {
 	ctx := context.Background()
 	env := testenv.Get(t).Vault
@@ -57,10 +51,7 @@ path "salt/*" { capabilities = ["deny"] }
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := buildPlan(ctx, liveApplying{c}, in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := applyManifests(t, c, in)
 	for _, b := range plan.Bindings {
 		if b.Refused != nil {
 			t.Fatalf("binding %s refused: %+v", b.Name, b.Refused)

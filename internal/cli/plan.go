@@ -55,7 +55,13 @@ func newPlanCmd(stdout, stderr io.Writer) *cobra.Command {
 Namespaces and VaultConnections from files or folders, reads Vault, and
 prints what the operator would write: AppRole roles, entities (metadata),
 entity aliases and ACL policies, as a diff. Nothing is written: the
-operator's own apply steps run against a recording client.
+bindings' changes are the binding reconciler's own plan (what it would
+execute, decided by the same code), the policies' the template
+reconciler's policy step run against a recording client. A binding read
+from the cluster (kubectl get -o yaml) is planned with its record of where
+it wrote: the removals a switch of template, mount or entity name makes
+are shown, and for a binding with a deletionTimestamp those of its
+deletion.
 
 Vault is reached like a VaultConnection: the address, Vault namespace and
 TLS settings come from the VaultConnection the templates refer to when it
@@ -133,6 +139,8 @@ type BindingPlan struct {
 	Template  string         `json:"template"`
 	Changes   []vault.Change `json:"changes"`
 	Refused   *Refusal       `json:"refused,omitempty"`
+	// plan is the planner's, which tests execute to converge a fake Vault.
+	plan controllers.BindingPlan
 }
 
 // Refusal is why the operator would not write a binding or template: the
@@ -228,6 +236,16 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 	}
 	facts := newManifestFacts(in)
 	for _, b := range in.bindings {
+		if !b.DeletionTimestamp.IsZero() {
+			// Being deleted: its finalizer's removals, no admission, no
+			// policy documents.
+			bp, err := planVault(ctx, dry, in, b, templateNamed(in, b.Spec.TemplateRef.Name), nil)
+			if err != nil {
+				return nil, err
+			}
+			plan.Bindings = append(plan.Bindings, bp)
+			continue
+		}
 		if !known[b.Spec.TemplateRef.Name] {
 			plan.Bindings = append(plan.Bindings, refusedBinding(b, v1alpha1.TemplateNotFoundReason,
 				fmt.Sprintf("MinionTemplate %q is not among the manifests", b.Spec.TemplateRef.Name)))
@@ -264,38 +282,52 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 			}
 			plan.Bindings = append(plan.Bindings, bp)
 		}
-		tp := TemplatePlan{Name: tpl.Name}
-		desired, conflict := controllers.CollectPolicies(rendered)
-		if conflict != "" {
-			tp.Refused = &Refusal{Reason: v1alpha1.ValidationFailedReason, Message: conflict}
-		} else {
-			mark := len(dry.Changes())
-			notOwned, err := controllers.ApplyPolicies(ctx, dry, tpl, desired, managed[tpl.Name])
-			if err != nil {
-				return nil, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
-			}
-			// The policies are synced a few at a time: order the plan as
-			// a reader scans it, creations, updates, deletions, by path.
-			tp.Changes = slices.Clone(dry.Changes()[mark:])
-			slices.SortStableFunc(tp.Changes, func(a, b vault.Change) int {
-				if c := actionOrder[a.Action] - actionOrder[b.Action]; c != 0 {
-					return c
-				}
-				return strings.Compare(a.Path, b.Path)
-			})
-			if len(notOwned) > 0 {
-				tp.Refused = &Refusal{Reason: v1alpha1.PolicyNotOwnedReason, Message: fmt.Sprintf(
-					"ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s", strings.Join(notOwned, ", "))}
-			}
-		}
-		if tp.Changes == nil {
-			tp.Changes = []vault.Change{}
+		tp, err := planPolicies(ctx, dry, tpl, rendered, managed[tpl.Name])
+		if err != nil {
+			return nil, err
 		}
 		plan.Templates = append(plan.Templates, tp)
 	}
 	slices.SortStableFunc(plan.Bindings, func(a, b BindingPlan) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
+	plan.summarize()
+	return plan, nil
+}
+
+// planPolicies runs the template reconciler's policy step for the
+// documents its bindings render against the dry run.
+func planPolicies(ctx context.Context, dry planClient, tpl *v1alpha1.MinionTemplate, rendered []controllers.RenderedBinding, managed []string) (TemplatePlan, error) {
+	tp := TemplatePlan{Name: tpl.Name, Changes: []vault.Change{}}
+	desired, conflict := controllers.CollectPolicies(rendered)
+	if conflict != "" {
+		tp.Refused = &Refusal{Reason: v1alpha1.ValidationFailedReason, Message: conflict}
+		return tp, nil
+	}
+	mark := len(dry.Changes())
+	notOwned, err := controllers.ApplyPolicies(ctx, dry, tpl, desired, managed)
+	if err != nil {
+		return tp, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
+	}
+	// The policies are synced a few at a time: order the plan as a reader
+	// scans it, creations, updates, deletions, by path.
+	tp.Changes = append(tp.Changes, dry.Changes()[mark:]...)
+	slices.SortStableFunc(tp.Changes, func(a, b vault.Change) int {
+		if c := actionOrder[a.Action] - actionOrder[b.Action]; c != 0 {
+			return c
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	if len(notOwned) > 0 {
+		tp.Refused = &Refusal{Reason: v1alpha1.PolicyNotOwnedReason, Message: fmt.Sprintf(
+			"ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s", strings.Join(notOwned, ", "))}
+	}
+	return tp, nil
+}
+
+// summarize counts the changes and refusals, and warns of what the
+// bindings' removals would leave or could not look at.
+func (plan *PlanResult) summarize() {
 	count := func(cs []vault.Change, refused *Refusal) {
 		for _, c := range cs {
 			switch c.Action {
@@ -316,13 +348,19 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 	}
 	for _, b := range plan.Bindings {
 		count(b.Changes, b.Refused)
+		for _, w := range b.plan.NotOwned {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("MinionBinding %s/%s: would leave %s in Vault", b.Namespace, b.Name, w))
+		}
+		for _, w := range b.plan.Skipped {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("MinionBinding %s/%s: not planned: %s", b.Namespace, b.Name, w))
+		}
 	}
-	return plan, nil
 }
 
 // planBinding passes the binding through the operator's admission gate,
-// then its apply step against the dry run. res is nil when the binding is
-// refused (it then renders no policy documents either).
+// then plans its Vault objects with the binding reconciler's own planner.
+// res is nil when the binding is refused (it then renders no policy
+// documents either).
 func planBinding(ctx context.Context, dry planClient, facts *manifestFacts, b *v1alpha1.MinionBinding) (BindingPlan, *render.Result, error) {
 	a, err := admission.Admit(ctx, facts, b)
 	if err != nil {
@@ -332,19 +370,43 @@ func planBinding(ctx context.Context, dry planClient, facts *manifestFacts, b *v
 		return BindingPlan{}, nil, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	tpl, res := a.Template, a.Result
-	mark := len(dry.Changes())
-	if err := controllers.ApplyBinding(ctx, dry, b, tpl, res); err != nil {
+	bp, err := planVault(ctx, dry, facts.in, b, tpl, res)
+	if bp.Refused != nil || err != nil {
+		return bp, nil, err
+	}
+	return bp, res, nil
+}
+
+// planVault prints the binding reconciler's own plan (observe, then
+// planBinding) for b: its actions that write, in the order the reconciler
+// makes them.
+func planVault(ctx context.Context, vc vault.Client, in *planInput, b *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result) (BindingPlan, error) {
+	ns := ""
+	if tpl != nil {
+		if conn := in.connections[tpl.Spec.ConnectionRef.Name]; conn != nil {
+			ns = conn.Spec.Namespace
+		}
+	}
+	plan, err := controllers.PlanBinding(ctx, vc, ns, b, tpl, res)
+	if err != nil {
 		if reason, msg, ok := controllers.Refusal(err); ok {
-			return refusedBinding(b, reason, msg), nil, nil
+			return refusedBinding(b, reason, msg), nil
 		}
-		if errors.Is(err, vault.ErrInvalid) || !vault.Transient(err) && !vault.Denied(err) {
-			return refusedBinding(b, v1alpha1.ValidationFailedReason, "Vault would refuse the write: "+err.Error()), nil, nil
-		}
-		return BindingPlan{}, nil, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
+		return BindingPlan{}, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	bp := bindingPlan(b)
-	bp.Changes = dry.Changes()[mark:]
-	return bp, res, nil
+	bp.Changes = plan.Changes
+	bp.plan = plan
+	return bp, nil
+}
+
+func templateNamed(in *planInput, name string) *v1alpha1.MinionTemplate {
+	for _, t := range in.templates {
+		if t.obj.Name == name {
+			return t.obj
+		}
+	}
+	return nil
 }
 
 func bindingPlan(b *v1alpha1.MinionBinding) BindingPlan {

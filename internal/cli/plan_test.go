@@ -11,11 +11,29 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// applying converges the fake Vault: buildPlan through it writes for real
-// and records nothing.
-type applying struct{ *vault.Fake }
+// applying converges a Vault: buildPlan through it writes the policies for
+// real and records nothing; applyManifests then executes the bindings'
+// plans, as the reconcilers would.
+type applying struct{ vault.Client }
 
 func (applying) Changes() []vault.Change { return nil }
+
+func applyManifests(t *testing.T, c vault.Client, in *planInput) *PlanResult {
+	t.Helper()
+	ctx := context.Background()
+	p, err := buildPlan(ctx, applying{c}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range p.Bindings {
+		if err := b.plan.Execute(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func converge(t *testing.T, fake *vault.Fake, in *planInput) { applyManifests(t, fake, in) }
 
 func samplesInput(t *testing.T, edit func(dir string)) *planInput {
 	t.Helper()
@@ -86,9 +104,7 @@ func TestPlanNewMinionsThenInSyncThenAnEdit(t *testing.T) {
 	}
 
 	// Converged: the same manifests plan to nothing.
-	if _, err := buildPlan(ctx, applying{fake}, samplesInput(t, nil)); err != nil {
-		t.Fatal(err)
-	}
+	converge(t, fake, samplesInput(t, nil))
 	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -238,5 +254,67 @@ func TestPlanVaultConfig(t *testing.T) {
 				t.Fatalf("config %+v, err %v", cfg, err)
 			}
 		})
+	}
+}
+
+// A binding read from the cluster carries its record of where it wrote: a
+// switch shows the removals at the old place, a deletion those of the
+// finalizer (none without it).
+func TestPlanUsesTheClusterRecord(t *testing.T) {
+	ctx := context.Background()
+	fake := vault.NewFake()
+	fake.EnableAuth("salt-minions")
+	fake.EnableAuth("other-mount")
+	converge(t, fake, samplesInput(t, nil))
+	written := fake.Writes()
+	info, _ := fake.ServerInfo(ctx)
+	record := `  finalizers: [minionvault.dev/finalizer]
+  annotations:
+    minionvault.dev/vault-objects: '[{"vault":"` + info.ClusterID + `","connection":"vault","mount":"salt-minions","entity":"salt_minion_web01"}]'
+`
+	fromCluster := func(extra string) func(dir string) {
+		return func(dir string) {
+			replaceIn(t, filepath.Join(dir, "minionbinding-web01.yaml"), "  namespace: default\n", "  namespace: default\n"+record+extra)
+		}
+	}
+
+	p, err := buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, fromCluster("")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changesOf(p); len(got) != 0 {
+		t.Errorf("in sync with its record, yet %q", got)
+	}
+
+	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, func(dir string) {
+		fromCluster("")(dir)
+		replaceIn(t, filepath.Join(dir, "miniontemplate.yaml"), "    mount: salt-minions\n", "    mount: other-mount\n")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"create auth/other-mount/role/web01", "delete auth/salt-minions/role/web01", "delete identity/entity-alias/id/"} {
+		if !slices.ContainsFunc(changesOf(p), func(c string) bool { return strings.HasPrefix(c, want) }) {
+			t.Errorf("a switch of mount: %q lacks %q", changesOf(p), want)
+		}
+	}
+
+	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, fromCluster("  deletionTimestamp: \"2026-12-03T10:00:00Z\"\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var web01 []string
+	for _, b := range p.Bindings {
+		if b.Name == "web01" {
+			for _, c := range b.Changes {
+				web01 = append(web01, c.Action+" "+c.Path)
+			}
+		}
+	}
+	if want := []string{"delete auth/salt-minions/role/web01", "delete identity/entity/name/salt_minion_web01"}; !slices.Equal(web01, want) {
+		t.Errorf("a deletion: %q, want %q", web01, want)
+	}
+	if fake.Writes() != written {
+		t.Errorf("the plans wrote %d times to Vault", fake.Writes()-written)
 	}
 }
