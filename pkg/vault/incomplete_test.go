@@ -30,7 +30,10 @@ func TestUnreadableAnswersAreTransient(t *testing.T) {
 		name string
 		call func(ctx context.Context, c Client) error
 	}{
-		{"read role", func(ctx context.Context, c Client) error { _, err := c.ReadRole(ctx, "salt-minions", "web01"); return err }},
+		{"read role", func(ctx context.Context, c Client) error {
+			_, err := c.ReadRole(ctx, "salt-minions", "web01")
+			return err
+		}},
 		{"read entity", func(ctx context.Context, c Client) error {
 			_, err := c.ReadEntityByName(ctx, "salt_minion_web01")
 			return err
