@@ -113,6 +113,9 @@ type Proxy struct {
 	ln       net.Listener
 	closed   chan struct{}
 	handlers sync.WaitGroup
+	// ctx carries the requests to the server; Close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	fault    Fault
@@ -132,6 +135,7 @@ func New(target string, seed uint64) (*Proxy, error) {
 		return nil, fmt.Errorf("listening for the fault proxy: %w", err)
 	}
 	p := &Proxy{ln: ln, closed: make(chan struct{}), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.ResponseHeaderTimeout = time.Minute
 	p.rp = &httputil.ReverseProxy{
@@ -169,6 +173,7 @@ func (p *Proxy) Close() error {
 	default:
 	}
 	close(p.closed)
+	p.cancel()
 	err := p.srv.Close()
 	p.handlers.Wait()
 	return err
@@ -241,7 +246,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out := r.Clone(context.WithValue(context.WithoutCancel(r.Context()), verdictKey{}, v))
+	// The proxy's own context, not the client's: a server carries out what
+	// it received whether the client still waits. (With a context that can
+	// be cancelled, ReverseProxy does not watch the client's connection.)
+	out := r.Clone(context.WithValue(p.ctx, verdictKey{}, v))
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.ContentLength = int64(len(body))
 	p.rp.ServeHTTP(w, out)

@@ -28,11 +28,15 @@ func newUpstream(t *testing.T) *upstream {
 	t.Helper()
 	u := &upstream{}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u.hits.Add(1)
 		body, _ := io.ReadAll(r.Body)
 		u.mu.Lock()
 		u.seen = append(u.seen, r.Method+" "+r.URL.Path+" "+string(body)+" "+r.Header.Get("X-Vault-Token"))
 		u.mu.Unlock()
+		u.hits.Add(1)
+		if strings.Contains(r.URL.Path, "late") {
+			// Slow enough for the proxy to notice a client that left.
+			time.Sleep(200 * time.Millisecond)
+		}
 		if r.URL.Path == "/v1/absent" {
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"errors":[]}`))
@@ -183,6 +187,13 @@ func TestStallHoldsThenForwardsEvenWhenTheClientGaveUp(t *testing.T) {
 	u.mu.Unlock()
 	if late != `PUT /v1/sys/policies/acl/late {"policy":"late"} s.token` {
 		t.Errorf("the late request arrived as %q", late)
+	}
+	// The server's answer is not cut off because the client left.
+	for time.Now().Before(deadline) && p.Requests()[0].Outcome == Pending {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if o := p.Requests()[0].Outcome; o != Forwarded {
+		t.Errorf("the stalled request: %s, want forwarded to the end", o)
 	}
 }
 
