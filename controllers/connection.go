@@ -60,25 +60,12 @@ func (c *Connections) track(conn *v1alpha1.VaultConnection) {
 	}
 }
 
-// errWaiting marks a problem that resolves itself when something else
-// appears (a Secret, a connection): requeue, no backoff storm.
-type errWaiting struct{ msg string }
-
-func (e errWaiting) Error() string { return e.msg }
-
-func waiting(format string, args ...any) error { return errWaiting{fmt.Sprintf(format, args...)} }
-
-func isWaiting(err error) bool {
-	var w errWaiting
-	return errors.As(err, &w)
-}
-
 // Get returns the client of the named VaultConnection.
 func (c *Connections) Get(ctx context.Context, name string) (vault.Client, *v1alpha1.VaultConnection, error) {
 	conn := &v1alpha1.VaultConnection{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, conn); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, waiting("VaultConnection %q does not exist", name)
+			return nil, nil, waiting(waitingForConnection, "VaultConnection %q does not exist", name)
 		}
 		return nil, nil, err
 	}
@@ -141,7 +128,7 @@ func (c *Connections) config(ctx context.Context, conn *v1alpha1.VaultConnection
 		k := a.Kubernetes
 		cfg.Auth.Kubernetes = &vault.KubernetesAuth{Mount: k.EffectiveMount(), Role: k.Role, JWT: c.serviceAccountToken(k.Audiences)}
 	default:
-		return cfg, "", waiting("VaultConnection %q has no auth method", conn.Name)
+		return cfg, "", waiting(waitingForCredential, "VaultConnection %q has no auth method", conn.Name)
 	}
 	return cfg, strings.Join(key, "/"), nil
 }
@@ -150,13 +137,13 @@ func (c *Connections) secret(ctx context.Context, ref v1alpha1.SecretKeyReferenc
 	s := &corev1.Secret{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, "", waiting("Secret %s/%s does not exist", ref.Namespace, ref.Name)
+			return nil, "", waiting(waitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
 		}
 		return nil, "", err
 	}
 	v, ok := s.Data[ref.Key]
 	if !ok || len(v) == 0 {
-		return nil, "", waiting("Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
+		return nil, "", waiting(waitingForCredential, "Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
 	}
 	return v, s.ResourceVersion, nil
 }

@@ -49,7 +49,7 @@ func TestDeletionWaitsForACredential(t *testing.T) {
 	h.reconcile("salt", "web01")
 	working := h.r.Connections.NewClient
 	h.r.Connections.NewClient = func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) {
-		return nil, waiting("Secret ops/token does not exist")
+		return nil, waiting(waitingForCredential, "Secret ops/token does not exist")
 	}
 	if err := h.c.Delete(ctx, h.get("salt", "web01")); err != nil {
 		t.Fatal(err)

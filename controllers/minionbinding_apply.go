@@ -254,35 +254,3 @@ func desiredHash(vaultKey string, res *render.Result) string {
 	_ = enc.Encode(md)
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
-
-// errInvalidInput is a rendering that Vault cannot store (found before
-// anything is written): it stalls like a refused write.
-type errInvalidInput struct{ err error }
-
-func (e *errInvalidInput) Error() string { return e.err.Error() }
-func (e *errInvalidInput) Unwrap() error { return e.err }
-
-// errVaultState is Vault's state refusing the operator (a mount missing,
-// an object vanishing between two requests): repaired by Vault or the next
-// try, so it is retried with backoff like vault.Conflict.
-type errVaultState struct {
-	msg string
-	err error
-}
-
-func (e *errVaultState) Error() string {
-	if e.err != nil {
-		return e.msg + ": " + e.err.Error()
-	}
-	return e.msg
-}
-
-func (e *errVaultState) Unwrap() error { return e.err }
-
-// vaultState returns err when it is a Vault error, else a state error.
-func vaultState(err error, msg string) error {
-	if err != nil {
-		return err
-	}
-	return &errVaultState{msg: msg}
-}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -59,8 +61,14 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 func (h *harness) reconcile(ns, name string) ctrl.Result {
 	h.t.Helper()
 	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
-	if err != nil {
-		h.t.Fatalf("reconcile: %v", err)
+	// A stalled binding is a terminal error (no retry), and only that.
+	stalled := false
+	if b := (&v1alpha1.MinionBinding{}); h.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, b) == nil {
+		stalled = apimeta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.StalledCondition)
+	}
+	terminal := errors.Is(err, reconcile.TerminalError(nil))
+	if err != nil && !terminal || terminal != stalled {
+		h.t.Fatalf("reconcile: %v (stalled %v)", err, stalled)
 	}
 	return res
 }

@@ -86,14 +86,6 @@ func entityMetadata(e *vault.Entity) map[string]string {
 	return e.Metadata
 }
 
-// errRefused: Vault's objects are someone else's (or being released);
-// nothing was written. The binding waits and checks again.
-type errRefused struct {
-	reason, msg string
-}
-
-func (e *errRefused) Error() string { return e.msg }
-
 // decide applies the ownership rules to what was observed: what may be
 // done with the entity and with the role, or why nothing may be written.
 func (r *MinionBindingReconciler) decide(ctx context.Context, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, o *observed) (entity, role ownership.Decision, err error) {

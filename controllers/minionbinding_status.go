@@ -18,12 +18,9 @@ func typesName(name string) types.NamespacedName { return types.NamespacedName{N
 const lastSyncRefresh = 24 * time.Hour
 
 // finishStatus derives the status from what the reconcile saw.
-func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope, err error) {
+func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope) {
 	if !obj.DeletionTimestamp.IsZero() && sc.outcome.kind == outcomeReady {
 		return // the object is going away; its status no longer matters
-	}
-	if err != nil && sc.outcome.kind == outcomeReady {
-		sc.fail(unavailableReason(err), err.Error())
 	}
 	st := &obj.Status
 	if res := sc.result; res != nil {

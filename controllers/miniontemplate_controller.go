@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/convert"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -74,7 +74,7 @@ func (r *MinionTemplateReconciler) reconcileTemplate(ctx context.Context, name s
 	before := readyCondition(tpl)
 	defer func() {
 		if retErr != nil && (o.kind == outcomeReady) {
-			o = outcome{kind: outcomeFailed, reason: unavailableReason(retErr), message: retErr.Error()}
+			o = outcomeFor(retErr)
 		}
 		tpl.Status.ObservedGeneration = tpl.Generation
 		if v := tpl.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]; v != "" {
@@ -130,7 +130,7 @@ func (r *MinionTemplateReconciler) reconcileTemplate(ctx context.Context, name s
 	}
 	if ps := compiled.Problems(); len(ps) > 0 {
 		// Every binding is refused with these; say so where they are.
-		o = outcome{kind: outcomeStalled, reason: ViolationReason(ps), message: ViolationMessage(ps)}
+		o = outcome{kind: outcomeStalled, reason: admission.ViolationReason(ps), message: admission.ViolationMessage(ps)}
 		return ctrl.Result{}, nil
 	}
 
@@ -381,20 +381,14 @@ func (r *MinionTemplateReconciler) bindingDocs(ctx context.Context, tpl *v1alpha
 	if !b.DeletionTimestamp.IsZero() {
 		return nil, nil
 	}
-	if ok, _, err := r.Bindings.namespaceSelected(ctx, tpl, b.Namespace); err != nil || !ok {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if owner, err := r.Bindings.minionIDOwner(ctx, b); err != nil || owner != nil {
+	a, err := admit(ctx, r.Client, r.Templates, b)
+	if err != nil {
+		if _, refused := admission.AsVerdict(err); refused {
+			return nil, nil
+		}
 		return nil, err
 	}
-	rb, err := convert.Binding(&b.Spec)
-	if err != nil {
-		return nil, nil
-	}
-	res, err := compiled.Render(rb, render.Options{})
-	if err != nil || len(compiled.Validate(res)) > 0 {
-		return nil, nil
-	}
+	res := a.Result
 	return docsOf(res), nil
 }
 

@@ -41,7 +41,7 @@ func (t *Templates) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (
 			cm := &corev1.ConfigMap{}
 			if err := t.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, cm); err != nil {
 				if apierrors.IsNotFound(err) {
-					return nil, waiting("ConfigMap %s/%s of the parameter stack does not exist", ref.Namespace, ref.Name)
+					return nil, waiting(waitingForConfigMap, "ConfigMap %s/%s of the parameter stack does not exist", ref.Namespace, ref.Name)
 				}
 				return nil, err
 			}

@@ -4,17 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,12 +57,8 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	defer func() {
 		conn.Status.ObservedGeneration = conn.Generation
 		setConditions(conn, o)
-		if !equality.Semantic.DeepEqual(*statusBefore, conn.Status) {
-			base := conn.DeepCopy()
-			base.Status = *statusBefore
-			if err := r.Status().Patch(ctx, conn, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-				retErr = kerrors.NewAggregate([]error{retErr, err})
-			}
+		if err := patchStatus(ctx, r.Client, conn, statusBefore, connectionStatus); err != nil {
+			retErr = errors.Join(retErr, err)
 		}
 		if retErr == nil && result.RequeueAfter == 0 {
 			result.RequeueAfter = jitter(conn.EffectiveCheckInterval())
@@ -102,9 +97,11 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		o = outcome{kind: outcomeWaiting, reason: v1alpha1.ConnectionNotReadyReason, message: err.Error()}
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	o = outcome{kind: outcomeFailed, reason: unavailableReason(err), message: err.Error()}
+	o = outcomeFor(err)
 	return ctrl.Result{}, err
 }
+
+func connectionStatus(c *v1alpha1.VaultConnection) *v1alpha1.VaultConnectionStatus { return &c.Status }
 
 // vaultIdentity fingerprints a Vault: its cluster ID and the accessors of
 // its AppRole mounts (a mount disabled and enabled again has a new

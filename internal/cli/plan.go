@@ -11,11 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/internal/manifest"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
@@ -227,7 +226,7 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 	for _, t := range in.templates {
 		known[t.obj.Name] = true
 	}
-	claims := minionIDClaims(in.bindings)
+	facts := newManifestFacts(in)
 	for _, b := range in.bindings {
 		if !known[b.Spec.TemplateRef.Name] {
 			plan.Bindings = append(plan.Bindings, refusedBinding(b, v1alpha1.TemplateNotFoundReason,
@@ -253,9 +252,10 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 			continue
 		}
 		compiled := render.Compile(rt)
+		facts.compiled[tpl.Name] = compiled
 		var rendered []controllers.RenderedBinding
 		for _, b := range byTemplate[tpl.Name] {
-			bp, res, err := planBinding(ctx, dry, in, claims, tpl, compiled, b)
+			bp, res, err := planBinding(ctx, dry, facts, b)
 			if err != nil {
 				return nil, err
 			}
@@ -320,29 +320,18 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 	return plan, nil
 }
 
-// planBinding applies the binding reconciler's checks in its order, then
-// its apply step against the dry run. res is nil when the binding is
+// planBinding passes the binding through the operator's admission gate,
+// then its apply step against the dry run. res is nil when the binding is
 // refused (it then renders no policy documents either).
-func planBinding(ctx context.Context, dry planClient, in *planInput, claims map[string]*v1alpha1.MinionBinding,
-	tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, b *v1alpha1.MinionBinding) (BindingPlan, *render.Result, error) {
-	if ok, msg := namespaceSelected(tpl, b.Namespace, in.namespaces); !ok {
-		return refusedBinding(b, v1alpha1.NamespaceNotAllowedReason, msg), nil, nil
-	}
-	if owner := claims[strings.ToLower(b.Spec.MinionID)]; owner != b {
-		return refusedBinding(b, v1alpha1.DuplicateMinionIDReason, fmt.Sprintf("minion ID %q is also bound by MinionBinding %s/%s among the manifests",
-			b.Spec.MinionID, owner.Namespace, owner.Name)), nil, nil
-	}
-	rb, err := convert.Binding(&b.Spec)
+func planBinding(ctx context.Context, dry planClient, facts *manifestFacts, b *v1alpha1.MinionBinding) (BindingPlan, *render.Result, error) {
+	a, err := admission.Admit(ctx, facts, b)
 	if err != nil {
-		return refusedBinding(b, v1alpha1.RenderFailedReason, err.Error()), nil, nil
+		if v, ok := admission.AsVerdict(err); ok {
+			return refusedBinding(b, v.Reason, v.Message), nil, nil
+		}
+		return BindingPlan{}, nil, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	res, err := compiled.Render(rb, render.Options{})
-	if err != nil {
-		return refusedBinding(b, v1alpha1.RenderFailedReason, err.Error()), nil, nil
-	}
-	if vs := compiled.Validate(res); len(vs) > 0 {
-		return refusedBinding(b, controllers.ViolationReason(vs), controllers.ViolationMessage(vs)), nil, nil
-	}
+	tpl, res := a.Template, a.Result
 	mark := len(dry.Changes())
 	if err := controllers.ApplyBinding(ctx, dry, b, tpl, res); err != nil {
 		if reason, msg, ok := controllers.Refusal(err); ok {
@@ -366,41 +355,6 @@ func refusedBinding(b *v1alpha1.MinionBinding, reason, msg string) BindingPlan {
 	bp := bindingPlan(b)
 	bp.Refused = &Refusal{Reason: reason, Message: msg}
 	return bp
-}
-
-// minionIDClaims picks, per minion ID, the binding that keeps it: the
-// operator keeps the oldest claim; files have no creation time, so the
-// first in namespace/name order stands in for it.
-func minionIDClaims(bindings []*v1alpha1.MinionBinding) map[string]*v1alpha1.MinionBinding {
-	claims := map[string]*v1alpha1.MinionBinding{}
-	for _, b := range bindings {
-		k := strings.ToLower(b.Spec.MinionID)
-		if prev, ok := claims[k]; !ok || b.Namespace+"/"+b.Name < prev.Namespace+"/"+prev.Name {
-			claims[k] = b
-		}
-	}
-	return claims
-}
-
-// namespaceSelected applies the template's namespaceSelector to the
-// namespace's labels: those of its manifest among the files, otherwise the
-// one label every namespace has, kubernetes.io/metadata.name.
-func namespaceSelected(tpl *v1alpha1.MinionTemplate, ns string, namespaces map[string]map[string]string) (bool, string) {
-	if tpl.Spec.NamespaceSelector == nil {
-		return true, ""
-	}
-	sel, err := metav1.LabelSelectorAsSelector(tpl.Spec.NamespaceSelector)
-	if err != nil {
-		return false, fmt.Sprintf("template %q has an invalid namespaceSelector: %v", tpl.Name, err)
-	}
-	lbls, ok := namespaces[ns]
-	if !ok {
-		lbls = map[string]string{"kubernetes.io/metadata.name": ns}
-	}
-	if !sel.Matches(labels.Set(lbls)) {
-		return false, fmt.Sprintf("namespace %q is not selected by MinionTemplate %q (namespaceSelector %s)", ns, tpl.Name, sel)
-	}
-	return true, ""
 }
 
 // ownedPolicies lists Vault's ACL policies and returns, per template, the

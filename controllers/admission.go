@@ -1,0 +1,90 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+)
+
+// clusterFacts is the admission gate's source in the operator: the
+// informer cache, and the shared cache of compiled templates.
+type clusterFacts struct {
+	reader    client.Reader
+	templates *Templates
+}
+
+var _ admission.Source = clusterFacts{}
+
+func (f clusterFacts) Template(ctx context.Context, name string) (*v1alpha1.MinionTemplate, error) {
+	tpl := &v1alpha1.MinionTemplate{}
+	if err := f.reader.Get(ctx, types.NamespacedName{Name: name}, tpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return tpl, nil
+}
+
+func (f clusterFacts) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
+	n := &corev1.Namespace{}
+	if err := f.reader.Get(ctx, types.NamespacedName{Name: namespace}, n); err != nil {
+		return nil, err
+	}
+	return n.Labels, nil
+}
+
+func (f clusterFacts) Claimants(ctx context.Context, minionID string) ([]*v1alpha1.MinionBinding, error) {
+	list := &v1alpha1.MinionBindingList{}
+	if err := f.reader.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(minionID)}); err != nil {
+		return nil, err
+	}
+	out := make([]*v1alpha1.MinionBinding, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// Compile sorts Templates.Compile's errors for the gate: a missing
+// ConfigMap is waited for, an API error retried, anything else is the
+// template's own problem.
+func (f clusterFacts) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
+	c, err := f.templates.Compile(ctx, tpl)
+	switch {
+	case err == nil:
+		return c, nil
+	case isWaiting(err):
+		return nil, &admission.Verdict{Kind: admission.Waiting, Reason: v1alpha1.RenderFailedReason, Message: err.Error()}
+	case isAPIError(err):
+		return nil, err
+	}
+	return nil, &admission.Verdict{Kind: admission.Stalled, Reason: v1alpha1.RenderFailedReason, Message: fmt.Sprintf("template %q: %v", tpl.Name, err)}
+}
+
+// admit runs the admission gate for a binding against the cluster.
+func admit(ctx context.Context, reader client.Reader, templates *Templates, b *v1alpha1.MinionBinding) (*admission.Admitted, error) {
+	return admission.Admit(ctx, clusterFacts{reader: reader, templates: templates}, b)
+}
+
+// minionIDOwner returns the binding that keeps obj's minion ID when it is
+// not obj (admission.Owner's rule).
+func minionIDOwner(ctx context.Context, reader client.Reader, obj *v1alpha1.MinionBinding) (*v1alpha1.MinionBinding, error) {
+	claimants, err := clusterFacts{reader: reader}.Claimants(ctx, obj.Spec.MinionID)
+	if err != nil {
+		return nil, err
+	}
+	owner := admission.Owner(claimants)
+	if owner == nil || (owner.UID == obj.UID && owner.Namespace == obj.Namespace && owner.Name == obj.Name) {
+		return nil, nil
+	}
+	return owner, nil
+}

@@ -1,0 +1,83 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+)
+
+// patchStatus sends, in one merge patch of the status subresource, what
+// changed in obj's status since before, and nothing when nothing did (a
+// fleet in sync costs no Kubernetes writes). The patch's base is obj with
+// the old status, so only status fields are in it, whatever happened to
+// the metadata meanwhile.
+func patchStatus[T client.Object, S any](ctx context.Context, c client.Client, obj T, before *S, status func(T) *S) error {
+	if equality.Semantic.DeepEqual(*before, *status(obj)) {
+		return nil
+	}
+	base := obj.DeepCopyObject().(T)
+	*status(base) = *before
+	if err := c.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+// patchMetadata applies change to obj and, when it changed anything,
+// sends it as one merge patch (finalizers, annotations).
+func patchMetadata(ctx context.Context, c client.Client, obj client.Object, change func() bool) error {
+	base := obj.DeepCopyObject().(client.Object)
+	if !change() {
+		return nil
+	}
+	return c.Patch(ctx, obj, client.MergeFrom(base))
+}
+
+// addFinalizer adds the operator's finalizer, and whatever else extra
+// changes, in one patch.
+func addFinalizer(ctx context.Context, c client.Client, obj client.Object, extra func() bool) error {
+	return patchMetadata(ctx, c, obj, func() bool {
+		added := controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
+		return extra() || added
+	})
+}
+
+// removeFinalizer removes the operator's finalizer; an object already gone
+// is fine.
+func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
+	return client.IgnoreNotFound(patchMetadata(ctx, c, obj, func() bool {
+		return controllerutil.RemoveFinalizer(obj, v1alpha1.Finalizer)
+	}))
+}
+
+// resultFor is what controller-runtime is told after a reconcile that
+// ended in o with err: Stalled is terminal (logged, never retried until
+// something changes); Waiting looks again after waitAfter; Failed returns
+// the error for backoff; otherwise the next resync is after next.
+func resultFor(o outcome, err error, next time.Duration) (ctrl.Result, error) {
+	switch o.kind {
+	case outcomeStalled:
+		if err == nil {
+			err = errors.New(o.message)
+		}
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	case outcomeWaiting:
+		return ctrl.Result{RequeueAfter: waitAfter}, nil
+	case outcomeFailed:
+		if err == nil {
+			err = errors.New(o.message)
+		}
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: next}, err
+}
