@@ -254,7 +254,7 @@ func peakPerSecond(reqs []faultproxy.Request) int {
 // already held what was sent. Request bodies are compared as the audit
 // device logs them (strings HMAC'd, so equal bodies log equal). Logins,
 // token upkeep and lookups (POSTs that change nothing) are left out.
-func needlessWrites(t *testing.T, path string, offset int64, accessor string) []string {
+func needlessWrites(t *testing.T, path string, offset int64, accessor string) (writes int, dups []string) {
 	t.Helper()
 	fh, err := os.Open(path)
 	if err != nil {
@@ -265,7 +265,6 @@ func needlessWrites(t *testing.T, path string, offset int64, accessor string) []
 		t.Fatal(err)
 	}
 	last := map[string]string{} // path -> "operation body" of its last successful write
-	var dups []string
 	sc := bufio.NewScanner(fh)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -295,6 +294,7 @@ func needlessWrites(t *testing.T, path string, offset int64, accessor string) []
 		_ = json.Unmarshal(e.Request.Data, &data)
 		body, _ := json.Marshal(data) // map keys sorted
 		w := op + " " + string(body)
+		writes++
 		if last[p] == w {
 			dups = append(dups, op+" "+p)
 		}
@@ -303,5 +303,5 @@ func needlessWrites(t *testing.T, path string, offset int64, accessor string) []
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return dups
+	return writes, dups
 }
