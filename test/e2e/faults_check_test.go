@@ -237,6 +237,28 @@ func (f *faultFleet) waitConverged(t *testing.T, bound time.Duration) (fleetStat
 	}
 }
 
+// byObject counts requests by the kind of Vault object they touch, to tell
+// which controller sends them.
+func byObject(reqs []faultproxy.Request) map[string]int {
+	out := map[string]int{}
+	for _, r := range reqs {
+		p := strings.TrimPrefix(r.Path, "/v1/")
+		switch {
+		case strings.HasPrefix(p, "sys/policies/acl"):
+			out["policy"]++
+		case strings.HasPrefix(p, "auth/token/"):
+			out["token"]++
+		case strings.HasPrefix(p, "auth/"):
+			out["role"]++
+		case strings.HasPrefix(p, "identity/"):
+			out["identity"]++
+		default:
+			out["other"]++
+		}
+	}
+	return out
+}
+
 // peakPerSecond is the most requests that arrived within one second.
 func peakPerSecond(reqs []faultproxy.Request) int {
 	per := map[int64]int{}

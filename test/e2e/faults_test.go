@@ -102,8 +102,9 @@ func TestVaultFaultsHealWithoutAPoke(t *testing.T) {
 	}
 	healthyTime := healthy.at.Sub(waveStart)
 	healthyRate := proxy.Rate(waveStart, healthy.at)
-	t.Logf("healthy wave: converged in %s, %d requests through the proxy, %.1f/s (peak %d in one second)",
-		healthyTime.Round(100*time.Millisecond), len(proxy.Between(waveStart, healthy.at)), healthyRate, peakPerSecond(proxy.Between(waveStart, healthy.at)))
+	healthyReqs := proxy.Between(waveStart, healthy.at)
+	t.Logf("healthy wave: converged in %s, %d requests through the proxy, %.1f/s (peak %d in one second), by object %v",
+		healthyTime.Round(100*time.Millisecond), len(healthyReqs), healthyRate, peakPerSecond(healthyReqs), byObject(healthyReqs))
 
 	for _, v := range f.takeViolations() {
 		t.Errorf("healthy: %s", v)
@@ -147,9 +148,9 @@ func (f *faultFleet) runPhase(t *testing.T, wave int, fault faultproxy.Fault, ch
 	bound := min(backoffCeiling, window+fault.Stall) + 3*healthyTime + 10*time.Second
 	st, ok := f.waitConverged(t, bound)
 	outcomes := faultproxy.Outcomes(during)
-	t.Logf("%-9s wave %d: %d requests in %s (%.1f/s, peak %d/s, healthy %.1f/s), outcomes %v; converged %v in %s after healing (bound %s)",
+	t.Logf("%-9s wave %d: %d requests in %s (%.1f/s, peak %d/s, healthy %.1f/s), by object %v, outcomes %v; converged %v in %s after healing (bound %s)",
 		mode, wave, len(during), healed.Sub(faultStart).Round(100*time.Millisecond), rate, peakPerSecond(during), healthyRate,
-		outcomes, ok, st.at.Sub(healed).Round(100*time.Millisecond), bound.Round(time.Second))
+		byObject(during), outcomes, ok, st.at.Sub(healed).Round(100*time.Millisecond), bound.Round(time.Second))
 	if !ok {
 		t.Errorf("%s: not converged %s after the fault ended, without a poke: %s", mode, bound.Round(time.Second), st)
 	}
