@@ -276,7 +276,8 @@ func (f *faultFleet) wave(t *testing.T, wave int, changeTemplate bool) {
 }
 
 // cleanup deletes the bindings and the template through the healthy
-// proxy, so that the next test's operator finds nothing of this one to do.
+// proxy, then the connection, so that the next test's operator finds
+// nothing of this one to do.
 func (f *faultFleet) cleanup(t *testing.T, ctx context.Context) {
 	t.Helper()
 	s := f.s
@@ -293,4 +294,8 @@ func (f *faultFleet) cleanup(t *testing.T, ctx context.Context) {
 		}
 		return nil
 	})
+	// A connection to the closed proxy would fail its checks in every
+	// later test's operator.
+	s.must(s.c.Delete(ctx, &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: faultConnection}}))
+	s.must(s.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "faults-token", Namespace: operatorNamespace}}))
 }
