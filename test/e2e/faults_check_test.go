@@ -92,7 +92,7 @@ func readySummary(b *v1alpha1.MinionBinding) string {
 	if c == nil {
 		return "no Ready condition"
 	}
-	return fmt.Sprintf("Ready=%s %s (generation %d/%d): %.100s", c.Status, c.Reason, b.Status.ObservedGeneration, b.Generation, c.Message)
+	return fmt.Sprintf("Ready=%s %s (generation %d/%d): %.240s", c.Status, c.Reason, b.Status.ObservedGeneration, b.Generation, c.Message)
 }
 
 // bindingInVault checks a minion's role, entity and alias in Vault.
