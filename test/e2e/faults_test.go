@@ -85,6 +85,9 @@ func TestVaultFaultsHealWithoutAPoke(t *testing.T) {
 
 	begin := time.Now()
 	f.create(t)
+	// Before the proxy closes and the operator stops (cleanups run last
+	// first), also when the test stops early.
+	t.Cleanup(func() { f.cleanup(t, ctx) })
 	created, ok := f.waitConverged(t, time.Minute)
 	if !ok {
 		t.Fatalf("the fleet did not converge through a healthy proxy: %s", created)
@@ -125,7 +128,6 @@ func TestVaultFaultsHealWithoutAPoke(t *testing.T) {
 		t.Errorf("Vault's audit log shows %d writes repeating the previous successful write of the same object with the same body: %v",
 			len(dups), dups[:min(10, len(dups))])
 	}
-	f.cleanup(t, ctx)
 }
 
 // runPhase injects one fault while a wave changes the fleet, then heals
@@ -281,6 +283,7 @@ func (f *faultFleet) wave(t *testing.T, wave int, changeTemplate bool) {
 func (f *faultFleet) cleanup(t *testing.T, ctx context.Context) {
 	t.Helper()
 	s := f.s
+	f.proxy.Set(faultproxy.Fault{Mode: faultproxy.Healthy})
 	s.must(s.c.DeleteAllOf(ctx, &v1alpha1.MinionBinding{}, client.InNamespace(faultNamespace)))
 	s.must(client.IgnoreNotFound(s.c.Delete(ctx, &v1alpha1.MinionTemplate{ObjectMeta: metav1.ObjectMeta{Name: faultTemplate}})))
 	eventually(t, 2*time.Minute, "the fault suite's bindings and template gone", func() error {
