@@ -302,8 +302,11 @@ func (c *client) send(ctx context.Context, a *api.Client, req request) (*respons
 	}
 	dec := json.NewDecoder(resp.Body)
 	dec.UseNumber()
-	if err := dec.Decode(&out.body); err != nil && !errors.Is(err, io.EOF) {
-		return nil, c.newError(req, resp.StatusCode, nil, fmt.Errorf("decoding the response: %w", err))
+	if err := dec.Decode(&out.body); err != nil {
+		// Vault answers "nothing" with 204, so an empty 200 was cut short
+		// too. Whether Vault carried the request out is unknown either
+		// way: the caller reads again before it writes again.
+		return nil, c.newError(req, resp.StatusCode, nil, fmt.Errorf("decoding the response: %w: %w", ErrIncompleteResponse, err))
 	}
 	return out, nil
 }

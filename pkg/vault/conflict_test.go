@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 )
 
@@ -38,6 +39,10 @@ func TestClassify(t *testing.T) {
 		{"429", &Error{Op: "read sys/auth", StatusCode: 429}, ClassTransient},
 		{"transport", &Error{Op: "read sys/auth", Err: errors.New("connection refused")}, ClassTransient},
 		{"context", context.DeadlineExceeded, ClassTransient},
+		{"answer cut short", &Error{Op: "read identity/entity/name/x", StatusCode: 200,
+			Err: fmt.Errorf("decoding the response: %w: %w", ErrIncompleteResponse, io.ErrUnexpectedEOF)}, ClassTransient},
+		{"cut answer wrapped", fmt.Errorf("reading entity: %w", &Error{Op: "write identity/entity-alias", StatusCode: 200,
+			Err: fmt.Errorf("decoding the response: %w: %w", ErrIncompleteResponse, errors.New("invalid character '<'"))}), ClassTransient},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

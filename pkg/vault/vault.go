@@ -181,15 +181,26 @@ func (e *Error) Unwrap() error { return e.Err }
 // role or entity name). Retrying does not help; fixing the input does.
 var ErrInvalid = errors.New("invalid")
 
+// ErrIncompleteResponse marks an answer whose body cannot be decoded: cut
+// short (a connection dropped mid-body by a proxy or load balancer, a
+// server that stopped while writing) or not JSON at all. It says nothing
+// about the request, so it is transient: asking again can succeed, while
+// stalling would wait for an edit that fixes nothing.
+var ErrIncompleteResponse = errors.New("incomplete response")
+
 // ErrClosed is returned by a client after Close.
 var ErrClosed = errors.New("vault client closed")
 
 // Transient reports whether retrying later can help: transport errors,
-// 5xx, 429, and 412 (eventual consistency), as opposed to 400/403/404 and
-// ErrInvalid.
+// answers that cannot be read (ErrIncompleteResponse, whatever their
+// status), 5xx, 429, and 412 (eventual consistency), as opposed to
+// 400/403/404 and ErrInvalid.
 func Transient(err error) bool {
 	if errors.Is(err, ErrInvalid) {
 		return false
+	}
+	if errors.Is(err, ErrIncompleteResponse) {
+		return true
 	}
 	var ve *Error
 	if !errors.As(err, &ve) {
