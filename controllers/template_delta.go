@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -27,10 +26,11 @@ type policyDeltaReconciler struct {
 	*MinionTemplateReconciler
 }
 
-// Reconcile returns a failed sync's error, so the binding is retried with
-// backoff; the names stay dirty, so whichever sync of the template comes
-// next (this retry, another binding's delta, the template's status
-// refresh) writes them.
+// Reconcile leaves a failed sync's names dirty and wakes the template's
+// own reconcile, which retries them with one backoff for the template:
+// were the error returned here, every binding of the template would retry
+// the same shared policies on a backoff of its own, and a fault would cost
+// Vault one retry per binding instead of one per template.
 func (d policyDeltaReconciler) Reconcile(ctx context.Context, key bindingKey) (ctrl.Result, error) {
 	d.init()
 	return ctrl.Result{}, d.reconcileDelta(ctx, types.NamespacedName(key))
@@ -53,16 +53,17 @@ func (r *MinionTemplateReconciler) reconcileDelta(ctx context.Context, key types
 	if template != "" && touched[template] == nil {
 		templates = append(templates, template)
 	}
-	var errs []error
 	for _, template := range templates {
-		errs = append(errs, r.syncTemplate(ctx, template))
-		r.requestRefresh(template) // also for the binding count
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
+		if err := r.syncTemplate(ctx, template); err != nil {
+			ctrl.LoggerFrom(ctx).Info("Policy sync failed; the template's reconcile retries it",
+				"template", template, "error", err.Error())
+		}
+		r.requestRefresh(template) // the retry, the status, and the binding count
 	}
 	if b == nil {
-		r.index.set(key, bindingPolicies{}) // synced: its template need not be known any more
+		// The dirty names are the template's: the binding's record of its
+		// template is no longer needed.
+		r.index.set(key, bindingPolicies{})
 	}
 	return nil
 }
