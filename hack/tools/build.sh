@@ -54,6 +54,17 @@ check_pin() {
 }
 
 started=$SECONDS
+# A first build runs for minutes without a word from the go command: a line
+# a minute shows a newcomer that it is still working, and for how long.
+if [ "${TOOLS_TICK:-60}" -gt 0 ]; then
+  (
+    while sleep "${TOOLS_TICK:-60}"; do
+      echo "   ... still building $tool: $((SECONDS - started)) s so far"
+    done
+  ) &
+  ticker=$!
+  trap 'kill "$ticker" 2>/dev/null || true' EXIT
+fi
 finish() {
   local size
   size="$(du -h "$BIN/$1" | cut -f1)"
