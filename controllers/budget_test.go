@@ -13,7 +13,7 @@ import (
 )
 
 // The cost of a binding is what a fleet pays ten thousand times: these are
-// the budgets of issue 10, counted on the fake API server and Vault.
+// the per-binding fleet budgets (Kubernetes and Vault calls), counted on the fake API server and Vault.
 func TestBindingCostBudgets(t *testing.T) {
 	h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
 	var patches, statusPatches int

@@ -94,7 +94,7 @@ func TestPolicyOwnership(t *testing.T) {
 
 // Vault answers CIDR blocks in go-sockaddr's notation: a single address
 // without its prefix length, IPv6 compressed. Desired and actual compare
-// equal when Vault merely rewrote the notation (issue 9: a /32 rewritten on
+// equal when Vault merely rewrote the notation (a /32 rewritten on
 // every resync).
 func TestRoleDiffersCIDRs(t *testing.T) {
 	cases := []struct {

@@ -27,7 +27,7 @@ import (
 // After a restart the operator finds them again from their ownership
 // headers (it rewrites none), and deleting the template deletes all of
 // them. MANY_POLICIES sets how many (bindings × 50; the default, 2,000, is
-// CI's size; issue 10 asks for 50,000).
+// CI's size; a fleet of 10,000 minions may have 50,000).
 func TestManyPolicies(t *testing.T) {
 	total := 2000
 	if v := os.Getenv("MANY_POLICIES"); v != "" {

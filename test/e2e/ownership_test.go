@@ -24,7 +24,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
-// TestOwnership is issue 9: every Vault object the operator writes stays
+// TestOwnership: every Vault object the operator writes stays
 // owned through partial failures, switches, objects re-created by hand and
 // Vault losing its state. The operator runs with the shipped policy; writes
 // are counted from Vault's audit log.

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The budgets of issue 10 ("Fleet scale: 10,000 minions"), in one place.
+// The per-binding budgets of a fleet of up to 10,000 minions, in one place.
 // TestScaleBudgets asserts the per-binding ones at N=200; the benchmark's
 // report checks all of them.
 const (
@@ -297,7 +297,7 @@ func goalChecks(all []*shapeResult) []check {
 		}
 		if r, ok := phaseRatio(s, phaseConverge, phaseFloorRecord); ok {
 			out = append(out, check{
-				Goal: fmt.Sprintf("N=%d %s: for reference, converge within %.1f× the floor that also writes the ownership record first (issue 9)", s.N, s.Shape, budgetFloorRatio),
+				Goal: fmt.Sprintf("N=%d %s: for reference, converge within %.1f× the floor that also writes the ownership record first", s.N, s.Shape, budgetFloorRatio),
 				OK:   r <= budgetFloorRatio, Measured: fmt.Sprintf("%.2f×", r),
 			})
 		}

@@ -81,7 +81,7 @@ type floor struct {
 	shape   string
 	workers int
 	// record: before its Vault writes, each binding gets the ownership
-	// record the operator must write first (issue 9), in a metadata PATCH of
+	// record the operator must write first (ownership), in a metadata PATCH of
 	// its own.
 	record bool
 

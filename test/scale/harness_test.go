@@ -30,6 +30,9 @@ type config struct {
 	// phaseTimeout bounds each phase for n bindings.
 	phaseTimeout func(n int) time.Duration
 	logf         func(format string, args ...any)
+	// skipFloors: the run of a baseline binary beside this change's,
+	// whose floors are measured once, in this change's run.
+	skipFloors bool
 }
 
 // phaseResult is one row of the table: what one phase cost.
@@ -86,6 +89,8 @@ type shapeResult struct {
 	// Memory says how the operator's memory was limited.
 	Memory string
 	Err    string
+	// Binary labels the operator binary when two are compared.
+	Binary string `json:",omitempty"`
 }
 
 func (s *shapeResult) phase(name string) *phaseResult {

@@ -46,29 +46,41 @@ func runShape(ctx context.Context, cfg config, n int, shape string) *shapeResult
 }
 
 func (h *harness) all(ctx context.Context) error {
+	if !h.cfg.skipFloors {
+		if ok, err := h.floors(ctx); !ok || err != nil {
+			return err // a failed phase is recorded in it
+		}
+	}
+	return h.operatorPhases(ctx)
+}
+
+// floors runs the floor phases, clearing what each left before the next;
+// false when one failed.
+func (h *harness) floors(ctx context.Context) (bool, error) {
 	if !h.run(ctx, phaseFloor, "floor", h.n, h.floor) {
-		return nil
+		return false, nil
 	}
 	if !h.run(ctx, phaseFloorForced, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
 		return 0, h.lastFloor.forced(ctx, h.n)
 	}) {
-		return nil
+		return false, nil
 	}
 	if !h.run(ctx, phaseFloorTemplate, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
 		return 0, h.lastFloor.change(ctx, h.n)
 	}) {
-		return nil
+		return false, nil
 	}
 	if err := h.clearFloor(ctx); err != nil {
-		return err
+		return false, err
 	}
 	if !h.run(ctx, phaseFloorRecord, "floor", h.n, h.floorRecord) {
-		return nil
+		return false, nil
 	}
-	if err := h.clearFloor(ctx); err != nil {
-		return err
-	}
+	return true, h.clearFloor(ctx)
+}
 
+// operatorPhases starts the operator and runs its phases.
+func (h *harness) operatorPhases(ctx context.Context) error {
 	h.op = &operatorProc{bin: h.cfg.bin, kubeconfig: h.w.kubeconfig, dir: h.w.env.Dir, concurrency: h.cfg.concurrency, env: h.w.env}
 	if cg, err := newMemCgroup(operatorMemory); err != nil {
 		h.res.Memory = fmt.Sprintf("with GOMEMLIMIT=%d (no memory cgroup: %v)", operatorSoftLimit, err)
@@ -123,7 +135,7 @@ func (h *harness) floor(ctx context.Context, _ *phaseResult) (time.Duration, err
 }
 
 // floorRecord is the floor plus the ownership record written before Vault
-// (issue 9): the structural part of the gap between floor and operator.
+// (ownership): the structural part of the gap between floor and operator.
 func (h *harness) floorRecord(ctx context.Context, _ *phaseResult) (time.Duration, error) {
 	h.lastFloor = &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers, record: true}
 	return 0, h.lastFloor.run(ctx, h.n, h.cfg.creators)

@@ -16,7 +16,7 @@ var processes = []string{"apiserver", "etcd", "vault", "operator", "harness"}
 // settings.
 func header(cfg config, command string, started time.Time, machine string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Scale benchmark: the operator against the floor (issue 10)\n\n")
+	fmt.Fprintf(&b, "# Scale benchmark: the operator against the floor\n\n")
 	fmt.Fprintf(&b, "- command: `%s`\n", command)
 	fmt.Fprintf(&b, "- started %s; %s\n", started.Format(time.RFC3339), machine)
 	fmt.Fprintf(&b, "- N %v, shapes %v; %d parallel creators, floor with %d workers, operator `--concurrency=%d`; fresh servers per N and shape\n",

@@ -3,7 +3,7 @@
 // Package scale measures the operator at fleet size against a floor: the
 // same bindings created in the API server plus the least Vault and
 // Kubernetes work any operator must do for them, done directly, in the
-// same run on the same servers (issue 10). The operator runs as its own
+// same run on the same servers. The operator runs as its own
 // process (bin/minionvault operator) with its own Kubernetes user and Vault
 // token; its calls are counted from the API server's and Vault's audit
 // logs, and its CPU, and the servers', from /proc.
@@ -176,7 +176,7 @@ func writeReport(tb testing.TB, dir, name, report string) string {
 }
 
 // TestScaleBudgets runs both shapes at N=200 (ciN) and asserts the
-// per-binding budgets of issue 10. The failure messages carry the
+// per-binding budgets of a fleet. The failure messages carry the
 // measured numbers; the whole table is in the log and in
 // bin/scale/budgets.md.
 func TestScaleBudgets(t *testing.T) {
@@ -221,7 +221,16 @@ func BenchmarkScale(b *testing.B) {
 		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
 	host := machine()
-	all := runAll(b.Context(), cfg)
+	baseBin, baseName, err := baseline()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var all, base []*shapeResult
+	if baseBin != "" {
+		all, base = runCompared(b.Context(), cfg, baseBin, baseName)
+	} else {
+		all = runAll(b.Context(), cfg)
+	}
 
 	var checks []check
 	for _, s := range all {
@@ -230,6 +239,9 @@ func BenchmarkScale(b *testing.B) {
 	checks = append(checks, goalChecks(all)...)
 	report := header(cfg, command("go test -tags integration -run '^$' -bench BenchmarkScale -benchtime 1x ./test/scale"), started, host) +
 		fmt.Sprintf("- total time %s\n", time.Since(started).Round(time.Second)) + table(all, checks)
+	if baseBin != "" {
+		report += comparison(all, base, baseName) + "\n## " + baseName + ": every phase\n" + table(base, nil)
+	}
 	path := writeReport(b, dir, "scale-"+stamp+".md", report)
 	writeReport(b, dir, "scale.md", report)
 	// The raw results, to compare runs or render them again.
@@ -238,9 +250,9 @@ func BenchmarkScale(b *testing.B) {
 	}
 	fmt.Println(report)
 	fmt.Printf("\nreport: %s\n", path)
-	for _, s := range all {
+	for _, s := range append(all, base...) {
 		if s.Err != "" {
-			b.Errorf("N=%d %s: %s", s.N, s.Shape, s.Err)
+			b.Errorf("N=%d %s %s: %s", s.N, s.Shape, s.Binary, s.Err)
 		}
 		for _, p := range s.Phases {
 			if p.Err != "" {
