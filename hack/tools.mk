@@ -85,7 +85,7 @@ tools-clean: ## Remove the built tools, their stamps and the Vault build folder.
 TOOL_MINUTES_kube-apiserver := 5
 TOOL_MINUTES_etcd           := 1
 TOOL_MINUTES_kubectl        := 1
-TOOL_MINUTES_vault          := 6
+TOOL_MINUTES_vault          := 8
 first-build-notice = list=; total=0; \
 	for tm in $(foreach t,$(notdir $(1)),$(t):$(or $(TOOL_MINUTES_$(t)),1)); do \
 	  t=$${tm%:*}; m=$${tm\#*:}; \
@@ -93,7 +93,7 @@ first-build-notice = list=; total=0; \
 	  list="$$list$${list:+, }$$t (~$$m min)"; total=$$((total + m)); \
 	done; \
 	if [ -n "$$list" ]; then \
-	  echo ">> building $$list from the Go module proxy into $(BIN): the first time only."; \
+	  echo ">> building $$list from the Go module proxy into $(BIN) (later runs reuse them)."; \
 	  echo "   About $$total min one after another on a quiet 2-core machine with empty Go caches (side by side they overlap), longer on a loaded one; each build reports every minute."; \
 	fi
 
