@@ -19,10 +19,26 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
+// Secrets: list and watch for the metadata watches (the requests ask for
+// PartialObjectMetadata only, but RBAC cannot tell: these verbs would let
+// the operator's ServiceAccount read any Secret, see docs/security.md), get
+// for the data of the Secrets a VaultConnection names, read by name.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
 // Connections turns VaultConnections into logged-in Vault clients, one per
 // connection, cached and renewed by vault.Cache: reconciles never log in.
 type Connections struct {
-	Client   client.Client
+	// Client reads VaultConnections (cached) and requests service account
+	// tokens.
+	Client client.Client
+	// APIReader reads Secret data from the API server, by name: the
+	// operator caches no Secret data (nil: Client).
+	APIReader client.Reader
+	// Metadata reads Secrets' metadata from the cache the Secret watches
+	// fill, so that a reconcile learns the Secrets' resourceVersions, and
+	// that its client is current, without a request (nil: every Get reads
+	// the Secrets through APIReader).
+	Metadata client.Reader
 	Cache    *vault.Cache
 	Observer vault.Observer
 	// ServiceAccount is the operator's own, for kubernetes auth.
@@ -32,6 +48,14 @@ type Connections struct {
 
 	mu   sync.Mutex
 	uids map[string]types.UID // connection name -> UID of its cached client
+	// waits: connection name -> what config waits for at the versions
+	// of the key, so that a missing Secret key is not a read per reconcile.
+	waits map[string]keyedError
+}
+
+type keyedError struct {
+	key string
+	err error
 }
 
 // Forget closes and drops the cached client of a deleted connection.
@@ -39,6 +63,7 @@ func (c *Connections) Forget(name string) {
 	c.mu.Lock()
 	uid, ok := c.uids[name]
 	delete(c.uids, name)
+	delete(c.waits, name)
 	c.mu.Unlock()
 	if ok && c.Cache != nil {
 		c.Cache.Forget(string(uid))
@@ -73,16 +98,88 @@ func (c *Connections) Get(ctx context.Context, name string) (vault.Client, *v1al
 		vc, err := c.NewClient(ctx, conn)
 		return vc, conn, err
 	}
+	c.track(conn)
+	seen, vc, err := c.current(ctx, conn)
+	if vc != nil || err != nil {
+		return vc, conn, err
+	}
 	cfg, key, err := c.config(ctx, conn)
+	c.noteWait(conn.Name, seen, err)
 	if err != nil {
 		return nil, conn, err
 	}
-	c.track(conn)
-	vc, err := c.Cache.Get(ctx, key, cfg, c.Observer)
+	vc, err = c.Cache.Get(ctx, key, cfg, c.Observer)
 	if err != nil {
 		return nil, conn, fmt.Errorf("connecting to Vault at %s: %w", conn.Spec.Address, err)
 	}
 	return vc, conn, nil
+}
+
+// current is the cached client when the connection's generation and its
+// Secrets' resourceVersions, as the metadata cache has them, are those it
+// logged in with, or what it waits for at those versions: then no Secret is
+// read. Otherwise (nil, nil) and config decides; seen is the key of the
+// versions seen ("" without a metadata cache).
+func (c *Connections) current(ctx context.Context, conn *v1alpha1.VaultConnection) (seen string, _ vault.Client, _ error) {
+	if c.Metadata == nil || c.Cache == nil {
+		return "", nil, nil
+	}
+	versions := []string{fmt.Sprint(conn.Generation)}
+	for _, ref := range secretRefs(conn) {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		if err := c.Metadata.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, m); err != nil {
+			if apierrors.IsNotFound(err) {
+				// The watch that fills this cache wakes the connection's
+				// bindings when the Secret appears.
+				return "", nil, waiting(waitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
+			}
+			return "", nil, nil
+		}
+		versions = append(versions, m.ResourceVersion)
+	}
+	seen = vault.CacheKey(string(conn.UID), versions...)
+	c.mu.Lock()
+	w, ok := c.waits[conn.Name]
+	c.mu.Unlock()
+	if ok && w.key == seen {
+		return seen, nil, w.err
+	}
+	if vc, ok := c.Cache.Lookup(seen); ok {
+		return seen, vc, nil
+	}
+	return seen, nil, nil
+}
+
+// noteWait remembers that config waits (for a Secret key, an auth method)
+// at the versions seen, and forgets it once config works.
+func (c *Connections) noteWait(name, seen string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seen == "" || !isWaiting(err) {
+		delete(c.waits, name)
+		return
+	}
+	if c.waits == nil {
+		c.waits = map[string]keyedError{}
+	}
+	c.waits[name] = keyedError{key: seen, err: err}
+}
+
+// secretRefs lists the Secrets a connection reads, in the order their
+// versions take in its cache key.
+func secretRefs(conn *v1alpha1.VaultConnection) []v1alpha1.SecretKeyReference {
+	var refs []v1alpha1.SecretKeyReference
+	if t := conn.Spec.TLS; t != nil && t.CASecretRef != nil {
+		refs = append(refs, t.CASecretRef.Resolve())
+	}
+	switch a := conn.Spec.Auth; {
+	case a.Token != nil:
+		refs = append(refs, a.Token.SecretRef.Resolve())
+	case a.AppRole != nil:
+		refs = append(refs, a.AppRole.SecretIDSecretRef.Resolve())
+	}
+	return refs
 }
 
 // config reads the connection's Secrets. The cache key changes with the
@@ -97,6 +194,7 @@ func (c *Connections) config(ctx context.Context, conn *v1alpha1.VaultConnection
 	if rl := spec.RateLimit; rl != nil {
 		cfg.QPS, cfg.Burst = float64(rl.QPS), int(rl.EffectiveBurst())
 	}
+	// The same versions, in the same order, as current's key.
 	key := []string{string(conn.UID), fmt.Sprint(conn.Generation)}
 	if t := spec.TLS; t != nil {
 		cfg.ServerName, cfg.InsecureSkipVerify = t.ServerName, t.InsecureSkipVerify
@@ -130,16 +228,22 @@ func (c *Connections) config(ctx context.Context, conn *v1alpha1.VaultConnection
 	default:
 		return cfg, "", waiting(waitingForCredential, "VaultConnection %q has no auth method", conn.Name)
 	}
-	return cfg, strings.Join(key, "/"), nil
+	return cfg, vault.CacheKey(key[0], key[1:]...), nil
 }
 
+// secret reads one key of a Secret from the API server: only on a login
+// (a new connection, generation or Secret version), never from a cache.
 func (c *Connections) secret(ctx context.Context, ref v1alpha1.SecretKeyReference) ([]byte, string, error) {
+	var r client.Reader = c.Client
+	if c.APIReader != nil {
+		r = c.APIReader
+	}
 	s := &corev1.Secret{}
-	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, "", waiting(waitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
 		}
-		return nil, "", err
+		return nil, "", fmt.Errorf("reading Secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
 	v, ok := s.Data[ref.Key]
 	if !ok || len(v) == 0 {

@@ -79,7 +79,6 @@ type bindingScope struct {
 // +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
 // TokenRequest (Vault kubernetes auth) for the operator's own ServiceAccount
 // only: config/rbac/token_request_role.yaml, not a cluster-wide marker.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -39,14 +39,8 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
-	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithStatusSubresource(&v1alpha1.MinionBinding{}, &v1alpha1.MinionTemplate{}, &v1alpha1.VaultConnection{}).
-		WithIndex(&v1alpha1.MinionBinding{}, minionIDIndex, func(o client.Object) []string {
-			return []string{minionIDKey(o.(*v1alpha1.MinionBinding).Spec.MinionID)}
-		}).
-		WithIndex(&v1alpha1.MinionBinding{}, templateRefIndex, func(o client.Object) []string {
-			return []string{o.(*v1alpha1.MinionBinding).Spec.TemplateRef.Name}
-		}).
+	c := withFieldIndexes(fake.NewClientBuilder().WithScheme(scheme).
+		WithStatusSubresource(&v1alpha1.MinionBinding{}, &v1alpha1.MinionTemplate{}, &v1alpha1.VaultConnection{})).
 		WithObjects(objs...).Build()
 	v := vault.NewFake()
 	v.EnableAuth("salt-minions")

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -18,25 +19,6 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 )
 
-// Field indexes.
-const (
-	minionIDIndex    = "spec.minionID.lower"
-	templateRefIndex = "spec.templateRef.name"
-)
-
-// SetupIndexes registers the field indexes the reconcilers query.
-func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &v1alpha1.MinionBinding{}, minionIDIndex, func(o client.Object) []string {
-		return []string{minionIDKey(o.(*v1alpha1.MinionBinding).Spec.MinionID)}
-	}); err != nil {
-		return err
-	}
-	return idx.IndexField(ctx, &v1alpha1.MinionBinding{}, templateRefIndex, func(o client.Object) []string {
-		return []string{o.(*v1alpha1.MinionBinding).Spec.TemplateRef.Name}
-	})
-}
-
 // SetupWithManager watches bindings, and re-queues them when their
 // template, their connection or its Secrets, their namespace, or a binding
 // claiming the same minion ID changes.
@@ -48,8 +30,10 @@ func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, becameReady, identityChanged))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfSecret)).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConfigMap)).
+		// Metadata only: the operator holds no Secret or ConfigMap data
+		// in its cache; it reads data by name when a version changes.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfSecret)).
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConfigMap)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
@@ -60,95 +44,89 @@ func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 }
 
 func (r *MinionBindingReconciler) bindingsOfTemplate(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.MatchingFields{templateRefIndex: o.GetName()}); err != nil {
-		return nil
-	}
-	return requests(list)
+	reqs, err := bindingsBy(ctx, r.Client, templateRefIndex, o.GetName())
+	return mapped(ctx, reqs, err)
 }
 
 // bindingsOfConnection wakes the bindings that use a connection (through
-// their template, or, when being deleted, the one they wrote through), so
-// a fixed address or credential is picked up without waiting for backoff.
+// their template, or, when being deleted or switched, the one they wrote
+// through), so a fixed address or credential is picked up without waiting
+// for backoff.
 func (r *MinionBindingReconciler) bindingsOfConnection(ctx context.Context, o client.Object) []reconcile.Request {
-	templates := &v1alpha1.MinionTemplateList{}
-	if err := r.List(ctx, templates); err != nil {
-		return nil
+	reqs, err := r.connectionBindings(ctx, o.GetName())
+	return mapped(ctx, reqs, err)
+}
+
+func (r *MinionBindingReconciler) connectionBindings(ctx context.Context, conn string) ([]reconcile.Request, error) {
+	out, err := bindingsBy(ctx, r.Client, bindingConnectionIndex, conn)
+	if err != nil {
+		return nil, err
 	}
-	uses := map[string]bool{}
-	for _, t := range templates.Items {
-		if t.Spec.ConnectionRef.Name == o.GetName() {
-			uses[t.Name] = true
+	templates, err := templatesBy(ctx, r.Client, templateConnectionIndex, conn)
+	if err != nil {
+		return nil, err
+	}
+	for _, tpl := range templates {
+		reqs, err := bindingsBy(ctx, r.Client, templateRefIndex, tpl)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, reqs...)
 	}
-	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, b := range list.Items {
-		if uses[b.Spec.TemplateRef.Name] || b.Status.Connection == o.GetName() {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
-		}
-	}
-	return out
+	return uniqueRequests(out), nil
 }
 
 // bindingsOfSecret wakes the bindings of every connection that reads the
 // Secret: a rotated token or secret ID ends an AccessDenied backoff at once.
 func (r *MinionBindingReconciler) bindingsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	conns := &v1alpha1.VaultConnectionList{}
-	if err := r.List(ctx, conns); err != nil {
-		return nil
+	conns, err := connectionsBy(ctx, r.Client, connectionSecretIndex, objectKey(o.GetNamespace(), o.GetName()))
+	if err != nil {
+		return mapped(ctx, nil, err)
 	}
 	var out []reconcile.Request
-	for i := range conns.Items {
-		if usesSecret(&conns.Items[i], o.GetNamespace(), o.GetName()) {
-			out = append(out, r.bindingsOfConnection(ctx, &conns.Items[i])...)
+	for _, conn := range conns {
+		reqs, err := r.connectionBindings(ctx, conn)
+		if err != nil {
+			return mapped(ctx, nil, err)
 		}
+		out = append(out, reqs...)
 	}
-	return out
+	return uniqueRequests(out)
 }
 
 // bindingsOfConfigMap wakes the bindings of the templates whose parameter
 // stack reads the ConfigMap: a fixed parameter file ends a RenderFailed.
 func (r *MinionBindingReconciler) bindingsOfConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
+	templates, err := templatesBy(ctx, r.Client, templateConfigMapIndex, objectKey(o.GetNamespace(), o.GetName()))
+	if err != nil {
+		return mapped(ctx, nil, err)
+	}
 	var out []reconcile.Request
-	for _, tpl := range templatesUsingConfigMap(ctx, r.Client, o) {
-		list := &v1alpha1.MinionBindingList{}
-		if err := r.List(ctx, list, client.MatchingFields{templateRefIndex: tpl}); err != nil {
-			return nil
+	for _, tpl := range templates {
+		reqs, err := bindingsBy(ctx, r.Client, templateRefIndex, tpl)
+		if err != nil {
+			return mapped(ctx, nil, err)
 		}
-		out = append(out, requests(list)...)
+		out = append(out, reqs...)
 	}
 	return out
 }
 
-// templatesUsingConfigMap names the templates whose parameters.configMapRefs
-// include the ConfigMap.
-func templatesUsingConfigMap(ctx context.Context, c client.Reader, cm client.Object) []string {
-	list := &v1alpha1.MinionTemplateList{}
-	if err := c.List(ctx, list); err != nil {
+// mapped returns a map function's requests, or logs why it has none: a
+// map function cannot return an error, and a silent nil would hide a
+// missing index as "nothing depends on this".
+func mapped(ctx context.Context, reqs []reconcile.Request, err error) []reconcile.Request {
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Finding the objects to wake")
 		return nil
 	}
-	var out []string
-	for _, t := range list.Items {
-		if p := t.Spec.Parameters; p != nil {
-			for _, ref := range p.ConfigMapRefs {
-				if ref.Namespace == cm.GetNamespace() && ref.Name == cm.GetName() {
-					out = append(out, t.Name)
-					break
-				}
-			}
-		}
-	}
-	return out
+	return reqs
 }
 
 func (r *MinionBindingReconciler) bindingsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
-		return nil
+	if err := r.List(ctx, list, client.InNamespace(o.GetName()), client.UnsafeDisableDeepCopy); err != nil {
+		return mapped(ctx, nil, fmt.Errorf("listing the bindings of namespace %s: %w", o.GetName(), err))
 	}
 	return requests(list)
 }
@@ -157,10 +135,13 @@ func (r *MinionBindingReconciler) bindingsInNamespace(ctx context.Context, o cli
 // being deleted (they now wait for it) and when it is gone (the next in
 // line takes the ID over).
 func (r *MinionBindingReconciler) sameMinionID(ctx context.Context, o client.Object) []reconcile.Request {
-	b := o.(*v1alpha1.MinionBinding)
-	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(b.Spec.MinionID)}); err != nil {
+	b, ok := o.(*v1alpha1.MinionBinding)
+	if !ok {
 		return nil
+	}
+	list := &v1alpha1.MinionBindingList{}
+	if err := r.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(b.Spec.MinionID)}, client.UnsafeDisableDeepCopy); err != nil {
+		return mapped(ctx, nil, fmt.Errorf("listing the claimants of minion ID %q: %w", b.Spec.MinionID, err))
 	}
 	var out []reconcile.Request
 	for _, req := range requests(list) {

@@ -53,13 +53,9 @@ func (r *MinionTemplateReconciler) SetupWithManager(mgr ctrl.Manager, opts contr
 		// The other claimants of a minion ID render (or not) when the
 		// holder goes away.
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(b.sameMinionID), builder.WithPredicates(claimReleased)).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			var out []reconcile.Request
-			for _, name := range templatesUsingConfigMap(ctx, r.Client, o) {
-				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
-			}
-			return out
-		})).
+		// Metadata only: ConfigMap data is read by name when its version
+		// changes (Templates.Compile), never cached.
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConfigMap)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(b.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConnection),
@@ -71,15 +67,21 @@ func (r *MinionTemplateReconciler) SetupWithManager(mgr ctrl.Manager, opts contr
 }
 
 func (r *MinionTemplateReconciler) templatesOfConnection(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &v1alpha1.MinionTemplateList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, t := range list.Items {
-		if t.Spec.ConnectionRef.Name == o.GetName() {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: t.Name}})
-		}
+	names, err := templatesBy(ctx, r.Client, templateConnectionIndex, o.GetName())
+	return mapped(ctx, templateRequests(names), err)
+}
+
+// templatesOfConfigMap wakes the templates whose parameter stack reads
+// the ConfigMap.
+func (r *MinionTemplateReconciler) templatesOfConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
+	names, err := templatesBy(ctx, r.Client, templateConfigMapIndex, objectKey(o.GetNamespace(), o.GetName()))
+	return mapped(ctx, templateRequests(names), err)
+}
+
+func templateRequests(names []string) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(names))
+	for _, n := range names {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
 	}
 	return out
 }

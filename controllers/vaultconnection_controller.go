@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,45 +117,23 @@ func vaultIdentity(clusterID string, mounts map[string]vault.AuthMount) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// SetupWithManager watches connections and the Secrets they read.
+// SetupWithManager watches connections and the metadata of the Secrets
+// they read: a new resourceVersion is a new login, and the data itself is
+// read by name (Connections.secret), never cached.
 func (r *VaultConnectionReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.VaultConnection{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsOfSecret)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsOfSecret)).
 		WithOptions(opts).
 		Named("vaultconnection").
 		Complete(r)
 }
 
 func (r *VaultConnectionReconciler) connectionsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &v1alpha1.VaultConnectionList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil
+	names, err := connectionsBy(ctx, r.Client, connectionSecretIndex, objectKey(o.GetNamespace(), o.GetName()))
+	out := make([]reconcile.Request, 0, len(names))
+	for _, n := range names {
+		out = append(out, reconcile.Request{NamespacedName: typesName(n)})
 	}
-	var out []reconcile.Request
-	for _, c := range list.Items {
-		if usesSecret(&c, o.GetNamespace(), o.GetName()) {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name}})
-		}
-	}
-	return out
-}
-
-func usesSecret(c *v1alpha1.VaultConnection, ns, name string) bool {
-	var refs []v1alpha1.SecretKeyReference
-	if t := c.Spec.TLS; t != nil && t.CASecretRef != nil {
-		refs = append(refs, t.CASecretRef.Resolve())
-	}
-	if a := c.Spec.Auth.AppRole; a != nil {
-		refs = append(refs, a.SecretIDSecretRef.Resolve())
-	}
-	if t := c.Spec.Auth.Token; t != nil {
-		refs = append(refs, t.SecretRef.Resolve())
-	}
-	for _, r := range refs {
-		if r.Namespace == ns && r.Name == name {
-			return true
-		}
-	}
-	return false
+	return mapped(ctx, out, err)
 }

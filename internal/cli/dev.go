@@ -154,11 +154,17 @@ func runDev(stdout io.Writer, o DevOptions, samplesSet bool) error {
 // devOperator runs the operator as `minionvault operator` does, without
 // metrics, probes or leader election.
 func devOperator(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) error {
+	cacheOpts, err := CacheOptions(OperatorOptions{})
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
+		Cache:                  cacheOpts,
+		Client:                 ClientOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

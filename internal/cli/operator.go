@@ -14,13 +14,11 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -157,16 +155,9 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	bindingCache := cache.ByObject{}
-	if o.LabelSelector != "" {
-		sel, err := labels.Parse(o.LabelSelector)
-		if err != nil {
-			return fmt.Errorf("--watch-label-selector: %w", err)
-		}
-		bindingCache.Label = sel
-	}
-	if o.WatchNamespace != "" {
-		bindingCache.Namespaces = map[string]cache.Config{o.WatchNamespace: {}}
+	cacheOpts, err := CacheOptions(o)
+	if err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -176,12 +167,8 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.leaderElectionID(),
 		LeaderElectionNamespace: o.LeaderNamespace,
-		Cache: cache.Options{
-			ByObject: map[client.Object]cache.ByObject{&v1alpha1.MinionBinding{}: bindingCache},
-			// managedFields are a large part of every object and nothing
-			// here reads them: at ten thousand bindings that is memory.
-			DefaultTransform: cache.TransformStripManagedFields(),
-		},
+		Cache:                   cacheOpts,
+		Client:                  ClientOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -248,8 +235,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
 	if so.Observer != nil {
 		obs = teeObserver{metrics, so.Observer}
 	}
-	conns := &controllers.Connections{Client: mgr.GetClient(), Cache: &vault.Cache{}, Observer: obs, ServiceAccount: so.ServiceAccount, NewClient: so.NewClient}
-	templates := &controllers.Templates{Client: mgr.GetClient()}
+	// Secret and ConfigMap data is read by name from the API server, and
+	// only when the metadata cache shows a new version.
+	conns := &controllers.Connections{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: mgr.GetCache(),
+		Cache: &vault.Cache{}, Observer: obs, ServiceAccount: so.ServiceAccount, NewClient: so.NewClient,
+	}
+	templates := &controllers.Templates{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: mgr.GetCache()}
 	if so.Concurrency < 1 {
 		so.Concurrency = 1
 	}

@@ -126,6 +126,24 @@ func (c *Cache) Get(ctx context.Context, key string, cfg Config, obs Observer) (
 	return client, nil
 }
 
+// Lookup returns the logged-in client of key, if there is one, without
+// logging in: a caller that would have to read credentials to build a
+// Config for Get asks first, and reads them only when this says no.
+func (c *Cache) Lookup(key string) (Client, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[connectionOf(key)]
+	if e == nil || e.key != key {
+		return nil, false
+	}
+	select {
+	case <-e.ready: // client and err are set under mu before ready closes
+		return e.client, e.err == nil && e.client != nil
+	default: // still logging in: the caller's Get will wait for it
+		return nil, false
+	}
+}
+
 func (c *Cache) newClient(ctx context.Context, cfg Config, obs Observer) (Client, error) {
 	if c.New != nil {
 		return c.New(ctx, cfg, obs)

@@ -240,3 +240,54 @@ func TestCacheWithRealClient(t *testing.T) {
 		t.Errorf("forgotten client: %v", err)
 	}
 }
+
+// Lookup answers only with a logged-in client of exactly that key, and
+// never logs in: a failed or unfinished login, another version of the
+// connection, or a forgotten one is a miss.
+func TestCacheLookup(t *testing.T) {
+	n := &countingNew{}
+	n.fail.Store(1)
+	c := &Cache{New: n.New}
+	defer c.Close()
+	ctx := context.Background()
+	key := CacheKey("prod", "1", "100")
+	if _, ok := c.Lookup(key); ok {
+		t.Fatal("a hit in an empty cache")
+	}
+	if _, err := c.Get(ctx, key, Config{}, nil); err == nil {
+		t.Fatal("the first login should fail")
+	}
+	if _, ok := c.Lookup(key); ok {
+		t.Fatal("a failed login is a hit")
+	}
+	cl, err := c.Get(ctx, key, Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Lookup(key); !ok || got != cl {
+		t.Fatalf("Lookup = %v, %v; want the logged-in client", got, ok)
+	}
+	if _, ok := c.Lookup(CacheKey("prod", "1", "101")); ok {
+		t.Error("another version of the connection is a hit")
+	}
+	c.Forget("prod")
+	if _, ok := c.Lookup(key); ok {
+		t.Error("a forgotten connection is a hit")
+	}
+	if n.logins.Load() != 2 {
+		t.Errorf("%d logins, want 2: Lookup logged in", n.logins.Load())
+	}
+
+	// While a login is under way, Lookup says no at once.
+	slow := &countingNew{delay: time.Second}
+	sc := &Cache{New: slow.New}
+	defer sc.Close()
+	go func() { _, _ = sc.Get(ctx, key, Config{}, nil) }()
+	for slow.logins.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	if _, ok := sc.Lookup(key); ok || time.Since(start) > 500*time.Millisecond {
+		t.Errorf("Lookup during a login: hit %v after %s", ok, time.Since(start))
+	}
+}

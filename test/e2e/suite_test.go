@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,6 +68,10 @@ type suite struct {
 	metricsURL string
 	// stopOperator stops the running operator (once).
 	stopOperator func()
+	// mgr is the running operator's manager; wrapAPI, when set before a
+	// (re)start, wraps its transport to the API server.
+	mgr     ctrl.Manager
+	wrapAPI func(http.RoundTripper) http.RoundTripper
 }
 
 // The operator's namespace and service account (for kubernetes auth).
@@ -152,15 +158,26 @@ func (s *suite) runOperator(t testing.TB) {
 	port, err := freePort()
 	must(t, err)
 	s.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	mgr, err := ctrl.NewManager(s.env.Config, ctrl.Options{
+	cfg := s.env.Config
+	if s.wrapAPI != nil {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(s.wrapAPI)
+	}
+	// The operator's own cache and client configuration.
+	cacheOpts, err := cli.CacheOptions(cli.OperatorOptions{})
+	must(t, err)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  s.env.Scheme,
 		Metrics: metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port)},
 		// Each test runs its own manager with the same controllers.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:      cacheOpts,
+		Client:     cli.ClientOptions(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.mgr = mgr
 	so := cli.SetupOptions{
 		Concurrency: 2, Interval: time.Hour, Observer: s.writes,
 		ServiceAccount: types.NamespacedName{Namespace: operatorNamespace, Name: operatorServiceAccount},
