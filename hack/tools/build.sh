@@ -12,7 +12,7 @@
 # stamp to decide whether a tool is missing or of the wrong version.
 #
 # make tools runs the builds one at a time; make run runs three side by side
-# (the minimal Vault's link peaks at about 2 GB, kube-apiserver's at 2.5 GB).
+# (the minimal Vault's build peaks at about 3 GB, kube-apiserver's at 2.5 GB).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"

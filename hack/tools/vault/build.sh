@@ -50,7 +50,7 @@ if [ -z "$want_sum" ] || [ ! -f "$patch_file" ]; then
 fi
 src="$root/bin/.build/vault-src" # go.mod here refers to this path
 
-echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: 6 to 11 min on a quiet 2-core machine, 2.9 GB of modules; the link needs about 2 GB of memory)"
+echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: 6 to 11 min on a quiet 2-core machine, 2.9 GB of modules; it peaks at about 3 GB of memory)"
 echo "   fetching github.com/hashicorp/vault@$VAULT_VERSION from the module proxy"
 got_sum="$(cd "$(mktemp -d)" && GOFLAGS= go mod download -json "github.com/hashicorp/vault@$VAULT_VERSION" | sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p')"
 if [ "$got_sum" != "$want_sum" ]; then
