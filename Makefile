@@ -62,13 +62,20 @@ image: $(IMAGE_BUILDER) ## Build the operator's OCI image IMG for linux/GOARCH w
 	  --version '$(VERSION)' --revision '$(IMAGE_COMMIT)' --source-date-epoch '$(IMAGE_EPOCH)' \
 	  --layout $(IMAGE_DIR)/oci --tar $(IMAGE_TAR) --digest-file $(IMAGE_DIR)/digest
 
-# The tools `make run` needs: the servers, and kubectl to explore with
-# (controller-gen is only for `make generate`).
-RUN_TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT)
+# The tools `make run` needs: the servers. kubectl, to explore with, is
+# `make kubectl`; controller-gen is only for `make generate`.
+RUN_TOOLS := $(KUBE_APISERVER) $(ETCD) $(VAULT)
 RUN_ARGS  ?=
+# The first run's builds run side by side (the operator, kube-apiserver then
+# etcd, Vault): one go build alone leaves a core idle while it downloads
+# modules and while it links, and the other builds fill those gaps
+# (docs/getting-started.md has the times).
+RUN_JOBS  ?= 3
 
 .PHONY: run
-run: build $(RUN_TOOLS) ## The main job, the local quickstart: kube-apiserver + etcd and Vault on loopback, the operator, the samples, until Ctrl-C (RUN_ARGS=--once to stop after printing).
+run: ## The main job, the local quickstart: kube-apiserver + etcd and Vault on loopback, the operator, the samples, until Ctrl-C (RUN_ARGS=--once to stop after printing).
+	@$(call first-build-notice,$(RUN_TOOLS))
+	@$(MAKE) --no-print-directory -j$(RUN_JOBS) build $(RUN_TOOLS)
 	$(BIN)/minionvault dev --tools-dir $(BIN) $(RUN_ARGS)
 
 .PHONY: render-samples

@@ -52,6 +52,11 @@ INTEGRATION_PKGS  ?= $(shell go list -tags $(INTEGRATION_TAGS) -f '{{$$d := .Dir
 tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubectl, vault, controller-gen and the node tools into bin/ (first time 30 to 60 min).
 	@echo ">> tools up to date in $(BIN): kube-apiserver, kubectl and the node components $(KUBERNETES_VERSION), etcd $(ETCD_VERSION), vault $(VAULT_VERSION), controller-gen $(CONTROLLER_GEN_VERSION), containerd $(CONTAINERD_VERSION), runc $(RUNC_VERSION), CNI plugins $(CNI_PLUGINS_VERSION), pause image $(PAUSE_VERSION)"
 
+# kubectl is not needed by `make run` (the quickstart talks to the API
+# server itself): `make kubectl` builds it to explore with.
+.PHONY: kubectl
+kubectl: $(KUBECTL) ## Build bin/kubectl (to explore what `make run` starts).
+
 .PHONY: node-tools
 node-tools: $(NODE_TOOLS) ## Build only the single-node cluster's tools (kubelet, kube-controller-manager, kube-scheduler, kube-proxy, containerd, runc, CNI plugins, pause image).
 
@@ -70,6 +75,28 @@ integration: $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT) $(NODE_TOOLS) image b
 tools-clean: ## Remove the built tools, their stamps and the Vault build folder.
 	rm -rf $(TOOLS) $(IMAGE_BUILDER) $(BIN)/.stamp-* $(BIN)/.build $(BIN)/containerd-shim-runc-v2 $(BIN)/ctr $(BIN)/cni
 
+# first-build-notice,TOOLS: before a build, name the tools of TOOLS that
+# will be built and about how long that takes the first time, so that a
+# newcomer knows what is happening and for how long. The minutes are
+# estimates for a quiet 2-core machine with empty Go caches, module
+# downloads included, from the times in docs/development.md (kube-apiserver
+# 200 to 381 s measured; Vault's minimal build scaled from the full build's
+# 489 to 827 s by what it downloads and compiles).
+TOOL_MINUTES_kube-apiserver := 5
+TOOL_MINUTES_etcd           := 1
+TOOL_MINUTES_kubectl        := 1
+TOOL_MINUTES_vault          := 8
+first-build-notice = list=; total=0; \
+	for tm in $(foreach t,$(notdir $(1)),$(t):$(or $(TOOL_MINUTES_$(t)),1)); do \
+	  t=$${tm%:*}; m=$${tm\#*:}; \
+	  $(MAKE) -q --no-print-directory $(BIN)/$$t >/dev/null 2>&1 && continue; \
+	  list="$$list$${list:+, }$$t (~$$m min)"; total=$$((total + m)); \
+	done; \
+	if [ -n "$$list" ]; then \
+	  echo ">> building $$list from the Go module proxy into $(BIN) (later runs reuse them)."; \
+	  echo "   About $$total min one after another on a quiet 2-core machine with empty Go caches (side by side they overlap), longer on a loaded one; each build reports every minute."; \
+	fi
+
 # A tool is rebuilt when its stamp for the pinned version is missing, when
 # its module's go.mod or go.sum changed, or when the binary is gone.
 tool-stamp = $(BIN)/.stamp-$(1)-$(2)
@@ -83,8 +110,11 @@ $(KUBECTL): $(call tool-stamp,kubectl,$(KUBERNETES_VERSION)) ;
 $(call tool-stamp,kubectl,$(KUBERNETES_VERSION)): $(TOOLS_MODULES)/k8s/go.mod $(TOOLS_MODULES)/k8s/go.sum $(call tool-force,$(KUBECTL))
 	@BIN=$(BIN) KUBERNETES_VERSION=$(KUBERNETES_VERSION) $(TOOLS_MODULES)/build.sh kubectl
 
+# etcd after kube-apiserver, also under make -j: it is mostly packages that
+# kube-apiserver's build has just compiled, which two builds at once would
+# each compile.
 $(ETCD): $(call tool-stamp,etcd,$(ETCD_VERSION)) ;
-$(call tool-stamp,etcd,$(ETCD_VERSION)): $(TOOLS_MODULES)/k8s/go.mod $(TOOLS_MODULES)/k8s/go.sum $(call tool-force,$(ETCD))
+$(call tool-stamp,etcd,$(ETCD_VERSION)): $(TOOLS_MODULES)/k8s/go.mod $(TOOLS_MODULES)/k8s/go.sum $(call tool-force,$(ETCD)) | $(KUBE_APISERVER)
 	@BIN=$(BIN) ETCD_VERSION=$(ETCD_VERSION) $(TOOLS_MODULES)/build.sh etcd
 
 $(VAULT): $(call tool-stamp,vault,$(VAULT_VERSION)) ;

@@ -207,6 +207,10 @@ func (r *Runner) explore(kubeconfig string, v *localenv.Vault) {
 	b := r.shown
 	fmt.Fprintln(out, "Explore, in another terminal, while this runs:")
 	fmt.Fprintf(out, "  export KUBECONFIG=%s\n", abs)
+	if st, err := os.Stat(filepath.Join(r.cfg.ToolsDir, "kubectl")); err != nil || st.IsDir() {
+		// make run does not build kubectl: the quickstart needs only the servers.
+		fmt.Fprintf(out, "  make kubectl   # builds %s, about a minute the first time\n", kubectl)
+	}
 	fmt.Fprintf(out, "  %s get minionbindings -A -o wide   # also: get mt,vc\n", kubectl)
 	if b != nil {
 		fmt.Fprintf(out, "  %s -n %s edit mb %s   # change spec.pillar.roles: the operator updates Vault\n", kubectl, b.Namespace, b.Name)
