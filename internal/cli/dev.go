@@ -55,7 +55,7 @@ then stops every server; --once stops right after printing.`,
 	f := cmd.Flags()
 	f.BoolVar(&o.Once, "once", false, "stop everything after printing the result")
 	f.StringVar(&o.Samples, "samples", "config/samples", "folder of manifests to apply (its kustomization.yaml's resources, else every *.yaml); default: the repository's config/samples, or the copy built into the binary outside the repository")
-	f.StringVar(&o.ToolsDir, "tools-dir", "", "folder with kube-apiserver, etcd, vault and kubectl (default: $"+localenv.EnvToolsDir+", else bin/ at the repository root)")
+	f.StringVar(&o.ToolsDir, "tools-dir", "", "folder with kube-apiserver, etcd and vault, and kubectl if built (default: $"+localenv.EnvToolsDir+", else bin/ at the repository root)")
 	f.StringVar(&o.StateDir, "state-dir", "", "folder for the kubeconfig, operator.log and the servers' files (default: .cache/dev at the repository root, else minionvault-dev in the temporary folder)")
 	f.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long the start may take, from the first server to every object Ready")
 	return cmd
