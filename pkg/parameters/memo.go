@@ -121,31 +121,12 @@ func (m *Memo) key(in *Input) (string, bool) {
 	return string(b), true
 }
 
-// parseSources runs the map.jinja settings' stack as stack does and returns
-// the parsed sources, defaults.yaml first; nil on an error (Stack reports it).
+// parseSources is the stacker's parsedSources; nil on an error (Stack
+// reports it).
 func (m *Memo) parseSources(s *stacker, root string) []Source {
-	builtin := DefaultSources(root)
-	items := make([]value.Value, len(builtin))
-	for i, src := range builtin {
-		items[i] = value.NewString(src)
-	}
-	settings := value.NewMap([]value.Pair{{Key: value.NewString("sources"), Val: value.NewList(items)}})
-	settings, err := s.run([]Source{mapJinjaSource}, []string{"parameters/", root + "/parameters"}, settings, value.NewBool(false))
+	srcs, _, err := s.parsedSources(root)
 	if err != nil {
 		return nil
-	}
-	sources, err := sourceList(settings)
-	if err != nil {
-		return nil
-	}
-	srcs := make([]Source, 0, len(sources)+1)
-	srcs = append(srcs, defaultsSource)
-	for _, raw := range sources {
-		src, err := ParseSource(raw)
-		if err != nil {
-			return nil
-		}
-		srcs = append(srcs, src)
 	}
 	return srcs
 }

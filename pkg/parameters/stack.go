@@ -83,7 +83,10 @@ type stacker struct {
 	tried   []string
 }
 
-func (s *stacker) stack(root string) (value.Value, error) {
+// parsedSources runs the map.jinja settings' stack and returns the
+// settings and their sources (recorded in s.sources) parsed, defaults.yaml
+// first: every source is parsed before anything is merged, as upstream does.
+func (s *stacker) parsedSources(root string) ([]Source, value.Value, error) {
 	builtin := DefaultSources(root)
 	items := make([]value.Value, len(builtin))
 	for i, src := range builtin {
@@ -92,23 +95,29 @@ func (s *stacker) stack(root string) (value.Value, error) {
 	settings := value.NewMap([]value.Pair{{Key: value.NewString("sources"), Val: value.NewList(items)}})
 	settings, err := s.run([]Source{mapJinjaSource}, []string{"parameters/", root + "/parameters"}, settings, value.NewBool(false))
 	if err != nil {
-		return value.Value{}, err
+		return nil, value.Value{}, err
 	}
 	sources, err := sourceList(settings)
 	if err != nil {
-		return value.Value{}, err
+		return nil, value.Value{}, err
 	}
 	s.sources = sources
-
-	// Every source is parsed before anything is merged, as upstream does.
 	srcs := make([]Source, 0, len(sources)+1)
 	srcs = append(srcs, defaultsSource)
 	for _, raw := range sources {
 		src, err := ParseSource(raw)
 		if err != nil {
-			return value.Value{}, fmt.Errorf("parameters: %w", err)
+			return nil, value.Value{}, fmt.Errorf("parameters: %w", err)
 		}
 		srcs = append(srcs, src)
+	}
+	return srcs, settings, nil
+}
+
+func (s *stacker) stack(root string) (value.Value, error) {
+	srcs, settings, err := s.parsedSources(root)
+	if err != nil {
+		return value.Value{}, err
 	}
 	mergeLists, ok := s.q.configFirst(root+":merge_lists", ":")
 	if !ok {
