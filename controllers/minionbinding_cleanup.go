@@ -203,7 +203,7 @@ func (r *MinionBindingReconciler) clientFor(ctx context.Context, p ownership.Pla
 	for i, name := range candidates {
 		vc, conn, err := r.Connections.Get(ctx, name)
 		if err != nil {
-			if isWaiting(err) && conn == nil {
+			if waitingOn(err, waitingForConnection) {
 				continue // no such connection
 			}
 			if i == 0 {
@@ -299,7 +299,7 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 	// A connection that exists but cannot log in yet (its Secret is
 	// missing): wait rather than leave an AppRole that still works.
 	for _, p := range inv {
-		if _, conn, err := r.Connections.Get(ctx, p.Connection); err != nil && isWaiting(err) && conn != nil && policy(p) != v1alpha1.DeletionPolicyRetain {
+		if _, _, err := r.Connections.Get(ctx, p.Connection); waitingOn(err, waitingForCredential) && policy(p) != v1alpha1.DeletionPolicyRetain {
 			sc.wait(v1alpha1.DeletionBlockedReason, "waiting to delete the Vault objects: "+err.Error())
 			return nil
 		}
