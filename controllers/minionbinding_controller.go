@@ -101,9 +101,11 @@ func (r *MinionBindingReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			sc.outcome = outcomeFor(retErr)
 		}
 		r.finishStatus(obj, sc)
+		// Counted before the status is written: whoever sees the status
+		// finds the metric counted too.
+		r.Metrics.observeBinding(obj, sc)
 		perr := patchStatus(ctx, r.Client, obj, statusBefore, bindingStatus)
 		r.events(obj, sc, before)
-		r.Metrics.observeBinding(obj, sc)
 		result, retErr = resultFor(sc.outcome, retErr, sc.requeue)
 		if perr != nil {
 			// The status must be written: retry, even a stalled binding.
