@@ -29,7 +29,7 @@ all: build
 
 .PHONY: build
 build: ## Build bin/minionvault.
-	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/minionvault ./cmd/minionvault
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/minionvault ./cmd/minionvault
 
 .PHONY: build-installer
 build-installer: $(KUBECTL) ## Render dist/install.yaml (CRDs, RBAC, the manager) with the image IMG.
