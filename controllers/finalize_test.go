@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -73,5 +74,37 @@ func TestDeletionWaitsForACredential(t *testing.T) {
 	}
 	if r, _ := h.v.ReadRole(ctx, "salt-minions", "web01"); r != nil {
 		t.Error("role remains")
+	}
+}
+
+// A record that no longer decodes (edited by hand) does not wedge the
+// deletion: the binding says so in one event and deletes what status says
+// it wrote, as far as Vault proves it the binding's.
+func TestDeletionWithABrokenRecordLooksWhereStatusSays(t *testing.T) {
+	h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
+	ctx := context.Background()
+	h.reconcile("salt", "web01")
+	h.events()
+	b := h.get("salt", "web01")
+	b.Annotations[v1alpha1.VaultObjectsAnnotation] = "not json"
+	if err := h.c.Update(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Delete(ctx, h.get("salt", "web01")); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile("salt", "web01")
+	if h.get("salt", "web01") != nil {
+		t.Fatal("binding still exists")
+	}
+	if r, _ := h.v.ReadRole(ctx, "salt-minions", "web01"); r != nil {
+		t.Error("role remains although status names it")
+	}
+	evs := h.events()
+	if n := strings.Count(evs, "looking only where status says"); n != 1 || !strings.Contains(evs, v1alpha1.DeletionBlockedReason) {
+		t.Errorf("want one DeletionBlocked event about the record, got:\n%s", evs)
+	}
+	if !strings.Contains(evs, "Deleted from Vault") {
+		t.Errorf("no Deleted event:\n%s", evs)
 	}
 }

@@ -285,7 +285,7 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 	inv, err := r.inventory(ctx, obj)
 	if err != nil {
 		// Never wedge on a broken record: nothing it names is looked at.
-		emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%v; looking only where status says the objects were written", err)
+		sc.brokenRecord = err.Error()
 		inv = nil
 	}
 	// Where status says the objects were written is looked at too (a

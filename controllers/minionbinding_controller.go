@@ -61,11 +61,14 @@ type bindingScope struct {
 	retained []string // places left by deletionPolicy Retain
 	// unreachable are places in a Vault no connection reaches any more.
 	unreachable []string
-	created     bool // first successful write of this binding
-	entityID    string
-	roleID      string
-	metadata    map[string]string // the entity metadata keys the operator owns, as written
-	requeue     time.Duration
+	// brokenRecord says why the deletion could not read the binding's
+	// record of where it wrote (it then looks only where status says).
+	brokenRecord string
+	created      bool // first successful write of this binding
+	entityID     string
+	roleID       string
+	metadata     map[string]string // the entity metadata keys the operator owns, as written
+	requeue      time.Duration
 	// beforeWrite records where apply is about to write (nil: nothing to
 	// record, as in a plan).
 	beforeWrite func() error

@@ -100,6 +100,9 @@ func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindin
 // removalEvents reports what the removals at stale placements (a switch,
 // or the deletion) did and left.
 func (r *MinionBindingReconciler) removalEvents(obj *v1alpha1.MinionBinding, sc *bindingScope) {
+	if sc.brokenRecord != "" {
+		emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s; looking only where status says the objects were written", sc.brokenRecord)
+	}
 	for _, p := range sc.retained {
 		emit(r.Recorder, obj, "Normal", "Retained", "Reconcile", "%s retained (deletionPolicy Retain)", p)
 	}

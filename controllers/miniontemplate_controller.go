@@ -69,6 +69,11 @@ type templateScope struct {
 	// pending: names another sync holds (a delta under way); the status
 	// is looked at again soon, whatever the outcome.
 	pending bool
+	// What this pass did in Vault, for the events (finishStatus emits
+	// them all): policies written and deleted, and why the template's
+	// policies were left in Vault at its deletion.
+	written, deleted []string
+	left             string
 }
 
 // Reconcile is the scan and status controller's pass: get, deletion,
@@ -85,7 +90,7 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 	if !tpl.DeletionTimestamp.IsZero() {
 		r.Templates.Forget(tpl.UID)
-		if err := r.finalize(ctx, tpl); err != nil {
+		if err := r.finalize(ctx, tpl, sc); err != nil {
 			sc.outcome = outcome{kind: outcomeFailed, reason: v1alpha1.DeletionBlockedReason, message: "deleting ACL policies: " + err.Error()}
 			return ctrl.Result{}, err
 		}
@@ -118,12 +123,7 @@ func (r *MinionTemplateReconciler) finishStatus(ctx context.Context, tpl *v1alph
 	}
 	setConditions(tpl, sc.outcome)
 	perr := patchStatus(ctx, r.Client, tpl, statusBefore, templateStatus)
-	before := sc.readyBefore
-	// Progress (policies still being written) is no problem to warn of.
-	if after := readyCondition(tpl); after != nil && after.Status != metav1.ConditionTrue && after.Reason != v1alpha1.ProgressingReason &&
-		(before == nil || before.Reason != after.Reason || before.Message != after.Message) {
-		emit(r.Recorder, tpl, "Warning", after.Reason, "Reconcile", "%s", after.Message)
-	}
+	r.events(tpl, sc)
 	switch {
 	case perr != nil:
 		// The status must be written: retry, even a stalled template.
@@ -158,9 +158,9 @@ func (r *MinionTemplateReconciler) compile(ctx context.Context, tpl *v1alpha1.Mi
 // its deletionPolicy is Retain), then the finalizer. After a start the
 // template's policies are found by listing Vault's; none is missed however
 // many there are, because none is recorded in status.
-func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.MinionTemplate) error {
+func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.MinionTemplate, sc *templateScope) error {
 	if tpl.Spec.EffectiveDeletionPolicy() == v1alpha1.DeletionPolicyDelete {
-		if err := r.deletePolicies(ctx, tpl); err != nil {
+		if err := r.deletePolicies(ctx, tpl, sc); err != nil {
 			return err
 		}
 	}
@@ -173,11 +173,11 @@ func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.M
 
 // deletePolicies deletes the policies the template owns in Vault; a
 // connection that cannot be used leaves them there, with a warning.
-func (r *MinionTemplateReconciler) deletePolicies(ctx context.Context, tpl *v1alpha1.MinionTemplate) error {
+func (r *MinionTemplateReconciler) deletePolicies(ctx context.Context, tpl *v1alpha1.MinionTemplate, sc *templateScope) error {
 	vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 	switch {
 	case err != nil && isWaiting(err):
-		emit(r.Recorder, tpl, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "ACL policies left in Vault: %v", err)
+		sc.left = err.Error()
 		return nil
 	case err != nil:
 		return err
@@ -196,13 +196,8 @@ func (r *MinionTemplateReconciler) deletePolicies(ctx context.Context, tpl *v1al
 	owned = slices.Compact(owned)
 	pass, err := syncPolicies(ctx, vc, tpl.Name, false, nil, owned, reader)
 	r.index.settle(tpl.Name, policyWork{stale: owned}, pass)
-	if err != nil {
-		return err
-	}
-	if len(pass.deleted) > 0 {
-		emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", "Delete", "%d ACL policies deleted", len(pass.deleted))
-	}
-	return nil
+	sc.deleted = appendCounted(nil, pass.deleted)
+	return err
 }
 
 // templateVault is the identity the template's VaultConnection reports
@@ -232,13 +227,26 @@ func (r *MinionTemplateReconciler) requestRefresh(template string) {
 	}
 }
 
-// policyEvents reports what the syncs since the last report wrote and
-// deleted (lists made by appendCounted).
-func (r *MinionTemplateReconciler) policyEvents(tpl *v1alpha1.MinionTemplate, written, deleted []string) {
-	if len(written) > 0 {
-		emit(r.Recorder, tpl, "Normal", "PoliciesWritten", "Reconcile", "ACL policies written: %s", strings.Join(written, ", "))
+// events reports what the pass did and a new problem; every event of a
+// template is emitted here. Progress (policies still being written) is no
+// problem to warn of.
+func (r *MinionTemplateReconciler) events(tpl *v1alpha1.MinionTemplate, sc *templateScope) {
+	action := "Reconcile"
+	if !tpl.DeletionTimestamp.IsZero() {
+		action = "Delete"
 	}
-	if len(deleted) > 0 {
-		emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", "Reconcile", "ACL policies deleted: %s", strings.Join(deleted, ", "))
+	if len(sc.written) > 0 {
+		emit(r.Recorder, tpl, "Normal", "PoliciesWritten", action, "ACL policies written: %s", strings.Join(sc.written, ", "))
+	}
+	if len(sc.deleted) > 0 {
+		emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", action, "ACL policies deleted: %s", strings.Join(sc.deleted, ", "))
+	}
+	if sc.left != "" {
+		emit(r.Recorder, tpl, "Warning", v1alpha1.DeletionBlockedReason, action, "ACL policies left in Vault: %s", sc.left)
+	}
+	before := sc.readyBefore
+	if after := readyCondition(tpl); after != nil && after.Status != metav1.ConditionTrue && after.Reason != v1alpha1.ProgressingReason &&
+		(before == nil || before.Reason != after.Reason || before.Message != after.Message) {
+		emit(r.Recorder, tpl, "Warning", after.Reason, action, "%s", after.Message)
 	}
 }

@@ -157,14 +157,19 @@ func TestTemplatePoliciesByDeltas(t *testing.T) {
 		t.Errorf("after deleting web02: %q", got)
 	}
 
-	// The template deleted: everything with its header goes.
+	// The template deleted: everything with its header goes, and one
+	// event says what.
 	if err := h.c.Delete(ctx, tpl); err != nil {
 		t.Fatal(err)
 	}
 	r.index = newPolicyIndex() // as after a restart: nothing in memory
+	h.events()
 	reconcile("", "t")
 	if got := policies(); len(got) != 0 {
 		t.Errorf("after deleting the template: %q", got)
+	}
+	if evs := h.events(); evs != "Normal PoliciesDeleted ACL policies deleted: minion_web01, salt_role_web" {
+		t.Errorf("events of the deletion: %q", evs)
 	}
 }
 

@@ -42,8 +42,7 @@ func (r *MinionTemplateReconciler) converge(ctx context.Context, tpl *v1alpha1.M
 	} else {
 		err = r.retryDirty(ctx, tpl)
 	}
-	written, deleted := r.index.takeUnreported(tpl.Name)
-	r.policyEvents(tpl, written, deleted)
+	sc.written, sc.deleted = r.index.takeUnreported(tpl.Name)
 	if err != nil {
 		return err
 	}
