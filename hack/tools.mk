@@ -61,9 +61,19 @@ kubectl: $(KUBECTL) ## Build bin/kubectl (to explore what `make run` starts).
 node-tools: $(NODE_TOOLS) ## Build only the single-node cluster's tools (kubelet, kube-controller-manager, kube-scheduler, kube-proxy, containerd, runc, CNI plugins, pause image).
 
 # test/node installs `make image`'s image with `make build-installer`'s
-# dist/install.yaml on the node.
+# dist/install.yaml on the node. The tools are built two at a time, a
+# Kubernetes component beside one of another module where it can: one go
+# build leaves a core idle while it links, and the node components share
+# most of their packages with each other.
+INTEGRATION_TOOLS := $(KUBE_APISERVER) $(ETCD) $(VAULT) $(CONTAINERD) $(KUBELET) $(RUNC) $(KUBE_CONTROLLER_MANAGER) \
+	$(CNI_PLUGINS) $(KUBECTL) $(PAUSE_IMAGE) $(KUBE_SCHEDULER) $(KUBE_PROXY)
+
+.PHONY: integration-tools
+integration-tools: ## Build what the integration suites need: the tools, the image and dist/install.yaml.
+	@$(MAKE) --no-print-directory -j2 $(INTEGRATION_TOOLS) image build-installer
+
 .PHONY: integration
-integration: $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT) $(NODE_TOOLS) image build-installer ## Integration suites against a real API server, etcd and Vault, and a real node.
+integration: integration-tools ## Integration suites against a real API server, etcd and Vault, and a real node.
 	@pkgs="$(strip $(INTEGRATION_PKGS))"; \
 	if [ -z "$$pkgs" ]; then echo "integration: no test package has a //go:build $(INTEGRATION_TAGS) file" >&2; exit 1; fi; \
 	echo ">> integration suites: $$pkgs"; \
