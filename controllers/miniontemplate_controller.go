@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -104,7 +105,29 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.announceProgress(ctx, tpl, statusBefore); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, r.converge(ctx, tpl, compiled, statusBefore.LastHandledReconcileAt, sc)
+}
+
+// announceProgress patches the status before Vault is touched when it
+// says Ready and the index knows of policies still to write, delete or
+// compare: the sync that follows may hang in Vault for as long as Vault
+// lets it, and a Ready that no longer holds must not stand meanwhile.
+// before becomes the patched status, the base of the final patch.
+func (r *MinionTemplateReconciler) announceProgress(ctx context.Context, tpl *v1alpha1.MinionTemplate, before *v1alpha1.MinionTemplateStatus) error {
+	s := r.index.summary(tpl.Name)
+	if !s.built || !s.pending() || !apimeta.IsStatusConditionTrue(tpl.Status.Conditions, v1alpha1.ReadyCondition) {
+		return nil
+	}
+	r.summarize(tpl)
+	setConditions(tpl, s.outcome())
+	if err := patchStatus(ctx, r.Client, tpl, before, templateStatus); err != nil {
+		return err
+	}
+	*before = *tpl.Status.DeepCopy()
+	return nil
 }
 
 func templateStatus(t *v1alpha1.MinionTemplate) *v1alpha1.MinionTemplateStatus { return &t.Status }

@@ -526,3 +526,130 @@ func TestPolicyIndexParallelDeltas(t *testing.T) {
 		t.Errorf("after the deltas: %+v", s)
 	}
 }
+
+// hangingPolicyWrites is a Vault whose policy writes hang while the test
+// holds hang; each write says so on entered first.
+type hangingPolicyWrites struct {
+	vault.Client
+	hang    *sync.Mutex
+	entered chan string
+}
+
+func (h hangingPolicyWrites) WritePolicy(ctx context.Context, name, body string) error {
+	h.entered <- name
+	h.hang.Lock()
+	defer h.hang.Unlock()
+	return h.Client.WritePolicy(ctx, name, body)
+}
+
+// A sync that hangs in Vault never leaves the template Ready while a
+// policy is missing: neither a delta's (a status refresh is asked for
+// before Vault is touched) nor the status pass's own retry (the status
+// says so before the retry starts).
+func TestTemplateNotReadyWhileASyncHangs(t *testing.T) {
+	objs := fixtures(map[string]any{"roles": []string{"web"}})
+	objs[2].(*v1alpha1.MinionTemplate).Spec.PolicyDocuments = []v1alpha1.PolicyDocument{
+		{Name: "minion_{minion}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/minions/{minion}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}}}
+	h := newHarness(t, objs...)
+	ctx := context.Background()
+	hang, entered := &sync.Mutex{}, make(chan string, 100)
+	h.r.Connections.NewClient = func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) {
+		return hangingPolicyWrites{Client: h.v, hang: hang, entered: entered}, nil
+	}
+	refreshed := make(chan string, 100)
+	r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates,
+		refresh: func(template string) { refreshed <- template }}
+	scan := func() error {
+		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}})
+		return err
+	}
+	ready := func() *metav1.Condition {
+		tpl := &v1alpha1.MinionTemplate{}
+		if err := h.c.Get(ctx, types.NamespacedName{Name: "t"}, tpl); err != nil {
+			t.Fatal(err)
+		}
+		return apimeta.FindStatusCondition(tpl.Status.Conditions, v1alpha1.ReadyCondition)
+	}
+	drain := func(ch chan string) {
+		for len(ch) > 0 {
+			<-ch
+		}
+	}
+	waitForWrite := func(what string) {
+		t.Helper()
+		select {
+		case <-entered:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no policy write reached Vault", what)
+		}
+	}
+	newBinding := func(name string) {
+		t.Helper()
+		b := objs[3].(*v1alpha1.MinionBinding).DeepCopy()
+		b.Name, b.Spec.MinionID, b.UID, b.ResourceVersion = name, name, types.UID("uid-"+name), ""
+		if err := h.c.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := scan(); err != nil || ready().Status != metav1.ConditionTrue {
+		t.Fatalf("first scan: %v %+v", err, ready())
+	}
+
+	// A delta's write hangs: the status refresh is asked for before it, and
+	// runs (without waiting for the delta) to Ready=False.
+	newBinding("web02")
+	drain(entered)
+	drain(refreshed)
+	hang.Lock()
+	done := make(chan error, 1)
+	go func() {
+		_, err := policyDeltaReconciler{r}.Reconcile(ctx, bindingKey{Namespace: "salt", Name: "web02"})
+		done <- err
+	}()
+	waitForWrite("the delta")
+	if len(refreshed) == 0 {
+		t.Error("no status refresh asked for before the delta's sync: Ready=True stands while it hangs")
+	}
+	if err := scan(); err != nil {
+		t.Fatal(err)
+	}
+	if c := ready(); c.Status == metav1.ConditionTrue {
+		t.Errorf("Ready while the delta's write hangs: %+v", c)
+	}
+	hang.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := scan(); err != nil || ready().Status != metav1.ConditionTrue {
+		t.Fatalf("after the delta: %v %+v", err, ready())
+	}
+
+	// A delta's write fails, and the status pass's own retry hangs: the
+	// status says Ready=False before the retry starts.
+	newBinding("web03")
+	h.v.FailNext("WritePolicy", &vault.Error{Op: "write sys/policies/acl", StatusCode: 503})
+	if _, err := (policyDeltaReconciler{r}).Reconcile(ctx, bindingKey{Namespace: "salt", Name: "web03"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := ready(); c.Status != metav1.ConditionTrue {
+		t.Fatalf("the set-up: only the status pass changes the status, and none ran yet: %+v", c)
+	}
+	drain(entered)
+	hang.Lock()
+	go func() { done <- scan() }()
+	waitForWrite("the status pass's retry")
+	if c := ready(); c.Status == metav1.ConditionTrue {
+		t.Errorf("Ready while the status pass's retry hangs: %+v", c)
+	}
+	hang.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := scan(); err != nil || ready().Status != metav1.ConditionTrue {
+		t.Fatalf("after the retry: %v %+v", err, ready())
+	}
+	names, _ := h.v.ListPolicies(ctx)
+	if !slices.Contains(names, "minion_web02") || !slices.Contains(names, "minion_web03") {
+		t.Errorf("policies %q", names)
+	}
+}

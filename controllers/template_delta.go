@@ -53,6 +53,13 @@ func (r *MinionTemplateReconciler) reconcileDelta(ctx context.Context, key types
 	if template != "" && touched[template] == nil {
 		templates = append(templates, template)
 	}
+	for template, names := range touched {
+		if len(names) > 0 {
+			// The template's status is looked at before Vault is: a sync
+			// that hangs must not leave a Ready that no longer holds.
+			r.requestRefresh(template)
+		}
+	}
 	for _, template := range templates {
 		if err := r.syncTemplate(ctx, template); err != nil {
 			ctrl.LoggerFrom(ctx).Info("Policy sync failed; the template's reconcile retries it",
