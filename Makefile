@@ -122,7 +122,11 @@ lint: ## go vet, and gofmt must have nothing to say.
 ##@ Test
 
 .PHONY: test
-test: lint verify-generated unit fuzz vectors integration ## Everything CI runs (builds the test tools first).
+test: host-packages lint verify-generated unit fuzz vectors integration ## Everything CI runs (builds the test tools first).
+
+.PHONY: host-packages
+host-packages: ## The node's two host packages (libseccomp headers, nft): installed as root with apt, otherwise named.
+	@hack/host-packages.sh
 
 .PHONY: unit
 unit: ## Unit tests, with the race detector (which needs cgo).

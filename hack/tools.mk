@@ -58,7 +58,7 @@ tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubec
 kubectl: $(KUBECTL) ## Build bin/kubectl (to explore what `make run` starts).
 
 .PHONY: node-tools
-node-tools: $(NODE_TOOLS) ## Build only the single-node cluster's tools (kubelet, kube-controller-manager, kube-scheduler, kube-proxy, containerd, runc, CNI plugins, pause image).
+node-tools: host-packages $(NODE_TOOLS) ## Build only the single-node cluster's tools (kubelet, kube-controller-manager, kube-scheduler, kube-proxy, containerd, runc, CNI plugins, pause image).
 
 # test/node installs `make image`'s image with `make build-installer`'s
 # dist/install.yaml on the node. The tools are built two at a time, a
@@ -69,7 +69,7 @@ INTEGRATION_TOOLS := $(KUBE_APISERVER) $(ETCD) $(VAULT) $(CONTAINERD) $(KUBELET)
 	$(CNI_PLUGINS) $(KUBECTL) $(PAUSE_IMAGE) $(KUBE_SCHEDULER) $(KUBE_PROXY)
 
 .PHONY: integration-tools
-integration-tools: ## Build what the integration suites need: the tools, the image and dist/install.yaml.
+integration-tools: host-packages ## Build what the integration suites need: the tools, the image and dist/install.yaml.
 	@$(MAKE) --no-print-directory -j2 $(INTEGRATION_TOOLS) image build-installer
 
 .PHONY: integration
