@@ -151,9 +151,25 @@ func start(t testing.TB) *suite {
 }
 
 // runOperator starts a manager with the operator's controllers, as its own
-// process would (a new cache, nothing in memory).
+// process would (a new cache, nothing in memory), and returns once its
+// metrics server answers. The metrics port is picked free and bound by the
+// manager later: when something took it meanwhile (another test's client
+// connection can get any ephemeral port), another port is tried.
 func (s *suite) runOperator(t testing.TB) {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := s.startOperator(t)
+		if err == nil {
+			return
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("starting the operator: %v", err)
+		}
+		t.Logf("starting the operator, attempt %d: %v; another port", attempt, err)
+	}
+}
+
+func (s *suite) startOperator(t testing.TB) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	port, err := freePort()
 	must(t, err)
@@ -187,6 +203,23 @@ func (s *suite) runOperator(t testing.TB) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
+	for deadline := time.Now().Add(time.Minute); ; {
+		select {
+		case err := <-done:
+			cancel()
+			return fmt.Errorf("the manager stopped: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if resp, err := http.Get(s.metricsURL); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			return fmt.Errorf("the metrics server at %s did not answer within a minute", s.metricsURL)
+		}
+	}
 	s.stopOperator = func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
@@ -194,6 +227,7 @@ func (s *suite) runOperator(t testing.TB) {
 		}
 		s.stopOperator = func() {}
 	}
+	return nil
 }
 
 // restartOperator stops the operator and starts a new one: a restart.

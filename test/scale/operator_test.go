@@ -55,8 +55,20 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// start starts a new instance and waits until /healthz answers.
+// start starts a new instance and waits until /healthz answers. Its
+// ports are picked free and bound by the operator later: when something
+// took one meanwhile (any client connection can get an ephemeral port),
+// the instance exits and another is started on other ports.
 func (o *operatorProc) start(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := o.startOnce(ctx)
+		if err == nil || attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+	}
+}
+
+func (o *operatorProc) startOnce(ctx context.Context) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cmd != nil {
@@ -125,6 +137,7 @@ func (o *operatorProc) start(ctx context.Context) error {
 		}
 		select {
 		case <-exited:
+			o.cmd = nil
 			return fmt.Errorf("operator exited at start: %v%s", cmd.ProcessState, tail(o.logPath))
 		case <-ctx.Done():
 			return ctx.Err()
