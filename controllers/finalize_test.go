@@ -29,13 +29,7 @@ func TestDeletionRetainsWhenTheTemplateWentFirst(t *testing.T) {
 	if err := h.c.Delete(ctx, tpl); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.Delete(ctx, h.get("salt", "web01")); err != nil {
-		t.Fatal(err)
-	}
-	h.reconcile("salt", "web01")
-	if h.get("salt", "web01") != nil {
-		t.Fatal("binding still exists")
-	}
+	h.deleteAndFinalize("salt", "web01")
 	if r, _ := h.v.ReadRole(ctx, "salt-minions", "web01"); r == nil {
 		t.Error("role deleted despite Retain")
 	}
@@ -90,13 +84,7 @@ func TestDeletionWithABrokenRecordLooksWhereStatusSays(t *testing.T) {
 	if err := h.c.Update(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.Delete(ctx, h.get("salt", "web01")); err != nil {
-		t.Fatal(err)
-	}
-	h.reconcile("salt", "web01")
-	if h.get("salt", "web01") != nil {
-		t.Fatal("binding still exists")
-	}
+	h.deleteAndFinalize("salt", "web01")
 	if r, _ := h.v.ReadRole(ctx, "salt-minions", "web01"); r != nil {
 		t.Error("role remains although status names it")
 	}

@@ -117,11 +117,14 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 // lets it, and a Ready that no longer holds must not stand meanwhile.
 // before becomes the patched status, the base of the final patch.
 func (r *MinionTemplateReconciler) announceProgress(ctx context.Context, tpl *v1alpha1.MinionTemplate, before *v1alpha1.MinionTemplateStatus) error {
+	if !apimeta.IsStatusConditionTrue(tpl.Status.Conditions, v1alpha1.ReadyCondition) {
+		return nil // the common case while bindings converge: no summary to take
+	}
 	s := r.index.summary(tpl.Name)
-	if !s.built || !s.pending() || !apimeta.IsStatusConditionTrue(tpl.Status.Conditions, v1alpha1.ReadyCondition) {
+	if !s.built || !s.pending() {
 		return nil
 	}
-	r.summarize(tpl)
+	s.writeTo(tpl)
 	setConditions(tpl, s.outcome())
 	if err := patchStatus(ctx, r.Client, tpl, before, templateStatus); err != nil {
 		return err

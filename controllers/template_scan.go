@@ -129,9 +129,13 @@ func (r *MinionTemplateReconciler) syncDirty(ctx context.Context, tpl *v1alpha1.
 // summarize writes the index's counts into the template's status.
 func (r *MinionTemplateReconciler) summarize(tpl *v1alpha1.MinionTemplate) templateSummary {
 	s := r.index.summary(tpl.Name)
+	s.writeTo(tpl)
+	return s
+}
+
+func (s templateSummary) writeTo(tpl *v1alpha1.MinionTemplate) {
 	tpl.Status.Bindings = int32(s.members)
 	tpl.Status.Policies = &v1alpha1.PolicySummary{Count: int64(s.owned), Digest: s.digest}
-	return s
 }
 
 // outcome is the template's condition from the index: Ready only when

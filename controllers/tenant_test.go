@@ -90,25 +90,25 @@ func reason(b *v1alpha1.MinionBinding) string {
 // finalizer (and a record naming the victim's objects, with any template
 // or none), then deletes it: nothing of the victim changes.
 func TestTenantCannotDeleteAnotherMinion(t *testing.T) {
-	forged := func(b *v1alpha1.MinionBinding) {
-		b.Annotations = map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"` + testVaultID +
-			`","connection":"vault","mount":"salt-minions","entity":"salt_minion_web01"}]`}
-	}
+	forged := `[{"vault":"` + testVaultID + `","connection":"vault","mount":"salt-minions","entity":"salt_minion_web01"}]`
 	tests := []struct {
 		name   string
 		evil   *v1alpha1.MinionBinding
-		forge  bool
+		record string // the attacker's hand-written record, if any
 		reason string
 	}{
 		{name: "same template, hand-set finalizer", evil: attacker("evil", "salt", "web01", "t"), reason: v1alpha1.DuplicateMinionIDReason},
-		{name: "and a forged record", evil: attacker("evil", "salt", "web01", "t"), forge: true, reason: v1alpha1.DuplicateMinionIDReason},
-		{name: "a missing template and a forged record", evil: attacker("evil", "salt", "web01", "nope"), forge: true, reason: v1alpha1.TemplateNotFoundReason},
-		{name: "the minion ID in another case", evil: attacker("evil", "salt", "WEB01", "t"), forge: true, reason: v1alpha1.DuplicateMinionIDReason},
+		{name: "and a forged record", evil: attacker("evil", "salt", "web01", "t"), record: forged, reason: v1alpha1.DuplicateMinionIDReason},
+		{name: "a missing template and a forged record", evil: attacker("evil", "salt", "web01", "nope"), record: forged, reason: v1alpha1.TemplateNotFoundReason},
+		{name: "the minion ID in another case", evil: attacker("evil", "salt", "WEB01", "t"), record: forged, reason: v1alpha1.DuplicateMinionIDReason},
+		// The deletion then looks only where the attacker's status says,
+		// which only the operator writes.
+		{name: "a record that does not decode", evil: attacker("evil", "salt", "web01", "t"), record: "not json", reason: v1alpha1.DuplicateMinionIDReason},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.forge {
-				forged(tt.evil)
+			if tt.record != "" {
+				tt.evil.Annotations = map[string]string{v1alpha1.VaultObjectsAnnotation: tt.record}
 			}
 			h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
 			h.reconcile("salt", "web01")

@@ -90,10 +90,11 @@ tools-clean: ## Remove the built tools, their stamps and the Vault build folder.
 # newcomer knows what is happening and for how long. The figures are CPU
 # minutes of each build from empty Go caches, module downloads included;
 # the builds share a quiet 2-core machine's two cores, so the wall time is
-# about half their sum. Measured (docs/getting-started.md): the cold
-# `make run` of kube-apiserver, etcd, Vault and the operator took 1,062
-# CPU-s and 9 min 19 s; Vault alone 490 CPU-s before its Okta and cloud
-# auto-auth cut.
+# about half their sum on the faster machines of the class and three
+# quarters on the slower. Measured (docs/getting-started.md): the cold
+# `make run` of kube-apiserver, etcd, Vault and the operator took 876 CPU-s
+# and 7 min 41 s on one 2-core machine, 1,413 CPU-s and 12 min 22 s on
+# another.
 TOOL_MINUTES_kube-apiserver := 9
 TOOL_MINUTES_etcd           := 1
 TOOL_MINUTES_kubectl        := 2
@@ -106,7 +107,7 @@ first-build-notice = list=; total=0; \
 	done; \
 	if [ -n "$$list" ]; then \
 	  echo ">> first run: building $$list from the Go module proxy into $(BIN) (later runs reuse them)."; \
-	  echo "   About $$(( (total + 1) / 2 )) min on a quiet 2-core machine with empty Go caches (the builds share both cores), longer on a loaded one; each build reports every minute."; \
+	  echo "   About $$(( (total + 1) / 2 )) to $$(( (total * 3 + 3) / 4 )) min on a quiet 2-core machine with empty Go caches (the builds share both cores), longer on a loaded one; each build reports every minute."; \
 	fi
 
 # A tool is rebuilt when its stamp for the pinned version is missing, when

@@ -86,7 +86,7 @@ kube-apiserver | kubectl | kubelet | kube-controller-manager | kube-scheduler | 
     ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
     ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
-  echo ">> building $tool $KUBERNETES_VERSION from k8s.io/kubernetes (first time: kube-apiserver about 9 min beside Vault on a quiet 2-core machine, kubectl about 1 min more)"
+  echo ">> building $tool $KUBERNETES_VERSION from k8s.io/kubernetes (first time: kube-apiserver 7 to 12 min beside Vault on a quiet 2-core machine, kubectl 1 to 2 min more)"
   (cd "$here/k8s" && go build -trimpath -ldflags "$ldflags" -o "$BIN/$tool" "k8s.io/kubernetes/cmd/$tool")
   stamp "$tool" "$KUBERNETES_VERSION"
   finish "$tool" "$KUBERNETES_VERSION"

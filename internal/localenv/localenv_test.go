@@ -19,13 +19,13 @@ import (
 // clean-up logic with sleep(1) and shell scripts standing in.
 
 func TestFreePortIsFree(t *testing.T) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
-		t.Fatalf("port %d from freePort cannot be bound: %v", port, err)
+		t.Fatalf("port %d from FreePort cannot be bound: %v", port, err)
 	}
 	l.Close()
 }
@@ -206,7 +206,7 @@ func watchdogChild() {
 	select {}
 }
 
-// A port taken between freePort and the server's bind is retried with
+// A port taken between FreePort and the server's bind is retried with
 // another port; a server that fails otherwise is reported with its log.
 func TestVaultStartRetriesATakenPortAndReportsTheLog(t *testing.T) {
 	dir := t.TempDir()

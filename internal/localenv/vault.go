@@ -126,27 +126,17 @@ func startVault(ctx context.Context, dir, toolsDir, host string, timeout time.Du
 		return nil, err
 	}
 
-	// A free port can be taken by someone else between our probe and Vault's
-	// bind: then try again with another.
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
+	var v *Vault
+	err := RetryWhilePortTaken(func() error {
 		port, err := freePortOn(host)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		v, err := launchVault(ctx, bin, dir, home, host, port, timeout, wd)
-		if err == nil {
-			return v, nil
-		}
-		lastErr = err
-		if !errors.Is(err, errAddrInUse) {
-			break
-		}
-	}
-	return nil, lastErr
+		v, err = launchVault(ctx, bin, dir, home, host, port, timeout, wd)
+		return err
+	})
+	return v, err
 }
-
-var errAddrInUse = errors.New("address already in use")
 
 func launchVault(ctx context.Context, bin, dir, home, host string, port int, timeout time.Duration, wd *watchdog) (*Vault, error) {
 	token, err := randomToken()
@@ -294,15 +284,6 @@ func (v *Vault) stop() error {
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randomToken() (string, error) {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/localenv"
 )
 
 // TestConnections covers how the operator reaches Vault: kubernetes auth
@@ -103,7 +104,7 @@ func TestConnections(t *testing.T) {
 	})
 
 	s.run("Vault down at start: backoff, not a hot loop; converges once it is up", func(t *testing.T) {
-		port, err := freePort()
+		port, err := localenv.FreePort()
 		s.must(err)
 		down := fmt.Sprintf("http://127.0.0.1:%d", port)
 		s.must(s.c.Create(ctx, tokenConnection("unreachable", down, "vault-token")))

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/cli"
+	"github.com/minionvault/minion-vault-operator/internal/localenv"
 	"github.com/minionvault/minion-vault-operator/internal/testenv"
 )
 
@@ -100,15 +100,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 var operatorOnce sync.Once
 
 // start runs the operator in-process until the test ends, with a Vault
@@ -152,26 +143,18 @@ func start(t testing.TB) *suite {
 
 // runOperator starts a manager with the operator's controllers, as its own
 // process would (a new cache, nothing in memory), and returns once its
-// metrics server answers. The metrics port is picked free and bound by the
-// manager later: when something took it meanwhile (another test's client
-// connection can get any ephemeral port), another port is tried.
+// metrics server answers; on another port when its port was taken before
+// the manager bound it.
 func (s *suite) runOperator(t testing.TB) {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		err := s.startOperator(t)
-		if err == nil {
-			return
-		}
-		if attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
-			t.Fatalf("starting the operator: %v", err)
-		}
-		t.Logf("starting the operator, attempt %d: %v; another port", attempt, err)
+	if err := localenv.RetryWhilePortTaken(func() error { return s.startOperator(t) }); err != nil {
+		t.Fatalf("starting the operator: %v", err)
 	}
 }
 
 func (s *suite) startOperator(t testing.TB) error {
 	ctx, cancel := context.WithCancel(context.Background())
-	port, err := freePort()
+	port, err := localenv.FreePort()
 	must(t, err)
 	s.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	cfg := s.env.Config

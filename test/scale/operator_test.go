@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -46,26 +45,10 @@ type operatorProc struct {
 	pastMetrics samples // the last scrape of each instance that exited
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// start starts a new instance and waits until /healthz answers. Its
-// ports are picked free and bound by the operator later: when something
-// took one meanwhile (any client connection can get an ephemeral port),
-// the instance exits and another is started on other ports.
+// start starts a new instance and waits until /healthz answers; on other
+// ports when one was taken before the operator bound it.
 func (o *operatorProc) start(ctx context.Context) error {
-	for attempt := 1; ; attempt++ {
-		err := o.startOnce(ctx)
-		if err == nil || attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
-			return err
-		}
-	}
+	return localenv.RetryWhilePortTaken(func() error { return o.startOnce(ctx) })
 }
 
 func (o *operatorProc) startOnce(ctx context.Context) error {
@@ -76,7 +59,7 @@ func (o *operatorProc) startOnce(ctx context.Context) error {
 	}
 	var ports [3]int
 	for i := range ports {
-		p, err := freePort()
+		p, err := localenv.FreePort()
 		if err != nil {
 			return err
 		}
