@@ -1,6 +1,8 @@
 package importer
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,80 +19,20 @@ var plantedSecrets = []string{
 }
 
 // modernConfig is saltext-vault's configuration structure.
-const modernConfig = `
-vault:
-  auth:
-    method: approle
-    approle_mount: approle
-    role_id: ROLE-ID-SECRET
-    secret_id: SECRET-ID-SECRET
-    token_lifecycle: {minimum_ttl: 10}
-  keys: [UNSEAL-KEY-SECRET]
-  server:
-    url: https://vault.example.com:8200
-    namespace: admin/salt
-    verify: /etc/pki/vault-ca.pem
-  issue:
-    type: approle
-    wrap: 30s
-    allow_minion_override_params: true
-    approle:
-      mount: salt/minions/
-      params:
-        bind_secret_id: true
-        secret_id_num_uses: 2
-        secret_id_ttl: 90s
-        token_explicit_max_ttl: 7200
-        token_num_uses: 0
-        token_ttl: 1h30m
-        token_max_ttl: 1.5
-        token_period: null
-        token_no_default_policy: true
-        token_type: batch
-        token_bound_cidrs: 10.0.0.0/8, 192.168.0.0/16
-        secret_id_bound_cidrs: [10.1.0.0/16, 10.1.0.0/16]
-    token:
-      params: {num_uses: 1}
-  policies:
-    assign:
-      - saltstack/minions
-      - 'salt_role_{pillar[roles]}'
-    refresh_pillar: true
-  metadata:
-    entity:
-      roles: '{pillar[roles]}'
-      minion-id: 'id:{minion}'
-    secret:
-      job: '{jid}'
-      by: '{user}'
-ext_pillar:
-  - vault: path=salt/data/minions/{minion}
-  - vault:
-      conf: path=salt/data/roles/{pillar[roles]} nesting_key=ignored
-      nesting_key: vault
-  - vault: [path=salt/data/common]
-  - vault: nopath
-`
+var modernConfig = testdataString("modern.yaml")
 
 // legacyCoreConfig is Salt core's vault configuration before 3007.
-const legacyCoreConfig = `
-vault:
-  url: https://legacy.example.com:8200
-  namespace: legacy-ns
-  verify: false
-  role_name: minion-role
-  auth:
-    method: token
-    token: LEGACY-TOKEN-SECRET
-    ttl: 3600
-    uses: 5
-    allow_minion_override: true
-    token_backend: disk
-  policies:
-    - saltstack/minions
-    - 'saltstack/{minion}'
-    - 'salt_role_{pillar[roles]}'
-`
+var legacyCoreConfig = testdataString("legacy.yaml")
+
+// testdataString is a file of testdata/, which test/crd also imports and
+// checks against the CRDs.
+func testdataString(name string) string {
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}
 
 func ptr[T any](v T) *T { return &v }
 

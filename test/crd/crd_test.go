@@ -1,4 +1,9 @@
-package importer
+// Package crd checks what the project writes for users to apply against the
+// CRDs as the API server validates them: schema, CEL rules, defaults, names,
+// pruning. It is its own package so that the API server's validation code is
+// linked into these tests only, not into the importer's (whose fuzzing
+// compiles every dependency with coverage instrumentation).
+package crd
 
 import (
 	"bytes"
@@ -22,8 +27,22 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/minionvault/minion-vault-operator/internal/importer"
 	"github.com/minionvault/minion-vault-operator/internal/manifest"
 )
+
+// importerData is the importer's testdata: its round-trip fleet and the two
+// configurations its own tests use.
+var importerData = filepath.Join("..", "..", "internal", "importer", "testdata")
+
+func readInput(t *testing.T, path string) importer.File {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(importerData, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return importer.File{Name: path, Data: data}
+}
 
 // crdSchema is one CRD's v1alpha1 schema, ready to validate objects the
 // way the API server does on create: prune, default, OpenAPI and CEL.
@@ -144,21 +163,22 @@ func admitStream(t *testing.T, crds map[string]*crdSchema, stream []byte) (kinds
 	return kinds
 }
 
-// TestManifestsPassCRDValidation: what the import writes is accepted by the
+// TestImportedManifestsPassCRDValidation: what `minionvault import` writes is accepted by the
 // API server as is: schema, CEL rules, defaults, names, nothing pruned.
-func TestManifestsPassCRDValidation(t *testing.T) {
+func TestImportedManifestsPassCRDValidation(t *testing.T) {
 	crds := loadCRDs(t)
-	for name, in := range map[string]Input{
-		"roundtrip": roundTripInput(t),
-		"legacy":    {Config: []File{{Name: "legacy.yaml", Data: []byte(legacyCoreConfig)}}},
-		"modern":    {Config: []File{{Name: "modern.yaml", Data: []byte(modernConfig)}}},
+	grains, pillar := readInput(t, "roundtrip/grains.json"), readInput(t, "roundtrip/pillar.json")
+	for name, in := range map[string]importer.Input{
+		"roundtrip": {Config: []importer.File{readInput(t, "roundtrip/master.yaml")}, Grains: &grains, Pillar: &pillar},
+		"legacy":    {Config: []importer.File{readInput(t, "legacy.yaml")}},
+		"modern":    {Config: []importer.File{readInput(t, "modern.yaml")}},
 		"odd minion IDs": {
-			Config: []File{{Name: "c.yaml", Data: []byte("vault: {server: {url: 'http://127.0.0.1:8200'}, policies: {assign: []}}")}},
-			Grains: &File{Name: "g.json", Data: []byte(`{"Web_01": {"id": "Web_01"}, "web01": {}, "a..b": {}, "-x-": {}, "ÄÖ": {}, "x.y-": {}, "` + strings.Repeat("Long", 80) + `": {}}`)},
+			Config: []importer.File{{Name: "c.yaml", Data: []byte("vault: {server: {url: 'http://127.0.0.1:8200'}, policies: {assign: []}}")}},
+			Grains: &importer.File{Name: "g.json", Data: []byte(`{"Web_01": {"id": "Web_01"}, "web01": {}, "a..b": {}, "-x-": {}, "ÄÖ": {}, "x.y-": {}, "` + strings.Repeat("Long", 80) + `": {}}`)},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, err := Import(in, Options{})
+			out, err := importer.Import(in, importer.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +226,7 @@ func TestCRDCheckerRefuses(t *testing.T) {
 func TestKubectlReadsTheSameValues(t *testing.T) {
 	pillar := `{"m": {"y": "y", "n": ["n", "N", "no", "off", "On", "NULL", "~", ""], "numbers": ["1e5", "0o17", "0x1F", "1_000", "12:30", "+1", "-.5", ".5", "1.0"],
 		"date": "2001-12-14", "big": 123456789012345678901234, "real": [1, 1.5, 2.5e-05, -0, true, null], "text": "plain {minion}"}}`
-	out, err := Import(Input{Config: []File{{Name: "c", Data: []byte("vault: {}")}}, Pillar: &File{Name: "p", Data: []byte(pillar)}}, Options{AllPillar: true})
+	out, err := importer.Import(importer.Input{Config: []importer.File{{Name: "c", Data: []byte("vault: {}")}}, Pillar: &importer.File{Name: "p", Data: []byte(pillar)}}, importer.Options{AllPillar: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package offline
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // template and binding manifests: no input may panic, and whatever renders
 // must be printable.
 //
-//	go test -run='^$' -fuzz='^FuzzRender$' -fuzztime=30s ./internal/cli
+//	go test -run='^$' -fuzz='^FuzzRender$' -fuzztime=30s ./internal/offline
 func FuzzRender(f *testing.F) {
 	samples := filepath.Join("..", "..", "config", "samples")
 	tpl, _ := os.ReadFile(filepath.Join(samples, "miniontemplate.yaml"))
@@ -35,12 +35,12 @@ func FuzzRender(f *testing.F) {
 		if err != nil {
 			return
 		}
-		res, violations, err := renderDocuments(renderOptions{template: "template", binding: "binding"}, tdoc, bdoc, nil)
+		res, violations, err := Render(Options{Template: "template", Binding: "binding"}, tdoc, bdoc, nil)
 		if err != nil {
 			return
 		}
 		var out bytes.Buffer
-		if err := write(&out, resultValue(res, violations), "json"); err != nil {
+		if err := Write(&out, Output(res, violations), "json"); err != nil {
 			t.Fatalf("rendered but cannot print: %v", err)
 		}
 	})
