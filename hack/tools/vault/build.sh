@@ -7,8 +7,9 @@
 # storage) plus the Kubernetes auth method, which the patch registers: all
 # the operator and its tests use. The patch also leaves out of it what pulls
 # in cloud SDKs that nothing here uses: Okta MFA, Vault Agent's cloud
-# auto-auth methods, and (go-discover-minimal.patch) raft's cloud auto-join.
-# It compiles 1,159 packages besides the standard library, the full build
+# auto-auth methods, the cloud KMS seals (auto-unseal with AWS, Azure, GCP,
+# AliCloud or OCI), and (go-discover-minimal.patch) raft's cloud auto-join.
+# It compiles 1,010 packages besides the standard library, the full build
 # 2,331 (docs/development.md).
 # VAULT_FLAVOR=full builds every builtin plugin. `vault version` says which:
 # v1.21.4+minionvault-minimal or v1.21.4+minionvault-full.
@@ -53,7 +54,7 @@ if [ -z "$want_sum" ] || [ ! -f "$patch_file" ]; then
 fi
 src="$root/bin/.build/vault-src" # go.mod here refers to this path
 
-echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: about 4 min alone on a quiet 2-core machine, 6 to 8 beside kube-apiserver; it peaks at about 2.2 GB of memory)"
+echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: about 3 to 4 min alone on a quiet 2-core machine, 6 to 8 beside kube-apiserver; it peaks at about 2.2 GB of memory)"
 echo "   fetching github.com/hashicorp/vault@$VAULT_VERSION from the module proxy"
 got_sum="$(cd "$(mktemp -d)" && GOFLAGS= go mod download -json "github.com/hashicorp/vault@$VAULT_VERSION" | sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p')"
 if [ "$got_sum" != "$want_sum" ]; then
