@@ -148,6 +148,11 @@ func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt b
 		}
 	}()
 	wg.Wait()
+	// The workers finish in any order: events and status name the policies
+	// sorted, the same for the same pass.
+	for _, names := range []*[]string{&pass.owned, &pass.notOwned, &pass.written, &pass.deleted, &pass.absent} {
+		slices.Sort(*names)
+	}
 	if len(errs) > 0 {
 		return pass, errs[0]
 	}
