@@ -243,7 +243,6 @@ func Refusal(err error) (reason, msg string, ok bool) {
 // to overwrite (not written by this template, and no adoptPolicies).
 func ApplyPolicies(ctx context.Context, vc vault.Client, tpl *v1alpha1.MinionTemplate, desired map[string]string, managed []string) ([]string, error) {
 	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, managed, nil)
-	slices.Sort(pass.notOwned)
 	return pass.notOwned, err
 }
 

@@ -148,9 +148,10 @@ func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt b
 		}
 	}()
 	wg.Wait()
-	// The workers finish in any order: events and status name the policies
-	// sorted, the same for the same pass.
-	for _, names := range []*[]string{&pass.owned, &pass.notOwned, &pass.written, &pass.deleted, &pass.absent} {
+	// The workers finish in any order: the lists that events, status and
+	// plan name are sorted, the same for the same pass (owned and absent
+	// only go into the index's sets, and at a full scan hold every policy).
+	for _, names := range []*[]string{&pass.notOwned, &pass.written, &pass.deleted} {
 		slices.Sort(*names)
 	}
 	if len(errs) > 0 {

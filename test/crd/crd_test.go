@@ -35,6 +35,20 @@ import (
 // configurations its own tests use.
 var importerData = filepath.Join("..", "..", "internal", "importer", "testdata")
 
+// importYAML is what `minionvault import` prints for in.
+func importYAML(t *testing.T, in importer.Input, opts importer.Options) (*importer.Output, []byte) {
+	t.Helper()
+	out, err := importer.Import(in, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := out.WriteYAML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return out, buf.Bytes()
+}
+
 func readInput(t *testing.T, path string) importer.File {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(importerData, path))
@@ -131,16 +145,11 @@ func (s *crdSchema) admit(obj map[string]any) []string {
 // `kubectl apply` would send them (YAML to JSON to the API server).
 func admitStream(t *testing.T, crds map[string]*crdSchema, stream []byte) (kinds []string) {
 	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader(stream))
-	for {
-		var n yaml.Node
-		if err := dec.Decode(&n); err != nil {
-			break
-		}
-		text, err := yaml.Marshal(&n)
-		if err != nil {
-			t.Fatal(err)
-		}
+	docs, err := manifestDocs(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range docs {
 		js, err := sigsyaml.YAMLToJSON(text)
 		if err != nil {
 			t.Fatalf("kubectl could not read a document: %v\n%s", err, text)
@@ -178,15 +187,8 @@ func TestImportedManifestsPassCRDValidation(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, err := importer.Import(in, importer.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var buf bytes.Buffer
-			if err := out.WriteYAML(&buf); err != nil {
-				t.Fatal(err)
-			}
-			kinds := admitStream(t, crds, buf.Bytes())
+			out, stream := importYAML(t, in, importer.Options{})
+			kinds := admitStream(t, crds, stream)
 			if len(kinds) != len(out.Documents) {
 				t.Errorf("%d documents read back, %d written", len(kinds), len(out.Documents))
 			}
@@ -226,15 +228,8 @@ func TestCRDCheckerRefuses(t *testing.T) {
 func TestKubectlReadsTheSameValues(t *testing.T) {
 	pillar := `{"m": {"y": "y", "n": ["n", "N", "no", "off", "On", "NULL", "~", ""], "numbers": ["1e5", "0o17", "0x1F", "1_000", "12:30", "+1", "-.5", ".5", "1.0"],
 		"date": "2001-12-14", "big": 123456789012345678901234, "real": [1, 1.5, 2.5e-05, -0, true, null], "text": "plain {minion}"}}`
-	out, err := importer.Import(importer.Input{Config: []importer.File{{Name: "c", Data: []byte("vault: {}")}}, Pillar: &importer.File{Name: "p", Data: []byte(pillar)}}, importer.Options{AllPillar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := out.WriteYAML(&buf); err != nil {
-		t.Fatal(err)
-	}
-	docs, err := manifestDocs(buf.Bytes())
+	_, stream := importYAML(t, importer.Input{Config: []importer.File{{Name: "c", Data: []byte("vault: {}")}}, Pillar: &importer.File{Name: "p", Data: []byte(pillar)}}, importer.Options{AllPillar: true})
+	docs, err := manifestDocs(stream)
 	if err != nil {
 		t.Fatal(err)
 	}
