@@ -74,23 +74,20 @@ image: $(IMAGE_BUILDER) ## Build the operator's OCI image IMG for linux/GOARCH w
 # `make kubectl`; controller-gen is only for `make generate`.
 RUN_TOOLS := $(KUBE_APISERVER) $(ETCD) $(VAULT)
 RUN_ARGS  ?=
-# The first run's builds run in two lines side by side: Vault, and
-# kube-apiserver then etcd and the operator. One go build alone leaves a
-# core idle while it downloads modules and while it links, and the other
-# fills those gaps; the operator comes after kube-apiserver because 794 of
-# its 900 packages are kube-apiserver's too (side by side, both would
-# compile them). docs/getting-started.md has the times.
+# The first run builds kube-apiserver and etcd in one go build while Vault's
+# source and modules download (network, little CPU), then Vault beside the
+# operator: both share most of their packages with kube-apiserver (Vault's
+# minimal build through hack/tools/vault/minimal.mod), which are then in the
+# build cache. Built side by side with kube-apiserver, they compiled them a
+# second time. docs/development.md has the times.
 RUN_JOBS  ?= 2
 
 .PHONY: run
 run: ## The main job, the local quickstart: kube-apiserver + etcd and Vault on loopback, the operator, the samples, until Ctrl-C (RUN_ARGS=--once to stop after printing).
 	@$(call first-build-notice,$(RUN_TOOLS))
-	@$(MAKE) --no-print-directory -j$(RUN_JOBS) $(VAULT) run-after-apiserver
+	@$(MAKE) --no-print-directory -j$(RUN_JOBS) k8s-servers vault-fetch
+	@$(MAKE) --no-print-directory -j$(RUN_JOBS) $(VAULT) build
 	$(BIN)/minionvault dev --tools-dir $(BIN) $(RUN_ARGS)
-
-.PHONY: run-after-apiserver
-run-after-apiserver: $(KUBE_APISERVER)
-	@$(MAKE) --no-print-directory $(ETCD) build
 
 .PHONY: render-samples
 render-samples: build ## Render the samples offline: what the operator would write to Vault for web01 (no servers).

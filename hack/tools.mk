@@ -58,19 +58,41 @@ tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubec
 kubectl: $(KUBECTL) ## Build bin/kubectl (to explore what `make run` starts).
 
 .PHONY: node-tools
-node-tools: host-packages $(NODE_TOOLS) ## Build only the single-node cluster's tools (kubelet, kube-controller-manager, kube-scheduler, kube-proxy, containerd, runc, CNI plugins, pause image).
+node-tools: host-packages ## Build only the single-node cluster's tools (kubelet, kube-controller-manager, kube-scheduler, kube-proxy, containerd, runc, CNI plugins, pause image).
+	@$(call k8s-batch,kubelet kube-controller-manager kube-scheduler kube-proxy)
+	@$(MAKE) --no-print-directory -j2 $(CONTAINERD) $(RUNC) $(CNI_PLUGINS) $(PAUSE_IMAGE)
 
 # test/node installs `make image`'s image with `make build-installer`'s
-# dist/install.yaml on the node. The tools are built two at a time, a
-# Kubernetes component beside one of another module where it can: one go
-# build leaves a core idle while it links, and the node components share
-# most of their packages with each other.
-INTEGRATION_TOOLS := $(KUBE_APISERVER) $(ETCD) $(VAULT) $(CONTAINERD) $(KUBELET) $(RUNC) $(KUBE_CONTROLLER_MANAGER) \
-	$(CNI_PLUGINS) $(KUBECTL) $(PAUSE_IMAGE) $(KUBE_SCHEDULER) $(KUBE_PROXY)
-
+# dist/install.yaml on the node. First kube-apiserver and etcd (one go build)
+# while Vault's modules download, as `make run` does; then two at a time:
+# Vault, and the Kubernetes node components and kubectl in one go build (they
+# share most of their packages with kube-apiserver and each other), then the
+# tools of other modules.
 .PHONY: integration-tools
 integration-tools: host-packages ## Build what the integration suites need: the tools, the image and dist/install.yaml.
-	@$(MAKE) --no-print-directory -j2 $(INTEGRATION_TOOLS) image build-installer
+	@$(MAKE) --no-print-directory -j2 k8s-servers vault-fetch
+	@$(MAKE) --no-print-directory -j2 $(VAULT) k8s-node-tools $(CONTAINERD) $(RUNC) $(CNI_PLUGINS) $(PAUSE_IMAGE) image
+	@$(MAKE) --no-print-directory build-installer
+
+# k8s-batch,TOOLS: one go build of those of TOOLS (tools of hack/tools/k8s)
+# that are missing or stale: the packages they share compile once, and one
+# binary links while the next compiles. Built one by one, or side by side,
+# they compiled them once per tool.
+k8s-batch = stale=; \
+	for t in $(1); do $(MAKE) -q --no-print-directory $(BIN)/$$t >/dev/null 2>&1 || stale="$$stale $$t"; done; \
+	if [ -n "$$stale" ]; then \
+	  BIN=$(BIN) KUBERNETES_VERSION=$(KUBERNETES_VERSION) ETCD_VERSION=$(ETCD_VERSION) $(TOOLS_MODULES)/build.sh $$stale; \
+	fi
+
+.PHONY: k8s-servers k8s-node-tools vault-fetch
+k8s-servers:
+	@$(call k8s-batch,kube-apiserver etcd)
+k8s-node-tools:
+	@$(call k8s-batch,kubelet kube-controller-manager kube-scheduler kube-proxy kubectl)
+# Vault's source and the modules of its build, while something else compiles.
+vault-fetch:
+	@$(MAKE) -q --no-print-directory $(VAULT) >/dev/null 2>&1 || \
+	  BIN=$(BIN) VAULT_VERSION=$(VAULT_VERSION) $(TOOLS_MODULES)/build.sh vault-fetch
 
 .PHONY: integration
 integration: integration-tools ## Integration suites against a real API server, etcd and Vault, and a real node.

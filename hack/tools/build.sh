@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds one test tool into $BIN (default: <repo>/bin) from the Go module proxy:
+# Builds a test tool into $BIN (default: <repo>/bin) from the Go module proxy:
 #
 #   hack/tools/build.sh kube-apiserver|kubectl|etcd|vault|controller-gen|image-builder
 #   hack/tools/build.sh kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause
+#   hack/tools/build.sh kube-apiserver etcd ...   (tools of hack/tools/k8s: one go build)
+#   hack/tools/build.sh vault-fetch               (Vault's source and modules, no compile)
 #
 # The second line is the single-node cluster of internal/localenv (test/node).
 #
@@ -11,8 +13,9 @@
 # successful build the script writes $BIN/.stamp-<tool>-<version>; make uses the
 # stamp to decide whether a tool is missing or of the wrong version.
 #
-# make tools runs the builds one at a time; make run runs three side by side
-# (the minimal Vault's build peaks at about 3 GB, kube-apiserver's at 2.5 GB).
+# make tools runs the builds one at a time; make run builds kube-apiserver and
+# etcd together while Vault's modules download, then Vault beside the
+# operator (hack/tools.mk says why).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -35,8 +38,31 @@ RUNC_VERSION="${RUNC_VERSION:-v1.5.3}"
 CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
 PAUSE_VERSION="${PAUSE_VERSION:-v1}"
 
-tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|controller-gen|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause}"
+tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|vault-fetch|controller-gen|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause [more tools of hack/tools/k8s]}"
 mkdir -p "$BIN"
+
+# Several tools of hack/tools/k8s (the Kubernetes components and etcd) are
+# built by one go build: the packages they share compile once, and while one
+# binary links the other core compiles. `make run` builds kube-apiserver and
+# etcd together, `make integration-tools` the node components.
+k8s_tools=()
+for t in "$@"; do
+  case "$t" in
+  kube-apiserver | kubectl | kubelet | kube-controller-manager | kube-scheduler | kube-proxy | etcd) k8s_tools+=("$t") ;;
+  *)
+    if [ $# -gt 1 ]; then
+      echo "build.sh: only tools of hack/tools/k8s build together, not $t" >&2
+      exit 2
+    fi
+    ;;
+  esac
+done
+label="$tool"
+if [ ${#k8s_tools[@]} -gt 0 ]; then
+  tool=k8s
+  label="${k8s_tools[*]}"
+  label="${label// /, }"
+fi
 
 # stamp <tool> <version>: record a finished build, dropping stamps of other versions.
 stamp() {
@@ -59,8 +85,14 @@ started=$SECONDS
 # a minute shows a newcomer that it is still working, and for how long.
 if [ "${TOOLS_TICK:-60}" -gt 0 ]; then
   (
-    while sleep "${TOOLS_TICK:-60}"; do
-      echo "   ... still building $tool: $((SECONDS - started)) s so far"
+    # The sleep dies with the ticker: an orphaned one would hold the
+    # output open (and a pipe reading it) for up to a minute after the build.
+    trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+    while :; do
+      sleep "${TOOLS_TICK:-60}" &
+      nap=$!
+      wait "$nap"
+      echo "   ... still building $label: $((SECONDS - started)) s so far"
     done
   ) &
   ticker=$!
@@ -73,8 +105,16 @@ finish() {
 }
 
 case "$tool" in
-kube-apiserver | kubectl | kubelet | kube-controller-manager | kube-scheduler | kube-proxy)
-  check_pin "$here/k8s" k8s.io/kubernetes "$KUBERNETES_VERSION"
+k8s)
+  pkgs=()
+  for t in "${k8s_tools[@]}"; do
+    case "$t" in
+    etcd) pkgs+=(go.etcd.io/etcd/server/v3) ;;
+    *) pkgs+=("k8s.io/kubernetes/cmd/$t") ;;
+    esac
+  done
+  case " ${k8s_tools[*]} " in *" etcd "*) check_pin "$here/k8s" go.etcd.io/etcd/server/v3 "$ETCD_VERSION" ;; esac
+  [ "${k8s_tools[*]}" = etcd ] || check_pin "$here/k8s" k8s.io/kubernetes "$KUBERNETES_VERSION"
   v="${KUBERNETES_VERSION#v}"
   major="${v%%.*}"
   minor="${v#*.}"
@@ -82,21 +122,25 @@ kube-apiserver | kubectl | kubelet | kube-controller-manager | kube-scheduler | 
   ldflags="-s -w"
   # What k8s.io/kubernetes' hack/lib/version.sh sets; without it the binaries
   # say v0.0.0-master, and clients that look at the server version misbehave.
+  # etcd links neither package.
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
     ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
-  echo ">> building $tool $KUBERNETES_VERSION from k8s.io/kubernetes (first time: kube-apiserver 7 to 12 min beside Vault on a quiet 2-core machine, kubectl 1 to 2 min more)"
-  (cd "$here/k8s" && go build -trimpath -ldflags "$ldflags" -o "$BIN/$tool" "k8s.io/kubernetes/cmd/$tool")
-  stamp "$tool" "$KUBERNETES_VERSION"
-  finish "$tool" "$KUBERNETES_VERSION"
-  ;;
-etcd)
-  check_pin "$here/k8s" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
-  echo ">> building etcd $ETCD_VERSION (first time: ~1 min)"
-  (cd "$here/k8s" && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
-  stamp etcd "$ETCD_VERSION"
-  finish etcd "$ETCD_VERSION"
+  echo ">> building $label (Kubernetes $KUBERNETES_VERSION, etcd $ETCD_VERSION) in one go build (first time: kube-apiserver and etcd 6 to 10 min on a quiet 2-core machine, the node components 4 to 7)"
+  mkdir -p "$BIN/.build"
+  out="$(mktemp -d "$BIN/.build/k8s-out.XXXXXX")"
+  (cd "$here/k8s" && go build -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}") || { rm -rf "$out"; exit 1; }
+  for t in "${k8s_tools[@]}"; do
+    case "$t" in
+    # go build names etcd's binary after go.etcd.io/etcd/server/v3: server.
+    etcd) mv "$out/server" "$BIN/etcd" && version="$ETCD_VERSION" ;;
+    *) mv "$out/$t" "$BIN/$t" && version="$KUBERNETES_VERSION" ;;
+    esac
+    stamp "$t" "$version"
+    finish "$t" "$version"
+  done
+  rmdir "$out"
   ;;
 controller-gen)
   check_pin "$here/controller-gen" sigs.k8s.io/controller-tools "$CONTROLLER_GEN_VERSION"
@@ -161,6 +205,10 @@ vault)
   VAULT_VERSION="$VAULT_VERSION" BIN="$BIN" "$here/vault/build.sh"
   stamp vault "$VAULT_VERSION"
   finish vault "$VAULT_VERSION"
+  ;;
+vault-fetch)
+  VAULT_VERSION="$VAULT_VERSION" BIN="$BIN" "$here/vault/build.sh" fetch
+  echo ">> fetched vault $VAULT_VERSION's source and modules in $((SECONDS - started)) s"
   ;;
 *)
   echo "build.sh: unknown tool $tool" >&2

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the vault server into $BIN/vault. Called by hack/tools/build.sh vault.
+# Builds the vault server into $BIN/vault. Called by hack/tools/build.sh vault
+# (and vault-fetch).
 #
 # VAULT_FLAVOR=minimal (the default) is Vault's own `minimal` build tag (the
 # AppRole, token, userpass, cert and JWT auth methods, KV, PKI, SSH, transit,
@@ -9,8 +10,10 @@
 # in cloud SDKs that nothing here uses: Okta MFA, Vault Agent's cloud
 # auto-auth methods, the cloud KMS seals (auto-unseal with AWS, Azure, GCP,
 # AliCloud or OCI), and (go-discover-minimal.patch) raft's cloud auto-join.
-# It compiles 1,010 packages besides the standard library, the full build
-# 2,331 (docs/development.md).
+# It compiles 1,032 packages besides the standard library, the full build
+# 2,331 (docs/development.md), through minimal.mod: go.mod with the modules
+# it shares with kube-apiserver and etcd at their versions (align.sh), so
+# that `make run`, which builds Vault after them, compiles those once.
 # VAULT_FLAVOR=full builds every builtin plugin. `vault version` says which:
 # v1.21.4+minionvault-minimal or v1.21.4+minionvault-full.
 #
@@ -23,7 +26,10 @@
 #   3. apply vault-$VAULT_VERSION.patch from this folder: the smallest change
 #      that makes it compile against the published sdk pinned in go.mod here,
 #   4. build it through this folder's module (go.mod/go.sum pin every
-#      dependency; its replace points github.com/hashicorp/vault at the copy).
+#      dependency, minimal.mod/minimal.sum for the minimal build; their
+#      replace points github.com/hashicorp/vault at the copy).
+# `build.sh fetch` does 1 to 3 and downloads the build's modules: make run
+# does it while kube-apiserver compiles.
 # No Vault source is kept in git.
 set -euo pipefail
 
@@ -54,22 +60,43 @@ if [ -z "$want_sum" ] || [ ! -f "$patch_file" ]; then
 fi
 src="$root/bin/.build/vault-src" # go.mod here refers to this path
 
-echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: about 3 to 4 min alone on a quiet 2-core machine, 6 to 8 beside kube-apiserver; it peaks at about 2.2 GB of memory)"
+mode="${1:-build}"
+case "$mode" in
+build) echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: about 3 to 4 min alone on a quiet 2-core machine, 2 to 3 after kube-apiserver's build; it peaks at about 2.2 GB of memory)" ;;
+# `make run` fetches while kube-apiserver compiles: the downloads are most of
+# a minute of network and little CPU, and Vault's build then only compiles.
+fetch) echo ">> fetching vault $VAULT_VERSION's source and the modules of its $VAULT_FLAVOR build (no compile yet)" ;;
+*)
+  echo "vault/build.sh: build or fetch, not '$mode'" >&2
+  exit 2
+  ;;
+esac
+
+# prepare <dir> <module dir> <patch>: copy the module's source to dir and
+# apply the patch, unless dir already holds exactly that (the patch applies
+# to pristine source only, so a changed patch or version means a fresh copy).
+prepare() {
+  local dir="$1" from="$2" patch="$3" want
+  want="$(basename "$from") $(sha256sum < "$patch")"
+  if [ "$(cat "$dir/.minionvault-prepared" 2>/dev/null)" = "$want" ]; then
+    return
+  fi
+  echo "   copying $(basename "$from") to $dir and applying $(basename "$patch")"
+  rm -rf "$dir"
+  mkdir -p "$(dirname "$dir")"
+  cp -R "$from" "$dir"
+  chmod -R u+w "$dir"
+  patch -s -p1 -d "$dir" --no-backup-if-mismatch < "$patch"
+  echo "$want" > "$dir/.minionvault-prepared"
+}
+
 echo "   fetching github.com/hashicorp/vault@$VAULT_VERSION from the module proxy"
 got_sum="$(cd "$(mktemp -d)" && GOFLAGS= go mod download -json "github.com/hashicorp/vault@$VAULT_VERSION" | sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p')"
 if [ "$got_sum" != "$want_sum" ]; then
   echo "vault/build.sh: github.com/hashicorp/vault@$VAULT_VERSION has hash '$got_sum', want $want_sum" >&2
   exit 1
 fi
-mod_dir="$(GOFLAGS= go env GOMODCACHE)/github.com/hashicorp/vault@$VAULT_VERSION"
-
-# A fresh copy each time: the patch applies to pristine source only.
-echo "   copying the source to $src and applying $(basename "$patch_file")"
-rm -rf "$src"
-mkdir -p "$(dirname "$src")"
-cp -R "$mod_dir" "$src"
-chmod -R u+w "$src"
-patch -s -p1 -d "$src" --no-backup-if-mismatch < "$patch_file"
+prepare "$src" "$(GOFLAGS= go env GOMODCACHE)/github.com/hashicorp/vault@$VAULT_VERSION" "$patch_file"
 
 cd "$here"
 modfile="$here/go.mod"
@@ -78,18 +105,18 @@ if [ "$VAULT_FLAVOR" = minimal ]; then
   # providers pull in the AWS (EC2, ECS), Azure, GCE, vSphere, OpenStack and
   # Kubernetes client libraries, 463 of the 1,910 packages Vault compiles.
   # Its source comes from the module cache (checked against go.sum), patched
-  # to register no provider, and replaces the module through a copy of go.mod.
-  echo "   copying github.com/hashicorp/go-discover and applying go-discover-minimal.patch (no cloud auto-join)"
+  # to register no provider; minimal.mod replaces the module with it.
+  # minimal.mod (align.sh) also raises the modules Vault shares with
+  # kube-apiserver and etcd to their versions, so that they compile once.
   disco_dir="$(GOFLAGS=-mod=readonly go mod download -json github.com/hashicorp/go-discover | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-  disco_src="$root/bin/.build/go-discover-src"
-  rm -rf "$disco_src"
-  cp -R "$disco_dir" "$disco_src"
-  chmod -R u+w "$disco_src"
-  patch -s -p1 -d "$disco_src" --no-backup-if-mismatch < "$here/go-discover-minimal.patch"
-  modfile="$root/bin/.build/vault-minimal.mod"
-  cp "$here/go.mod" "$modfile"
-  cp "$here/go.sum" "${modfile%.mod}.sum"
-  go mod edit -modfile="$modfile" -replace "github.com/hashicorp/go-discover=$disco_src"
+  prepare "$root/bin/.build/go-discover-src" "$disco_dir" "$here/go-discover-minimal.patch"
+  modfile="$here/minimal.mod"
+fi
+
+if [ "$mode" = fetch ]; then
+  # Listing the build's packages downloads the modules that hold them.
+  GOFLAGS=-mod=readonly go list -modfile="$modfile" -tags "$tags" -deps github.com/hashicorp/vault >/dev/null
+  exit 0
 fi
 
 echo "   compiling and linking"
