@@ -127,7 +127,7 @@ k8s)
     ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
     ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
-  echo ">> building $label (Kubernetes $KUBERNETES_VERSION, etcd $ETCD_VERSION) in one go build (first time: kube-apiserver and etcd 6 to 10 min on a quiet 2-core machine, the node components 4 to 7)"
+  echo ">> building $label (Kubernetes $KUBERNETES_VERSION, etcd $ETCD_VERSION) in one go build (first time: kube-apiserver and etcd 5 to 9 min on a quiet 2-core machine, the node components and kubectl 4 to 7)"
   mkdir -p "$BIN/.build"
   out="$(mktemp -d "$BIN/.build/k8s-out.XXXXXX")"
   (cd "$here/k8s" && go build -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}") || { rm -rf "$out"; exit 1; }
