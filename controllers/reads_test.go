@@ -142,3 +142,41 @@ func (h *harness) reconcileWaiting(fleet int, why string) {
 		}
 	}
 }
+
+// Reconciles that compile a template at the same time get one compiled
+// template: the template reconciler scans all of its policies again when
+// the one it gets is not the one it indexed (test/scale's restart resync
+// read every policy twice when a binding's reconcile stored its own).
+func TestConcurrentCompilesShareOne(t *testing.T) {
+	objs := fixtures(map[string]any{"roles": []string{"web"}})
+	tpl := objs[2].(*v1alpha1.MinionTemplate)
+	tpl.UID = "uid-t"
+	h := newHarness(t, objs...)
+	for round := range 20 {
+		templates := &Templates{Client: h.c}
+		const callers = 8
+		got := make([]any, callers)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				c, err := templates.Compile(context.Background(), tpl)
+				if err != nil {
+					t.Errorf("compile: %v", err)
+				}
+				got[i] = c
+			}()
+		}
+		close(start)
+		wg.Wait()
+		cached, _ := templates.Compile(context.Background(), tpl)
+		for i, c := range got {
+			if c != any(cached) {
+				t.Fatalf("round %d: caller %d got a compiled template other than the cached one", round, i)
+			}
+		}
+	}
+}

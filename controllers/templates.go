@@ -93,11 +93,18 @@ func (t *Templates) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (
 		c = render.Compile(rt)
 	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.m[tpl.UID]; ok && e.key == key {
+		// Another reconcile compiled it meanwhile (a start wakes the
+		// template and its bindings at once): keep one compiled template
+		// per key, since the template reconciler scans all the template's
+		// policies again when the one it gets is not the one it indexed.
+		return e.c, e.err
+	}
 	if t.m == nil {
 		t.m = map[types.UID]compiledTemplate{}
 	}
 	t.m[tpl.UID] = compiledTemplate{key: key, c: c, err: err}
-	t.mu.Unlock()
 	return c, err
 }
 
