@@ -75,12 +75,15 @@ integration-tools: host-packages ## Build what the integration suites need: the 
 	@$(MAKE) --no-print-directory build-installer
 	@$(TOOLS_MODULES)/vault/align.sh --check
 
+# tool-built,TOOL: a shell test, true when bin/TOOL is built and up to date.
+tool-built = $(MAKE) -q --no-print-directory $(BIN)/$(1) >/dev/null 2>&1
+
 # k8s-batch,TOOLS: one go build of those of TOOLS (tools of hack/tools/k8s)
 # that are missing or stale: the packages they share compile once, and one
 # binary links while the next compiles. Built one by one, or side by side,
 # they compiled them once per tool.
 k8s-batch = stale=; \
-	for t in $(1); do $(MAKE) -q --no-print-directory $(BIN)/$$t >/dev/null 2>&1 || stale="$$stale $$t"; done; \
+	for t in $(1); do $(call tool-built,$$t) || stale="$$stale $$t"; done; \
 	if [ -n "$$stale" ]; then \
 	  BIN=$(BIN) KUBERNETES_VERSION=$(KUBERNETES_VERSION) ETCD_VERSION=$(ETCD_VERSION) $(TOOLS_MODULES)/build.sh $$stale; \
 	fi
@@ -92,7 +95,7 @@ k8s-node-tools:
 	@$(call k8s-batch,kubelet kube-controller-manager kube-scheduler kube-proxy kubectl)
 # Vault's source and the modules of its build, while something else compiles.
 vault-fetch:
-	@$(MAKE) -q --no-print-directory $(VAULT) >/dev/null 2>&1 || \
+	@$(call tool-built,vault) || \
 	  BIN=$(BIN) VAULT_VERSION=$(VAULT_VERSION) $(TOOLS_MODULES)/build.sh vault-fetch
 
 .PHONY: integration
@@ -127,7 +130,7 @@ TOOL_MINUTES_vault          := 4
 first-build-notice = list=; total=0; \
 	for tm in $(foreach t,$(notdir $(1)),$(t):$(or $(TOOL_MINUTES_$(t)),1)); do \
 	  t=$${tm%:*}; m=$${tm\#*:}; \
-	  $(MAKE) -q --no-print-directory $(BIN)/$$t >/dev/null 2>&1 && continue; \
+	  $(call tool-built,$$t) && continue; \
 	  list="$$list$${list:+, }$$t"; total=$$((total + m)); \
 	done; \
 	if [ -n "$$list" ]; then \

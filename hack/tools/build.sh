@@ -59,7 +59,6 @@ for t in "$@"; do
 done
 label="$tool"
 if [ ${#k8s_tools[@]} -gt 0 ]; then
-  tool=k8s
   label="${k8s_tools[*]}"
   label="${label// /, }"
 fi
@@ -104,17 +103,23 @@ finish() {
   echo ">> built $1 $2 in $((SECONDS - started)) s ($size)"
 }
 
-case "$tool" in
-k8s)
-  pkgs=()
+# build_k8s: the tools of k8s_tools in one go build.
+build_k8s() {
+  local pkgs=() versions= t v major minor ldflags out version
   for t in "${k8s_tools[@]}"; do
     case "$t" in
     etcd) pkgs+=(go.etcd.io/etcd/server/v3) ;;
     *) pkgs+=("k8s.io/kubernetes/cmd/$t") ;;
     esac
   done
-  case " ${k8s_tools[*]} " in *" etcd "*) check_pin "$here/k8s" go.etcd.io/etcd/server/v3 "$ETCD_VERSION" ;; esac
-  [ "${k8s_tools[*]}" = etcd ] || check_pin "$here/k8s" k8s.io/kubernetes "$KUBERNETES_VERSION"
+  if [[ " ${k8s_tools[*]} " == *" etcd "* ]]; then
+    check_pin "$here/k8s" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+    versions="etcd $ETCD_VERSION"
+  fi
+  if [ "${k8s_tools[*]}" != etcd ]; then
+    check_pin "$here/k8s" k8s.io/kubernetes "$KUBERNETES_VERSION"
+    versions="Kubernetes $KUBERNETES_VERSION${versions:+, $versions}"
+  fi
   v="${KUBERNETES_VERSION#v}"
   major="${v%%.*}"
   minor="${v#*.}"
@@ -127,7 +132,7 @@ k8s)
     ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
     ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   done
-  echo ">> building $label (Kubernetes $KUBERNETES_VERSION, etcd $ETCD_VERSION) in one go build (first time: kube-apiserver and etcd 5 to 9 min on a quiet 2-core machine, the node components and kubectl 4 to 7)"
+  echo ">> building $label ($versions) in one go build (first time: kube-apiserver and etcd 5 to 9 min on a quiet 2-core machine, the node components and kubectl 4 to 7)"
   mkdir -p "$BIN/.build"
   out="$(mktemp -d "$BIN/.build/k8s-out.XXXXXX")"
   (cd "$here/k8s" && go build -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}") || { rm -rf "$out"; exit 1; }
@@ -141,7 +146,14 @@ k8s)
     finish "$t" "$version"
   done
   rmdir "$out"
-  ;;
+}
+
+if [ ${#k8s_tools[@]} -gt 0 ]; then
+  build_k8s
+  exit 0
+fi
+
+case "$tool" in
 controller-gen)
   check_pin "$here/controller-gen" sigs.k8s.io/controller-tools "$CONTROLLER_GEN_VERSION"
   echo ">> building controller-gen $CONTROLLER_GEN_VERSION (first time: ~1 min)"

@@ -91,7 +91,11 @@ prepare() {
 }
 
 echo "   fetching github.com/hashicorp/vault@$VAULT_VERSION from the module proxy"
-got_sum="$(cd "$(mktemp -d)" && GOFLAGS= go mod download -json "github.com/hashicorp/vault@$VAULT_VERSION" | sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p')"
+# Outside any module: the version asked for, not a go.mod's. (A folder of
+# its own, removed after: fetch and build both ask.)
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+got_sum="$(cd "$scratch" && GOFLAGS= go mod download -json "github.com/hashicorp/vault@$VAULT_VERSION" | sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p')"
 if [ "$got_sum" != "$want_sum" ]; then
   echo "vault/build.sh: github.com/hashicorp/vault@$VAULT_VERSION has hash '$got_sum', want $want_sum" >&2
   exit 1
