@@ -109,14 +109,14 @@ func (o *operatorProc) startOnce(ctx context.Context) error {
 	o.pprof = "http://" + addr(ports[2]) + "/debug/pprof"
 	health := "http://" + addr(ports[1]) + "/healthz"
 
+	// The manager starts its health, metrics and pprof servers in goroutines
+	// of their own: /healthz answering says nothing of /metrics, which every
+	// phase scrapes from its first poll (a restart once polled it in the
+	// moment between the two and failed on "connection refused").
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, health, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if answers(ctx, health) && answers(ctx, o.metrics) {
+			return nil
 		}
 		select {
 		case <-exited:
@@ -130,6 +130,21 @@ func (o *operatorProc) startOnce(ctx context.Context) error {
 			return fmt.Errorf("operator not healthy after 60 s%s", tail(o.logPath))
 		}
 	}
+}
+
+// answers says whether url answers a GET with 200 OK.
+func answers(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // cleanEnv is the harness's environment without what would point the
