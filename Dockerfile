@@ -21,7 +21,7 @@ ARG TARGETOS=linux
 ARG TARGETARCH
 ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath \
+    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -gcflags=all=-dwarf=false \
       -ldflags "-s -w -X github.com/minionvault/minion-vault-operator/internal/version.Version=${VERSION}" \
       -o /out/minionvault ./cmd/minionvault
 

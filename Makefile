@@ -19,13 +19,19 @@ FUZZFLAGS  ?= -fuzzminimizetime=1s
 fuzz-target = go test -run='^$$' -fuzz='^$(1)$$' -fuzztime=$(or $(FUZZTIME),$(3)) $(FUZZFLAGS) $(2)
 VECTOR_TOOL ?= ../shared/tools/run_vectors.py
 
-# One way of compiling for everything but the race detector: no cgo and
-# -trimpath, as hack/tools/build.sh builds the tools and `make image` the
-# image. The packages the operator shares with kube-apiserver and the node
-# components (794 of its 900) are then compiled once for `make run`, lint,
-# the integration suites and the tools, not once per setting.
+# One way of compiling for everything but the race detector: no cgo,
+# -trimpath and no DWARF, as hack/tools/build.sh builds the tools and `make
+# image` the image. The packages the operator shares with kube-apiserver and
+# the node components (785 of its 902) are then compiled once for `make
+# run`, lint, the integration suites and the tools, not once per setting.
+# No DWARF: the binaries link with -s -w, which drops it anyway, so the
+# compiler need not write it; that is about 15 % of a cold build's CPU (a
+# cold go build of kubectl: 271 and 285 CPU-s against 319 and 338; the
+# operator's functions disassemble the same either way). Test binaries lose
+# only what a debugger reads: stack traces and the race detector use the
+# runtime's own tables. For a debugger, build outside make.
 export CGO_ENABLED ?= 0
-export GOFLAGS := -trimpath $(GOFLAGS)
+export GOFLAGS := -trimpath -gcflags=all=-dwarf=false $(GOFLAGS)
 
 .DEFAULT_GOAL := all
 include hack/tools.mk
@@ -113,7 +119,7 @@ fmt: ## gofmt every file.
 lint: ## go vet, and gofmt must have nothing to say.
 	go vet ./...
 	go vet -tags integration ./...
-	cd hack/tools/image && GOWORK=off GOFLAGS=-mod=readonly go vet ./...
+	cd hack/tools/image && GOWORK=off GOFLAGS="$$GOFLAGS -mod=readonly" go vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 ##@ Test
@@ -128,7 +134,7 @@ host-packages: ## The node's two host packages (libseccomp headers, nft): instal
 .PHONY: unit
 unit: ## Unit tests, with the race detector (which needs cgo).
 	CGO_ENABLED=1 go test -race -count=1 ./...
-	cd hack/tools/image && CGO_ENABLED=1 GOWORK=off GOFLAGS=-mod=readonly go test -race -count=1 ./...
+	cd hack/tools/image && CGO_ENABLED=1 GOWORK=off GOFLAGS="$$GOFLAGS -mod=readonly" go test -race -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).

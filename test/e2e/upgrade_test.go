@@ -44,7 +44,9 @@ func buildPrevious(t *testing.T) string {
 	bin := filepath.Join(dir, "minionvault-previous")
 	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/minionvault")
 	build.Dir = dir
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=readonly")
+	// The caller's GOFLAGS too: make's compile settings, so that the
+	// dependencies this release shares with the current one compile once.
+	build.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=readonly"))
 	start := time.Now()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v %s", previousRelease, err, out)

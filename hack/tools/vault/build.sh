@@ -118,13 +118,15 @@ if [ "$VAULT_FLAVOR" = minimal ]; then
 fi
 
 if [ "$mode" = fetch ]; then
-  # Listing the build's packages downloads the modules that hold them.
-  GOFLAGS=-mod=readonly go list -modfile="$modfile" -tags "$tags" -deps github.com/hashicorp/vault >/dev/null
+  # Listing the build's packages downloads the modules that hold them,
+  # sixteen at a time (build.sh's download says why).
+  GOMAXPROCS=16 go list -modfile="$modfile" -tags "$tags" -deps github.com/hashicorp/vault >/dev/null
   exit 0
 fi
 
 echo "   compiling and linking"
-GOFLAGS=-mod=readonly go build -modfile="$modfile" -trimpath -tags "$tags" \
+# GOFLAGS are build.sh's: -mod=readonly and kube-apiserver's compile settings.
+go build -modfile="$modfile" -tags "$tags" \
   -ldflags "-s -w -X github.com/hashicorp/vault/version.VersionMetadata=minionvault-$VAULT_FLAVOR" \
   -o "$BIN/vault" github.com/hashicorp/vault
 "$BIN/vault" version
