@@ -25,9 +25,10 @@ VECTOR_TOOL ?= ../shared/tools/run_vectors.py
 # the node components (785 of its 902) are then compiled once for `make
 # run`, lint, the integration suites and the tools, not once per setting.
 # No DWARF: the binaries link with -s -w, which drops it anyway, so the
-# compiler need not write it; that is about 15 % of a cold build's CPU (a
-# cold go build of kubectl: 271 and 285 CPU-s against 319 and 338; the
-# operator's functions disassemble the same either way). Test binaries lose
+# compiler need not write it: 8 to 15 % of a cold build's CPU (the standard
+# library 8 %, kubectl 15 %, `make run` side by side with the old setting
+# 8 %; docs/development.md), and the operator's functions disassemble the
+# same either way. Test binaries lose
 # only what a debugger reads: stack traces and the race detector use the
 # runtime's own tables. For a debugger, build outside make.
 export CGO_ENABLED ?= 0

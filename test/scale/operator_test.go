@@ -115,8 +115,10 @@ func (o *operatorProc) startOnce(ctx context.Context) error {
 	// moment between the two and failed on "connection refused").
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if answers(ctx, health) && answers(ctx, o.metrics) {
-			return nil
+		if _, err := get(health, 5*time.Second); err == nil {
+			if _, err := get(o.metrics, 5*time.Second); err == nil {
+				return nil
+			}
 		}
 		select {
 		case <-exited:
@@ -130,21 +132,6 @@ func (o *operatorProc) startOnce(ctx context.Context) error {
 			return fmt.Errorf("operator not healthy after 60 s%s", tail(o.logPath))
 		}
 	}
-}
-
-// answers says whether url answers a GET with 200 OK.
-func answers(ctx context.Context, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // cleanEnv is the harness's environment without what would point the
