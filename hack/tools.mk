@@ -142,22 +142,25 @@ first-build-notice = list=; total=0; \
 
 # A tool is rebuilt when its stamp for the pinned version is missing, when
 # its module's go.mod or go.sum changed, or when the binary is gone.
+# The Kubernetes tools and etcd: any file of their module folder, which
+# holds the patch of k8s.io/apiserver they build with.
+K8S_INPUTS := $(wildcard $(TOOLS_MODULES)/k8s/*)
 tool-stamp = $(BIN)/.stamp-$(1)-$(2)
 tool-force = $(if $(wildcard $(1)),,FORCE)
 
 $(KUBE_APISERVER): $(call tool-stamp,kube-apiserver,$(KUBERNETES_VERSION)) ;
-$(call tool-stamp,kube-apiserver,$(KUBERNETES_VERSION)): $(TOOLS_MODULES)/k8s/go.mod $(TOOLS_MODULES)/k8s/go.sum $(call tool-force,$(KUBE_APISERVER))
+$(call tool-stamp,kube-apiserver,$(KUBERNETES_VERSION)): $(K8S_INPUTS) $(call tool-force,$(KUBE_APISERVER))
 	@BIN=$(BIN) KUBERNETES_VERSION=$(KUBERNETES_VERSION) $(TOOLS_MODULES)/build.sh kube-apiserver
 
 $(KUBECTL): $(call tool-stamp,kubectl,$(KUBERNETES_VERSION)) ;
-$(call tool-stamp,kubectl,$(KUBERNETES_VERSION)): $(TOOLS_MODULES)/k8s/go.mod $(TOOLS_MODULES)/k8s/go.sum $(call tool-force,$(KUBECTL))
+$(call tool-stamp,kubectl,$(KUBERNETES_VERSION)): $(K8S_INPUTS) $(call tool-force,$(KUBECTL))
 	@BIN=$(BIN) KUBERNETES_VERSION=$(KUBERNETES_VERSION) $(TOOLS_MODULES)/build.sh kubectl
 
 # etcd after kube-apiserver, also under make -j: it is mostly packages that
 # kube-apiserver's build has just compiled, which two builds at once would
 # each compile.
 $(ETCD): $(call tool-stamp,etcd,$(ETCD_VERSION)) ;
-$(call tool-stamp,etcd,$(ETCD_VERSION)): $(TOOLS_MODULES)/k8s/go.mod $(TOOLS_MODULES)/k8s/go.sum $(call tool-force,$(ETCD)) | $(KUBE_APISERVER)
+$(call tool-stamp,etcd,$(ETCD_VERSION)): $(K8S_INPUTS) $(call tool-force,$(ETCD)) | $(KUBE_APISERVER)
 	@BIN=$(BIN) ETCD_VERSION=$(ETCD_VERSION) $(TOOLS_MODULES)/build.sh etcd
 
 $(VAULT): $(call tool-stamp,vault,$(VAULT_VERSION)) ;
@@ -176,7 +179,7 @@ $(call tool-stamp,image-builder,$(GGCR_VERSION)): $(wildcard $(TOOLS_MODULES)/im
 # The node components: kube-apiserver's module, one build each.
 define k8s-node-tool
 $$(BIN)/$(1): $$(call tool-stamp,$(1),$$(KUBERNETES_VERSION)) ;
-$$(call tool-stamp,$(1),$$(KUBERNETES_VERSION)): $$(TOOLS_MODULES)/k8s/go.mod $$(TOOLS_MODULES)/k8s/go.sum $$(call tool-force,$$(BIN)/$(1))
+$$(call tool-stamp,$(1),$$(KUBERNETES_VERSION)): $$(K8S_INPUTS) $$(call tool-force,$$(BIN)/$(1))
 	@BIN=$$(BIN) KUBERNETES_VERSION=$$(KUBERNETES_VERSION) $$(TOOLS_MODULES)/build.sh $(1)
 endef
 $(foreach t,kubelet kube-controller-manager kube-scheduler kube-proxy,$(eval $(call k8s-node-tool,$(t))))

@@ -1,6 +1,9 @@
 // Builds kube-apiserver, kubectl and etcd for the integration tests (see hack/tools/build.sh).
 // k8s.io/kubernetes points its staging modules at local folders that are not
-// in its module zip, so every one is replaced with the published v0.37.2.
+// in its module zip, so every one is replaced with the published v0.37.2;
+// k8s.io/apiserver with its source patched by build.sh (apiserver-v0.37.2.patch:
+// a test helper out of the build), which must have run before any go
+// command here.
 module github.com/minionvault/minion-vault-operator/hack/tools/k8s
 
 go 1.26.8
@@ -9,7 +12,7 @@ replace (
 	k8s.io/api => k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery => k8s.io/apimachinery v0.37.2
-	k8s.io/apiserver => k8s.io/apiserver v0.37.2
+	k8s.io/apiserver => ../../../bin/.build/k8s-apiserver-src
 	k8s.io/cli-runtime => k8s.io/cli-runtime v0.37.2
 	k8s.io/client-go => k8s.io/client-go v0.37.2
 	k8s.io/cloud-provider => k8s.io/cloud-provider v0.37.2

@@ -72,35 +72,12 @@ fetch) echo ">> fetching vault $VAULT_VERSION's source and the modules of its $V
   ;;
 esac
 
-# prepare <dir> <module dir> <patch>: copy the module's source to dir and
-# apply the patch, unless dir already holds exactly that (the patch applies
-# to pristine source only, so a changed patch or version means a fresh copy).
-prepare() {
-  local dir="$1" from="$2" patch="$3" want
-  want="$(basename "$from") $(sha256sum < "$patch")"
-  if [ "$(cat "$dir/.minionvault-prepared" 2>/dev/null)" = "$want" ]; then
-    return
-  fi
-  echo "   copying $(basename "$from") to $dir and applying $(basename "$patch")"
-  rm -rf "$dir"
-  mkdir -p "$(dirname "$dir")"
-  cp -R "$from" "$dir"
-  chmod -R u+w "$dir"
-  patch -s -p1 -d "$dir" --no-backup-if-mismatch < "$patch"
-  echo "$want" > "$dir/.minionvault-prepared"
-}
+# module_source and prepare.
+. "$here/../source.sh"
 
 echo "   fetching github.com/hashicorp/vault@$VAULT_VERSION from the module proxy"
-# Outside any module: the version asked for, not a go.mod's. (A folder of
-# its own, removed after: fetch and build both ask.)
-scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
-got_sum="$(cd "$scratch" && GOFLAGS= go mod download -json "github.com/hashicorp/vault@$VAULT_VERSION" | sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p')"
-if [ "$got_sum" != "$want_sum" ]; then
-  echo "vault/build.sh: github.com/hashicorp/vault@$VAULT_VERSION has hash '$got_sum', want $want_sum" >&2
-  exit 1
-fi
-prepare "$src" "$(GOFLAGS= go env GOMODCACHE)/github.com/hashicorp/vault@$VAULT_VERSION" "$patch_file"
+vault_dir="$(module_source github.com/hashicorp/vault "$VAULT_VERSION" "$want_sum")"
+prepare "$src" "$vault_dir" "$patch_file"
 
 cd "$here"
 modfile="$here/go.mod"
