@@ -2,6 +2,9 @@
 # the tools build from (bin/.build/*-src, ignored by git), for modules
 # whose published source needs a change to build the way we want.
 
+# download_field <field>: a string field of `go mod download -json` on stdin.
+download_field() { sed -n 's/^[[:space:]]*"'"$1"'": "\(.*\)",$/\1/p'; }
+
 # module_source <module> <version> <h1 hash>: download the module at that
 # version from the proxy and print its folder in the module cache, after
 # checking it against the hash pinned by the caller. Run outside any module,
@@ -12,8 +15,8 @@ module_source() {
   scratch="$(mktemp -d)"
   json="$(cd "$scratch" && GOFLAGS= go mod download -json "$1@$2")" || { rm -rf "$scratch"; return 1; }
   rm -rf "$scratch"
-  sum="$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",$/\1/p' <<<"$json")"
-  dir="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"$json")"
+  sum="$(download_field Sum <<<"$json")"
+  dir="$(download_field Dir <<<"$json")"
   if [ "$sum" != "$3" ]; then
     echo "source.sh: $1@$2 has hash '$sum', want $3" >&2
     return 1

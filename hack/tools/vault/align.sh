@@ -29,6 +29,11 @@ export PATH="/usr/local/go/bin:$PATH" GOWORK=off CGO_ENABLED=0 LC_ALL=C
   echo "align.sh: build Vault first (make bin/vault): its patched source is in bin/.build" >&2
   exit 1
 }
+# hack/tools/k8s/go.mod points k8s.io/apiserver at its patched copy.
+[ -d "$root/bin/.build/k8s-apiserver-src" ] || {
+  echo "align.sh: build kube-apiserver first (make bin/kube-apiserver): its patched k8s.io/apiserver is in bin/.build" >&2
+  exit 1
+}
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 

@@ -72,7 +72,7 @@ fetch) echo ">> fetching vault $VAULT_VERSION's source and the modules of its $V
   ;;
 esac
 
-# module_source and prepare.
+# module_source, download_field and prepare.
 . "$here/../source.sh"
 
 echo "   fetching github.com/hashicorp/vault@$VAULT_VERSION from the module proxy"
@@ -89,7 +89,7 @@ if [ "$VAULT_FLAVOR" = minimal ]; then
   # to register no provider; minimal.mod replaces the module with it.
   # minimal.mod (align.sh) also raises the modules Vault shares with
   # kube-apiserver and etcd to their versions, so that they compile once.
-  disco_dir="$(GOFLAGS=-mod=readonly go mod download -json github.com/hashicorp/go-discover | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  disco_dir="$(GOFLAGS=-mod=readonly go mod download -json github.com/hashicorp/go-discover | download_field Dir)"
   prepare "$root/bin/.build/go-discover-src" "$disco_dir" "$here/go-discover-minimal.patch"
   modfile="$here/minimal.mod"
 fi
