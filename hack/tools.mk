@@ -74,6 +74,7 @@ integration-tools: host-packages ## Build what the integration suites need: the 
 	@$(MAKE) --no-print-directory -j2 $(VAULT) k8s-node-tools $(CONTAINERD) $(RUNC) $(CNI_PLUGINS) $(PAUSE_IMAGE) image
 	@$(MAKE) --no-print-directory build-installer
 	@$(TOOLS_MODULES)/vault/align.sh --check
+	@$(TOOLS_MODULES)/tool-only.sh --check
 
 # tool-built,TOOL: a shell test, true when bin/TOOL is built and up to date.
 tool-built = $(MAKE) -q --no-print-directory $(BIN)/$(1) >/dev/null 2>&1

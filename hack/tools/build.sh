@@ -28,8 +28,21 @@ export PATH="/usr/local/go/bin:$PATH"
 # are committed: never let a build edit them behind our back. The compile
 # settings are the Makefile's (it says why), so that the packages the tools
 # share with each other and with the operator compile once; a caller's
-# GOFLAGS come after, and win.
-export GOFLAGS="-mod=readonly -trimpath -gcflags=all=-dwarf=false${GOFLAGS:+ $GOFLAGS}"
+# GOFLAGS come after, and win, but for what follows.
+#
+# What only the tools compile (tool-only.txt, from tool-only.sh: most of
+# kube-apiserver, etcd and Vault) compiles without inlining: a fifth less
+# for the compiler to do there, on a first run bound by the CPU (docs/
+# development.md). They do the same, a little slower (the same page has
+# how much). A package takes all its flags from the last -gcflags whose
+# pattern matches it, so these repeat -dwarf=false and come last (after
+# the Makefile's -gcflags=all=..., which would otherwise undo them).
+no_inline=
+while read -r p; do
+  case "$p" in '' | '#'*) continue ;; esac
+  no_inline+=" '-gcflags=$p/...=-dwarf=false -l'"
+done <"$here/tool-only.txt"
+export GOFLAGS="-mod=readonly -trimpath -gcflags=all=-dwarf=false${GOFLAGS:+ $GOFLAGS}$no_inline"
 export GOWORK=off
 export CGO_ENABLED="${CGO_ENABLED:-0}"
 
