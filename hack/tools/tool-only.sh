@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# Writes tool-only.txt here: import path patterns (pattern/...) that match
-# every package the tools of hack/tools compile and nothing the operator
-# compiles (its packages, tests and test tags). build.sh compiles what they
-# match without inlining (-gcflags=PATTERN/...=-l).
+# Writes tool-only.txt here: import path patterns (PATTERN/...) that match
+# packages the tools of hack/tools compile and none that the operator's
+# builds (its packages, tests and test tags) share with them. build.sh
+# compiles what they match without inlining (-gcflags=PATTERN/...=-l).
 #
 # Why: a first run is bound by the CPU, and most of what it compiles is
-# kube-apiserver's, etcd's and Vault's own code, which nothing here times.
-# Without inlining the compiler has a fifth less to do there (docs/
-# development.md has the measurements). What the operator also compiles keeps
-# the flags the Makefile gives it, so it still compiles once for both (and a
-# package compiled differently would make everything above it differ too).
+# kube-apiserver's, etcd's and Vault's own code. Without inlining the
+# compiler has a fifth less to do there, and the servers run no slower that
+# test/scale can tell (docs/development.md has the measurements). What the
+# operator also compiles keeps the Makefile's flags, so it still compiles
+# once for both (a package compiled differently would make every package
+# above it differ too).
 #
 # Run after changing a tool's version or the operator's imports; make
 # integration-tools runs tool-only.sh --check, which fails when the file is
-# stale. A stale file costs only compile time: a pattern that matches an
-# operator package has it compiled twice, a missing one leaves a tool's
+# stale. A stale file costs only compile time: a pattern that matches a
+# shared package has it compiled twice, a missing one leaves a tool's
 # package inlined.
 set -euo pipefail
 
@@ -90,7 +91,7 @@ if [ "${1:-}" = --check ]; then
     cat "$tmp/diff" >&2
     exit 1
   fi
-  echo "tool-only.sh: $(grep -vc '^#' "$out") patterns, $(wc -l <"$tmp/tools") tool packages, none of them the operator's"
+  echo "tool-only.sh: its $(grep -vc '^#' "$out") patterns are current ($(wc -l <"$tmp/tools") packages in the tools' builds, $(wc -l <"$tmp/shared") of them also the operator's)"
   exit 0
 fi
 mv "$tmp/new" "$out"
