@@ -32,9 +32,9 @@ export PATH="/usr/local/go/bin:$PATH"
 #
 # What only the tools compile (tool-only.txt, from tool-only.sh: most of
 # kube-apiserver, etcd and Vault) compiles without inlining: a fifth less
-# for the compiler to do there, on a first run bound by the CPU (docs/
-# development.md). They do the same, a little slower (the same page has
-# how much). A package takes all its flags from the last -gcflags whose
+# for the compiler to do there, on a first run bound by the CPU, and
+# test/scale shows the servers no slower (docs/development.md has both
+# measurements). A package takes all its flags from the last -gcflags whose
 # pattern matches it, so these repeat -dwarf=false and come last (after
 # the Makefile's -gcflags=all=..., which would otherwise undo them).
 no_inline=

@@ -33,6 +33,8 @@ for d in vault-src go-discover-src k8s-apiserver-src; do
   }
 done
 
+# deps <go list flags and packages>: what they import, outside the standard
+# library (with -test, a test variant is "path [path.test]", cut below).
 deps() { go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "$@"; }
 
 # What the tools compile: the packages build.sh builds (keep in step with it).
@@ -50,7 +52,7 @@ deps() { go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "$@"; }
 (
   cd "$root"
   for tags in "" integration oracle; do
-    CGO_ENABLED=1 go list -deps -test -tags "$tags" -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./...
+    CGO_ENABLED=1 deps -test -tags "$tags" ./...
   done
 ) | sed 's/ .*//; s/\.test$//' | sort -u >"$tmp/operator"
 
