@@ -6,7 +6,7 @@
 # Why: a package is compiled once for both builds only when its module and
 # every module under it are of the same version in both. With Vault's own
 # pins, 31 of the minimal build's 1,010 packages were also kube-apiserver's or
-# etcd's at the same version; aligned, 301 of 1,032 are (gRPC, protobuf,
+# etcd's at the same version; aligned, 290 of 939 are (gRPC, protobuf,
 # OpenTelemetry, apimachinery, golang.org/x),
 # and `make run` builds Vault after kube-apiserver and etcd to reuse them
 # (docs/development.md). The full flavour keeps Vault's own pins (go.mod).

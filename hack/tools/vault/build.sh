@@ -6,11 +6,12 @@
 # AppRole, token, userpass, cert and JWT auth methods, KV, PKI, SSH, transit,
 # the database engine, the file/socket/syslog audit devices, inmem and raft
 # storage) plus the Kubernetes auth method, which the patch registers: all
-# the operator and its tests use. The patch also leaves out of it what pulls
-# in cloud SDKs that nothing here uses: Okta MFA, Vault Agent's cloud
-# auto-auth methods, the cloud KMS seals (auto-unseal with AWS, Azure, GCP,
-# AliCloud or OCI), and (go-discover-minimal.patch) raft's cloud auto-join.
-# It compiles 1,032 packages besides the standard library, the full build
+# the operator and its tests use. The patch also leaves out of it what
+# nothing here uses and pulls in SDKs: Okta MFA, Vault Agent and Vault Proxy
+# (`vault agent`, `vault proxy`), the Circonus and Stackdriver telemetry
+# sinks, the cloud KMS seals (auto-unseal with AWS, Azure, GCP, AliCloud or
+# OCI), and (go-discover-minimal.patch) raft's cloud auto-join.
+# It compiles 939 packages besides the standard library, the full build
 # 2,331 (docs/development.md), through minimal.mod: go.mod with the modules
 # it shares with kube-apiserver and etcd at their versions (align.sh), so
 # that `make run`, which builds Vault after them, compiles those once.
@@ -62,7 +63,7 @@ src="$root/bin/.build/vault-src" # go.mod here refers to this path
 
 mode="${1:-build}"
 case "$mode" in
-build) echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: about 3 to 4 min alone on a quiet 2-core machine, 2 to 3 after kube-apiserver's build, which compiled 301 of its packages; it peaks at about 2.2 GB of memory)" ;;
+build) echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: about 3 to 4 min alone on a quiet 2-core machine, 2 to 3 after kube-apiserver's build, which compiled 290 of its packages; it peaks at about 2.2 GB of memory)" ;;
 # `make run` fetches while kube-apiserver compiles: the downloads are most of
 # a minute of network and little CPU, and Vault's build then only compiles.
 fetch) echo ">> fetching vault $VAULT_VERSION's source and the modules of its $VAULT_FLAVOR build (no compile yet)" ;;
