@@ -63,7 +63,7 @@ src="$root/bin/.build/vault-src" # go.mod here refers to this path
 
 mode="${1:-build}"
 case "$mode" in
-build) echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: about 3 to 4 min alone on a quiet 2-core machine, 2 to 3 after kube-apiserver's build, which compiled 290 of its packages; it peaks at about 2.2 GB of memory)" ;;
+build) echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: about 3 to 4 min alone on a quiet 2-core machine, about 2 beside the operator after kube-apiserver's build, which compiled 290 of its packages; it peaks at about 2.2 GB of memory)" ;;
 # `make run` fetches while kube-apiserver compiles: the downloads are most of
 # a minute of network and little CPU, and Vault's build then only compiles.
 fetch) echo ">> fetching vault $VAULT_VERSION's source and the modules of its $VAULT_FLAVOR build (no compile yet)" ;;
