@@ -118,13 +118,12 @@ tools-clean: ## Remove the built tools, their stamps and the Vault build folder.
 # minutes of each build from empty Go caches, module downloads included;
 # the builds share a quiet 2-core machine's two cores, so the wall time is
 # about half their sum on the faster machines of the class and three
-# quarters on the slower. Measured (docs/getting-started.md): the cold
-# `make run` of kube-apiserver, etcd, Vault and the operator took 876 CPU-s
-# and 7 min 41 s on one 2-core machine, 1,413 CPU-s and 12 min 22 s on
-# another; with Vault after kube-apiserver and etcd, reusing the packages
-# they share, 1,310 CPU-s and 11 min 29 s on the latter, and on a fresh one
-# of its kind from 1,201 CPU-s and 10 min 32 s to 1,330 CPU-s and 11 min
-# 30 s in four runs over two hours (2026-12-04). Vault's figure is what it
+# quarters on the slower. Measured (hack/bench/first_run.py;
+# docs/development.md has the history): the cold `make run` took 990 to
+# 1,124 CPU-s and 8 min 41 s to 9 min 47 s in three runs at three hours
+# on one 2-core machine (2026-12-04 and 05), kube-apiserver and etcd
+# about 780 CPU-s of the 990, then Vault beside the operator about 220:
+# the wall time a little over half the CPU time. Vault's figure is what it
 # compiles then.
 TOOL_MINUTES_kube-apiserver := 10
 TOOL_MINUTES_etcd           := 1

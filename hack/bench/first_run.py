@@ -69,21 +69,24 @@ class Run:
         self.user = after.ru_utime - before.ru_utime
         self.sys = after.ru_stime - before.ru_stime
         self.faults = after.ru_minflt - before.ru_minflt
-        # ru_maxrss of the children is the largest of any one of them (KiB).
-        self.maxrss_mb = after.ru_maxrss / 1024
+        # ru_maxrss of the children is the largest of any one of them so far
+        # (KiB): a target's own figure only when it set a new one.
+        self.maxrss_mb = after.ru_maxrss / 1024 if after.ru_maxrss > before.ru_maxrss else None
         self.busy = (busy1 - busy0) / max(1, total1 - total0)
         return self
 
     def report(self):
         m, s = divmod(round(self.wall), 60)
-        cpu = self.user + self.sys
         status = "ok" if self.rc == 0 else f"FAILED (exit {self.rc}; see {self.log_path})"
-        return "\n".join([
-            f"{self.target}: {m} min {s} s, {cpu:,.0f} CPU-s ({self.user:,.0f} user + {self.sys:,.0f} system), "
-            f"{self.faults / 1e6:.1f} M page faults, largest process {self.maxrss_mb:,.0f} MB, "
-            f"cores {100 * self.busy:.0f} % busy: {status}",
-            *[f"  {b}" for b in self.built],
-        ])
+        parts = [
+            f"{m} min {s} s",
+            f"{self.user + self.sys:,.0f} CPU-s ({self.user:,.0f} user + {self.sys:,.0f} system)",
+            f"{self.faults / 1e6:.1f} M page faults",
+        ]
+        if self.maxrss_mb:
+            parts.append(f"largest process {self.maxrss_mb:,.0f} MB")
+        parts.append(f"cores {100 * self.busy:.0f} % busy")
+        return "\n".join([f"{self.target}: {', '.join(parts)}: {status}", *[f"  {b}" for b in self.built]])
 
 
 def main():
