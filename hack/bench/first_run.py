@@ -52,7 +52,8 @@ class Run:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         busy0, total0 = cpu_times()
         start = time.monotonic()
-        with open(self.log_path, "w") as log:
+        # Line-buffered: the log can be followed while the build runs.
+        with open(self.log_path, "w", buffering=1) as log:
             proc = subprocess.Popen(["make", *self.args], cwd=self.cwd, env=self.env,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     errors="replace")
