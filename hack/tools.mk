@@ -120,7 +120,7 @@ tools-clean: ## Remove the built tools, their stamps and the Vault build folder.
 # about half their sum on the faster machines of the class and three
 # quarters on the slower. Measured (hack/bench/first_run.py;
 # docs/development.md has the history): the cold `make run` took 990 to
-# 1,124 CPU-s and 8 min 41 s to 9 min 47 s in four runs at four hours
+# 1,124 CPU-s and 8 min 41 s to 9 min 47 s in four runs over three hours
 # on one 2-core machine (2026-12-04 and 05), kube-apiserver and etcd
 # about 780 CPU-s of the 990, then Vault beside the operator about 220:
 # the wall time a little over half the CPU time. Vault's figure is what it

@@ -2,7 +2,8 @@
 """A newcomer's first run, measured: `make run RUN_ARGS=--once` (and, with
 --test, `make test` after it) in a fresh clone with empty Go caches.
 
-The figures in README.md and docs/getting-started.md come from this:
+README.md's and docs/getting-started.md's first-run figures are measured
+this way (with this script since commit 664ffb1):
 
     python3 hack/bench/first_run.py --test            # HEAD of this checkout
     python3 hack/bench/first_run.py --rev 5524b49     # another commit
@@ -13,15 +14,17 @@ at empty folders in WORKDIR, and runs each make target there with its
 output, prefixed with seconds since the start, in WORKDIR/<target>.log.
 Then it prints per target: wall time; CPU seconds (user and system, from
 getrusage of the children, so every compiler and server counts); the page
-faults; the largest resident set of any one process; how busy the machine's
-cores were meanwhile (from /proc/stat, so anything else running shows up
-there: measure on an otherwise idle machine); and each `>> built` line.
+faults; the largest resident set of any one process (when the target set
+a new one: getrusage keeps one figure for all children); how busy the
+machine's cores were meanwhile (from /proc/stat, so anything else running
+shows up there: measure on an otherwise idle machine); and each `>> built`
+line.
 
-The machine's speed drifts (by up to an eighth from hour to hour on the
-project's 2-core class): compare two commits side by side, one run of each
-started at the same moment, or alternate them, never against a figure from
-another hour. WORKDIR (default: a new folder under $TMPDIR) is removed at
-the end unless --keep; it needs about 9 GB.
+The machine's speed drifts (the same build took 13.5 % more CPU at one
+hour than at another on the project's 2-core class): compare two commits
+side by side, one run of each started at the same moment, or alternate
+them, never against a figure from another hour. WORKDIR (default: a new
+folder under $TMPDIR) is removed at the end unless --keep; it needs about 9 GB.
 """
 import argparse
 import os
@@ -48,7 +51,7 @@ class Run:
         self.target, self.args, self.cwd, self.env, self.log_path = target, args, cwd, env, log_path
         self.built = []
 
-    def __call__(self):
+    def run(self):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         busy0, total0 = cpu_times()
         start = time.monotonic()
@@ -124,7 +127,7 @@ def main():
         runs.append(Run("make test", ["test"], src, env, os.path.join(work, "test.log")))
     done = []
     for r in runs:
-        done.append(r())
+        done.append(r.run())
         if r.rc != 0:
             break
     print()
