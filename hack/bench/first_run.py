@@ -24,7 +24,8 @@ The machine's speed drifts (the same build took 13.5 % more CPU at one
 hour than at another on the project's 2-core class): compare two commits
 side by side, one run of each started at the same moment, or alternate
 them, never against a figure from another hour. WORKDIR (default: a new
-folder under $TMPDIR) is removed at the end unless --keep; it needs about 9 GB.
+folder under $TMPDIR) is removed at the end unless --keep or a target
+failed; it needs about 9 GB.
 """
 import argparse
 import os
@@ -136,13 +137,15 @@ def main():
     if len(done) == 2:
         m, s = divmod(round(sum(r.wall for r in done)), 60)
         print(f"together: {m} min {s} s")
-    if args.keep:
+    failed = any(r.rc != 0 for r in done)
+    if args.keep or failed:
+        # A failed target's report points at its log: keep it to be read.
         print(f"kept {work}")
     else:
         # The module cache is read-only on purpose; the clean-up undoes that.
         subprocess.run(["chmod", "-R", "u+w", work], check=False)
         shutil.rmtree(work)
-    return 0 if all(r.rc == 0 for r in done) else 1
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
