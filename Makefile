@@ -165,6 +165,8 @@ fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).
 	$(call fuzz-target,FuzzParseAndCheck,./pkg/acl,200000x)
 	$(call fuzz-target,FuzzParseMarker,./pkg/ownership,200000x)
 	$(call fuzz-target,FuzzDecode,./pkg/ownership,100000x)
+	$(call fuzz-target,FuzzProveRoleID,./pkg/ownership,100000x)
+	$(call fuzz-target,FuzzParseHeader,./pkg/ownership,100000x)
 
 .PHONY: vectors
 vectors: build ## Also run the vectors through the project's reference runner, when ../shared has it.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -84,16 +85,15 @@ func admit(ctx context.Context, reader client.Reader, templates *Templates, b *v
 	return admission.Admit(ctx, clusterFacts{reader: reader, templates: templates}, b)
 }
 
-// minionIDOwner returns the binding that keeps obj's minion ID when it is
-// not obj (admission.Owner's rule).
-func minionIDOwner(ctx context.Context, reader client.Reader, obj *v1alpha1.MinionBinding) (*v1alpha1.MinionBinding, error) {
-	claimants, err := clusterFacts{reader: reader}.Claimants(ctx, obj.Spec.MinionID)
-	if err != nil {
-		return nil, err
+// rivals is the admission gate's claim order in ownership's terms.
+func (r *MinionBindingReconciler) rivals(a *admission.Admitted) ownership.Rivals {
+	var rv ownership.Rivals
+	for _, b := range a.Rivals {
+		rv.Others = append(rv.Others, r.owner(b))
 	}
-	owner := admission.Owner(claimants)
-	if owner == nil || (owner.UID == obj.UID && owner.Namespace == obj.Namespace && owner.Name == obj.Name) {
-		return nil, nil
+	if a.Ahead != nil {
+		o := r.owner(a.Ahead)
+		rv.Ahead = &o
 	}
-	return owner, nil
+	return rv
 }

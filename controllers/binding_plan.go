@@ -25,6 +25,9 @@ const (
 	// marker; a role is linked to the binding's entity (the alias actions
 	// that follow do it: a role's take itself makes no call).
 	actTake actionKind = "take"
+	// actRetain marks an entity left by deletionPolicy Retain as kept for
+	// the binding (ownership.RetainedKey).
+	actRetain actionKind = "retain"
 )
 
 type objectKind string
@@ -76,6 +79,9 @@ type vaultAction struct {
 	aliasID, aliasName, accessor, entityID string
 	// roleID: a role created under the role ID its alias is named by.
 	roleID string
+	// handover: a deletion of an object handed over from a binding that
+	// is gone (why), to be created anew for this one.
+	handover string
 }
 
 // path is the Vault API path the action writes, as Vault's audit log names it.
@@ -117,21 +123,37 @@ type planMode struct {
 // errRefused when the objects are someone else's and errInvalidInput when
 // the rendering cannot be stored: nothing may be written then.
 func planBinding(res *render.Result, o *observed, mode planMode) (bindingPlan, error) {
-	entityD, roleD, err := decide(o, mode.adopt)
+	d, err := decide(o, mode.adopt)
 	if err != nil {
 		return bindingPlan{}, err
 	}
-	desired, err := ownership.Metadata(entityMetadata(o.entity), res.EntityMetadata, o.proof.self)
+	// A handover starts clean: none of the old holder's metadata is kept.
+	actual := entityMetadata(o.entity)
+	if d.entity.Decision == ownership.Replace {
+		actual = nil
+	}
+	desired, err := ownership.Metadata(actual, res.EntityMetadata, o.proof.self)
 	if err != nil {
 		return bindingPlan{}, &errInvalidInput{err: err}
 	}
 	p := &planner{mode: mode}
-	if !p.entity(res.EntityName, entityD, o, desired) {
-		return bindingPlan{actions: p.actions}, nil // detect-only, and nothing to link a role to
+	// The role goes first when it is handed over: its secret IDs stop
+	// logging in before anything else changes.
+	if d.role.Decision == ownership.Replace {
+		p.replaced(vaultAction{kind: actDelete, object: objRole, call: callDeleteRole, what: "AppRole " + o.mount + "/" + o.name,
+			mount: o.mount, name: o.name, before: o.roleID}, d.role.Why)
 	}
-	p.role(res, roleD, o)
+	entity := o.entity
+	if !p.entity(res.EntityName, d.entity, o, desired) {
+		return bindingPlan{actions: p.actions, decided: d}, nil // detect-only, and nothing to link a role to
+	}
+	if d.entity.Decision == ownership.Replace {
+		entity = nil
+	}
+	p.role(res, d.role.Decision, o, entity)
 	plan := planRemovals(o.places, o.proof)
 	plan.actions = append(p.actions, plan.actions...)
+	plan.decided = d
 	return plan, nil
 }
 
@@ -140,6 +162,9 @@ func planBinding(res *render.Result, o *observed, mode planMode) (bindingPlan, e
 type bindingPlan struct {
 	actions  []vaultAction
 	notOwned []string
+	// decided is what the plan decided for the entity and the role at
+	// the current placement.
+	decided decisions
 }
 
 // at returns the actions at one place (0: the current placement).
@@ -169,17 +194,33 @@ func (p *planner) add(a vaultAction) bool {
 	return !a.held
 }
 
+// replaced appends the deletion of an object handed over from a binding
+// that is gone. It is never held: the minion is another binding's now,
+// and what the old holder's credentials reach must go whatever the
+// template's drift mode.
+func (p *planner) replaced(a vaultAction, why string) {
+	a.why, a.handover = why+": deleted, to be created anew", why
+	p.actions = append(p.actions, a)
+}
+
 // entity plans the entity's create, take over or update; false when a
 // create is held.
-func (p *planner) entity(name string, d ownership.Decision, o *observed, desired map[string]string) bool {
+func (p *planner) entity(name string, v ownership.Verdict, o *observed, desired map[string]string) bool {
 	a := vaultAction{object: objEntity, call: callWriteEntity, what: "entity " + name, name: name, metadata: desired}
 	switch {
-	case d == ownership.Create:
+	case v.Decision == ownership.Replace:
+		p.replaced(vaultAction{kind: actDelete, object: objEntity, call: callDeleteEntity, what: a.what, name: name, before: o.entity.Metadata}, v.Why)
+		a.kind, a.why = actCreate, "handed over: created anew"
+		p.actions = append(p.actions, a)
+	case v.Decision == ownership.Create:
 		a.kind, a.why = actCreate, "entity does not exist"
 		return p.add(a)
-	case d == ownership.Take && !o.entityProven:
+	case v.Decision == ownership.Take && !o.entityProven:
 		// Not drift: the marker makes the entity provably the binding's.
 		a.kind, a.why, a.before = actTake, "taken over from "+o.entityClaim.Describe(), o.entity.Metadata
+		if o.linkedRole && o.entityClaim.Holder != ownership.HolderSelf {
+			a.why = "its owner marker was removed or edited; the role linked to it proves it this binding's"
+		}
 		p.actions = append(p.actions, a)
 	default:
 		if differs, why := metadataDiffers(desired, o.entity.Metadata); differs {
@@ -191,20 +232,24 @@ func (p *planner) entity(name string, d ownership.Decision, o *observed, desired
 }
 
 // role plans the role: created under a new role ID with its alias named
-// by it first, or taken over, linked and brought to the rendering.
-func (p *planner) role(res *render.Result, d ownership.Decision, o *observed) {
+// by it first, or taken over, linked and brought to the rendering. entity
+// is the binding's entity as it will be before the role's actions (nil:
+// created by this plan).
+func (p *planner) role(res *render.Result, d ownership.Decision, o *observed, entity *vault.Entity) {
 	mount, name := res.AppRole.Mount, res.AppRole.RoleName
 	what := "AppRole " + mount + "/" + name
 	params := roleParams(res.AppRole.Params)
 	entityID := ""
-	if o.entity != nil {
-		entityID = o.entity.ID
+	if entity != nil {
+		entityID = entity.ID
 	}
-	if d == ownership.Create {
+	if d == ownership.Create || d == ownership.Replace {
 		params["role_id"] = p.mode.newRoleID
 		role := vaultAction{kind: actCreate, object: objRole, call: callWriteRole, what: what, why: "role does not exist",
 			mount: mount, name: name, params: params, roleID: p.mode.newRoleID}
-		if p.mode.unchanged && p.mode.detectOnly {
+		if d == ownership.Replace {
+			role.why = "handed over: created anew"
+		} else if p.mode.unchanged && p.mode.detectOnly {
 			p.add(role)
 			return
 		}
@@ -212,19 +257,23 @@ func (p *planner) role(res *render.Result, d ownership.Decision, o *observed) {
 		// role Vault re-created: the entity's alias on the mount is renamed.
 		alias := vaultAction{kind: actCreate, object: objAlias, what: "entity alias " + p.mode.newRoleID, why: "linking the new role",
 			aliasName: p.mode.newRoleID, accessor: o.accessor, entityID: entityID}
-		if onMount := aliasOn(o.entity, o.accessor); onMount != nil {
+		if onMount := aliasOn(entity, o.accessor); onMount != nil {
 			alias.kind, alias.call, alias.aliasID, alias.before = actUpdate, callUpdateAlias, onMount.ID, onMount.Name
 		} else {
 			alias.call = callCreateAlias
 		}
 		p.actions = append(p.actions, alias)
-		p.add(role)
+		if d == ownership.Replace {
+			p.actions = append(p.actions, role)
+		} else {
+			p.add(role)
+		}
 		return
 	}
 	if d == ownership.Take {
 		p.actions = append(p.actions, vaultAction{kind: actTake, object: objRole, what: what, why: "linked to the binding's entity", mount: mount, name: name})
 	}
-	p.alias(mount, o, entityID)
+	p.alias(mount, o, entity, entityID)
 	if differs, why := roleDiffers(res.AppRole.Params, o.role); differs {
 		p.add(vaultAction{kind: actUpdate, object: objRole, call: callWriteRole, what: what, why: why,
 			mount: mount, name: name, params: params, before: shownParams(o.role, params)})
@@ -237,8 +286,8 @@ func (p *planner) role(res *render.Result, d ownership.Decision, o *observed) {
 // was re-created; when a minion's login got an alias of that name on an
 // entity Vault made up for it, our stale alias goes and that one is moved
 // here (a create of an existing name moves it).
-func (p *planner) alias(mount string, o *observed, entityID string) {
-	onMount := aliasOn(o.entity, o.accessor)
+func (p *planner) alias(mount string, o *observed, entity *vault.Entity, entityID string) {
+	onMount := aliasOn(entity, o.accessor)
 	a := vaultAction{object: objAlias, what: "entity alias " + o.roleID, aliasName: o.roleID, accessor: o.accessor, entityID: entityID}
 	switch {
 	case onMount != nil && onMount.Name == o.roleID:

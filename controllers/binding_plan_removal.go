@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
+	"time"
 
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -21,6 +23,11 @@ type placeObserved struct {
 	accessor string
 	entity   *vault.Entity // the old entity (entityStale only)
 	roleID   string        // the old role's (roleStale only)
+	// roleProven: the old role's role ID proves it the binding's.
+	roleProven bool
+	// retain: the place is left in Vault (deletionPolicy Retain); only
+	// its entity was read, to mark it retained.
+	retain bool
 	// roleHolder is the entity holding the alias named roleID, looked up
 	// when the entities read do not link the role.
 	roleHolder *vault.Entity
@@ -33,11 +40,17 @@ type placeObserved struct {
 // binding's: the role is the binding's to delete.
 func (po placeObserved) linked(pr proof, entities ...*vault.Entity) bool {
 	for _, e := range entities {
-		if a := aliasOn(e, po.accessor); a != nil && a.Name == po.roleID && pr.deletable(e) {
+		if po.holdsAlias(e) && pr.deletable(e, po.roleProven) {
 			return true
 		}
 	}
 	return false
+}
+
+// holdsAlias: the entity holds the old role's alias.
+func (po placeObserved) holdsAlias(e *vault.Entity) bool {
+	a := aliasOn(e, po.accessor)
+	return a != nil && po.roleID != "" && a.Name == po.roleID
 }
 
 // planRemovals plans the removals at every stale placement observed; an
@@ -55,16 +68,33 @@ func planRemovals(places []placeObserved, pr proof) bindingPlan {
 	return plan
 }
 
+// planRetain marks the entity of a place left by deletionPolicy Retain,
+// when Vault proves it the binding's and it is not marked yet: only the
+// binding coming back under its name is handed it then.
+func planRetain(po placeObserved, pr proof) []vaultAction {
+	e := po.entity
+	if !po.entityStale || e == nil || e.Metadata[ownership.RetainedKey] != "" || !pr.deletable(e, false) {
+		return nil
+	}
+	md := maps.Clone(e.Metadata)
+	md[ownership.RetainedKey] = pr.now().UTC().Format(time.RFC3339)
+	return []vaultAction{{kind: actRetain, object: objEntity, call: callWriteEntity, what: "entity " + po.place.Entity,
+		why: "retained (deletionPolicy Retain): kept for this binding", name: po.place.Entity, metadata: md, before: e.Metadata}}
+}
+
 // planRemoval decides what to delete at a stale placement: the role first
-// (its proof is the alias of the entity deleted after it), then the entity,
-// each only when Vault proves it the binding's; or, when the entity stays
-// (a mount switch), its alias on the old mount. Objects not proven are
-// left and named in notOwned, with why.
+// (its role ID proves it, or the alias of the entity deleted after it),
+// then the entity, each only when Vault proves it the binding's; or, when
+// the entity stays (a mount switch), its alias on the old mount. Objects
+// not proven are left and named in notOwned, with why.
 func planRemoval(po placeObserved, pr proof) (actions []vaultAction, notOwned []string) {
 	p := po.place
+	if po.retain {
+		return planRetain(po, pr), nil
+	}
 	if po.roleStale && po.accessor != "" && po.roleID != "" {
 		what := "AppRole " + p.Mount + "/" + po.roleName
-		if po.linked(pr, po.entity, po.current) || pr.deletable(po.roleHolder) {
+		if po.roleProven || po.linked(pr, po.entity, po.current) || pr.deletable(po.roleHolder, false) {
 			actions = append(actions, vaultAction{kind: actDelete, object: objRole, call: callDeleteRole, what: what,
 				why: "no longer rendered", mount: p.Mount, name: po.roleName})
 		} else {
@@ -74,7 +104,7 @@ func planRemoval(po placeObserved, pr proof) (actions []vaultAction, notOwned []
 	e := po.entity
 	switch {
 	case po.entityStale && e == nil:
-	case po.entityStale && pr.deletable(e):
+	case po.entityStale && pr.deletable(e, po.roleProven && po.holdsAlias(e)):
 		actions = append(actions, vaultAction{kind: actDelete, object: objEntity, call: callDeleteEntity, what: "entity " + p.Entity,
 			why: "no longer rendered", name: p.Entity, before: e.Metadata})
 	case po.entityStale:

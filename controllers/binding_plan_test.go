@@ -18,9 +18,15 @@ import (
 // actions out, no Vault at all.
 
 var (
-	planSelf  = ownership.Owner{Cluster: "c1", Namespace: "salt", Name: "web01", UID: "uid-self"}
-	planOther = ownership.Owner{Cluster: "c1", Namespace: "salt", Name: "web01-b", UID: "uid-other"}
+	planSelf    = ownership.Owner{Cluster: "c1", Namespace: "salt", Name: "web01", UID: "uid-self"}
+	planOther   = ownership.Owner{Cluster: "c1", Namespace: "salt", Name: "web01-b", UID: "uid-other"}
+	planEarlier = ownership.Owner{Cluster: "c1", Namespace: "salt", Name: "web01", UID: "uid-earlier"}
 )
+
+// ownRoleID is a role ID the operator chose for owner.
+func ownRoleID(res *render.Result, owner ownership.Owner) string {
+	return ownership.NewRoleID(owner, ownership.RolePlace{Mount: res.AppRole.Mount, Role: res.AppRole.RoleName}, [16]byte{7})
+}
 
 const (
 	accA, accB = "acc-a", "acc-b" // the accessors of salt-minions and salt-minions-b
@@ -60,9 +66,11 @@ func world(res *render.Result, pr proof, o observed) *observed {
 		o.accessor = accB
 	}
 	o.mount, o.name, o.entityName = res.AppRole.Mount, res.AppRole.RoleName, res.EntityName
-	o.entityClaim = pr.claim(o.entity)
-	o.entityProven = o.entityClaim.Holder == ownership.HolderUnmarked && pr.provenByStatus(o.entity)
-	o.aliasClaim = aliasClaim(&o)
+	o.deriveClaims()
+	if o.aliasClaim == o.entityClaim && o.aliasHolderState == ownership.HolderUnknown {
+		// The API server's answer for the one binding both claims name.
+		o.aliasHolderState = o.entityHolder
+	}
 	return &o
 }
 
@@ -143,9 +151,34 @@ func TestPlanBinding(t *testing.T) {
 			refuse: v1alpha1.MinionIDConflictReason},
 		{name: "the entity's holder is being deleted: wait", res: res, o: world(res, self, observed{entity: entityOf(res, planOther, "e2"), entityHolder: ownership.HolderDeleting}),
 			refuse: v1alpha1.MinionIDReleasingReason},
-		{name: "the entity's holder is gone: the marker is taken over", res: res,
+		{name: "the entity's holder (another binding) is gone: handed over, role and entity created anew", res: res,
 			o: world(res, self, observed{role: syncedRole, roleID: "r1", entity: entityOf(res, planOther, "e2", alias("a1", "r1", accA)), entityHolder: ownership.HolderGone}), mode: unchanged,
+			want: []string{"delete approle-role auth/salt-minions/role/web01", "delete entity identity/entity/name/salt_minion_web01",
+				"create entity identity/entity/name/salt_minion_web01", "create entity-alias identity/entity-alias", "create approle-role auth/salt-minions/role/web01"}},
+		{name: "handed over in detect-only mode: still created anew (nothing of the old holder's is held)", res: res,
+			o:    world(res, self, observed{role: syncedRole, roleID: "r1", entity: entityOf(res, planOther, "e2", alias("a1", "r1", accA)), entityHolder: ownership.HolderGone}),
+			mode: planMode{unchanged: true, detectOnly: true, newRoleID: newID},
+			want: []string{"delete approle-role auth/salt-minions/role/web01", "delete entity identity/entity/name/salt_minion_web01",
+				"create entity identity/entity/name/salt_minion_web01", "create entity-alias identity/entity-alias", "create approle-role auth/salt-minions/role/web01"}},
+		{name: "the binding's earlier incarnation's (a restore): the marker is taken, the role kept", res: res,
+			o: world(res, self, observed{role: syncedRole, roleID: "r1", entity: entityOf(res, planEarlier, "e2", alias("a1", "r1", accA))}), mode: unchanged,
 			want: []string{"take entity identity/entity/name/salt_minion_web01"}},
+		{name: "gone holder, the binding it was is back: it keeps the minion", res: res,
+			o: world(res, self, observed{role: syncedRole, roleID: "r1", entity: entityOf(res, planOther, "e2", alias("a1", "r1", accA)), entityHolder: ownership.HolderGone,
+				rivals: ownership.Rivals{Others: []ownership.Owner{{Cluster: "c1", Namespace: "salt", Name: "web01-b", UID: "uid-back"}}}}),
+			refuse: v1alpha1.DuplicateMinionIDReason},
+		{name: "entity and alias deleted by hand: the role's ID proves it; entity created, alias linked", res: res,
+			o: world(res, self, observed{role: syncedRole, roleID: ownRoleID(res, planSelf)}), mode: unchanged,
+			want: []string{"create entity identity/entity/name/salt_minion_web01 (drift)", "create entity-alias identity/entity-alias (drift)"}},
+		{name: "metadata map replaced (no marker): the linked role proves it; the marker written back", res: res,
+			o: world(res, self, observed{role: syncedRole, roleID: ownRoleID(res, planSelf), entity: entityOf(res, ownership.Owner{}, "e1", alias("a1", ownRoleID(res, planSelf), accA))}), mode: unchanged,
+			want: []string{"take entity identity/entity/name/salt_minion_web01"}},
+		{name: "a role left by a binding that is gone (its ID says so), the entity deleted: handed over", res: res,
+			o: world(res, self, observed{role: syncedRole, roleID: ownRoleID(res, planOther), roleHolder: ownership.HolderGone}), mode: sync,
+			want: []string{"delete approle-role auth/salt-minions/role/web01", "create entity identity/entity/name/salt_minion_web01",
+				"create entity-alias identity/entity-alias", "create approle-role auth/salt-minions/role/web01"}},
+		{name: "another claimant comes first and Vault has nothing of this binding's", res: res,
+			o: world(res, self, observed{rivals: ownership.Rivals{Ahead: &planOther, Others: []ownership.Owner{planOther}}}), refuse: v1alpha1.DuplicateMinionIDReason},
 		{name: "an unmarked entity without adoptMinions", res: res, o: world(res, self, observed{entity: entityOf(res, ownership.Owner{}, "e3")}), refuse: v1alpha1.NotOwnedReason},
 		{name: "an unmarked entity with adoptMinions: taken over", res: res, o: world(res, self, observed{entity: entityOf(res, ownership.Owner{}, "e3")}), mode: planMode{adopt: true, newRoleID: newID},
 			want: []string{"take entity identity/entity/name/salt_minion_web01", "create entity-alias identity/entity-alias", "create approle-role auth/salt-minions/role/web01"}},

@@ -180,31 +180,6 @@ func metadataDiffers(desired, actual map[string]string) (bool, string) {
 	return false, ""
 }
 
-// ownershipHeader marks the ACL policies the operator writes, so it never
-// takes over or deletes a policy someone else wrote.
-func ownershipHeader(templateName string) string {
-	return "# Managed by minion-vault-operator for MinionTemplate " + strconv.Quote(templateName) + ". Do not edit: changes are overwritten.\n"
-}
-
-// policyOwner returns the template named in a policy's ownership header.
-func policyOwner(hcl string) (string, bool) {
-	const prefix = "# Managed by minion-vault-operator for MinionTemplate "
-	line, _, _ := strings.Cut(hcl, "\n")
-	if !strings.HasPrefix(line, prefix) {
-		return "", false
-	}
-	rest := strings.TrimPrefix(line, prefix)
-	end := strings.Index(rest, ". Do not edit")
-	if end < 0 {
-		return "", false
-	}
-	name, err := strconv.Unquote(rest[:end])
-	if err != nil {
-		return "", false
-	}
-	return name, true
-}
-
 // policyDiffers compares a desired policy text with Vault's, ignoring
 // trailing whitespace differences Vault may introduce.
 func policyDiffers(desired, actual string) bool {

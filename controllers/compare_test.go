@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"encoding/json"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"strings"
 	"testing"
 
@@ -76,20 +77,21 @@ func TestMetadataDiffers(t *testing.T) {
 	}
 }
 
-func TestPolicyOwnership(t *testing.T) {
-	hcl := ownershipHeader(`salt "minions"`) + "path \"a\" {\n  capabilities = [\"read\"]\n}\n"
-	owner, ok := policyOwner(hcl)
-	if !ok || owner != `salt "minions"` {
-		t.Fatalf("owner %q %v", owner, ok)
-	}
-	for _, foreign := range []string{"", "path \"a\" {}", "# Managed by someone else\n", "# Managed by minion-vault-operator for MinionTemplate x. Do not edit"} {
-		if _, ok := policyOwner(foreign); ok {
-			t.Errorf("%q claimed as ours", foreign)
-		}
-	}
+func TestPolicyDiffers(t *testing.T) {
+	hcl := ownershipHeader("salt") + "path \"a\" {\n  capabilities = [\"read\"]\n}\n"
 	if policyDiffers(hcl, hcl+"\n") || !policyDiffers(hcl, hcl+"x") {
 		t.Error("policyDiffers")
 	}
+}
+
+// ownershipHeader is the header of a test template's policies in the
+// test cluster.
+func ownershipHeader(template string) string {
+	return testPolicyOwner(template).Header()
+}
+
+func testPolicyOwner(template string) ownership.PolicyOwner {
+	return ownership.PolicyOwner{Cluster: testCluster, Template: template}
 }
 
 // Vault answers CIDR blocks in go-sockaddr's notation: a single address

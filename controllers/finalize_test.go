@@ -8,6 +8,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -71,28 +73,81 @@ func TestDeletionWaitsForACredential(t *testing.T) {
 	}
 }
 
-// A record that no longer decodes (edited by hand) does not wedge the
-// deletion: the binding says so in one event and deletes what status says
-// it wrote, as far as Vault proves it the binding's.
+// A record that cannot be read (edited by hand: not JSON, or naming an
+// object no Vault path can have) does not wedge the deletion: the binding
+// says so in one event and deletes what status says it wrote, as far as
+// Vault proves it the binding's.
 func TestDeletionWithABrokenRecordLooksWhereStatusSays(t *testing.T) {
+	for _, record := range []string{
+		"not json",
+		`[{"vault":"` + testVaultID + `","connection":"vault","mount":"salt-minions","entity":".."}]`,
+		`[{"vault":"` + testVaultID + `","connection":"vault","mount":"../sys","entity":"salt_minion_web01"}]`,
+	} {
+		t.Run(record, func(t *testing.T) {
+			h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
+			ctx := context.Background()
+			h.reconcile("salt", "web01")
+			h.events()
+			b := h.get("salt", "web01")
+			b.Annotations[v1alpha1.VaultObjectsAnnotation] = record
+			if err := h.c.Update(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			h.deleteAndFinalize("salt", "web01")
+			if r, _ := h.v.ReadRole(ctx, "salt-minions", "web01"); r != nil {
+				t.Error("role remains although status names it")
+			}
+			if e, _ := h.v.ReadEntityByName(ctx, "salt_minion_web01"); e != nil {
+				t.Error("entity remains although status names it")
+			}
+			evs := h.events()
+			if n := strings.Count(evs, "looking only where status says"); n != 1 || !strings.Contains(evs, v1alpha1.DeletionBlockedReason) {
+				t.Errorf("want one DeletionBlocked event about the record, got:\n%s", evs)
+			}
+			if !strings.Contains(evs, "Deleted from Vault") {
+				t.Errorf("no Deleted event:\n%s", evs)
+			}
+		})
+	}
+}
+
+// A live binding whose record was broken by hand stalls, and recovers as
+// soon as the record is removed (the change wakes it: recordRepaired).
+func TestBrokenRecordStallsUntilRemoved(t *testing.T) {
 	h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
 	ctx := context.Background()
 	h.reconcile("salt", "web01")
-	h.events()
 	b := h.get("salt", "web01")
-	b.Annotations[v1alpha1.VaultObjectsAnnotation] = "not json"
+	good := b.DeepCopy()
+	b.Annotations[v1alpha1.VaultObjectsAnnotation] = `[{"vault":"v","connection":"vault","mount":"salt-minions","entity":".."}]`
 	if err := h.c.Update(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	h.deleteAndFinalize("salt", "web01")
-	if r, _ := h.v.ReadRole(ctx, "salt-minions", "web01"); r != nil {
-		t.Error("role remains although status names it")
+	if !recordRepaired.Update(event.UpdateEvent{ObjectOld: good, ObjectNew: b}) {
+		t.Error("breaking the record does not wake the binding")
 	}
-	evs := h.events()
-	if n := strings.Count(evs, "looking only where status says"); n != 1 || !strings.Contains(evs, v1alpha1.DeletionBlockedReason) {
-		t.Errorf("want one DeletionBlocked event about the record, got:\n%s", evs)
+	h.reconcile("salt", "web01")
+	stalled := h.get("salt", "web01")
+	if !apimeta.IsStatusConditionTrue(stalled.Status.Conditions, v1alpha1.StalledCondition) || !strings.Contains(reason(stalled)+readyMessageOf(stalled), "cannot name an object") {
+		t.Fatalf("a broken record: %+v", stalled.Status.Conditions)
 	}
-	if !strings.Contains(evs, "Deleted from Vault") {
-		t.Errorf("no Deleted event:\n%s", evs)
+	fixed := stalled.DeepCopy()
+	delete(fixed.Annotations, v1alpha1.VaultObjectsAnnotation)
+	if err := h.c.Update(ctx, fixed); err != nil {
+		t.Fatal(err)
 	}
+	if !recordRepaired.Update(event.UpdateEvent{ObjectOld: stalled, ObjectNew: fixed}) {
+		t.Fatal("removing the broken record does not wake the binding")
+	}
+	h.reconcile("salt", "web01")
+	if got := reason(h.get("salt", "web01")); got != v1alpha1.SucceededReason {
+		t.Errorf("after the record was removed: %s", got)
+	}
+}
+
+func readyMessageOf(b *v1alpha1.MinionBinding) string {
+	if c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); c != nil {
+		return c.Message
+	}
+	return ""
 }

@@ -2,13 +2,13 @@ package controllers
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
-
-	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
@@ -34,17 +34,17 @@ import (
 // The mount's accessor comes from the client's cache (sys/auth is read once
 // per connection, and again when Vault changes).
 func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result,
-	inv ownership.Inventory, cur ownership.Placement, sc *bindingScope) error {
+	rivals ownership.Rivals, inv ownership.Inventory, cur ownership.Placement, sc *bindingScope) error {
 	sc.hash = desiredHash(sc.vault, res)
 	sc.created = obj.Status.LastAppliedHash == ""
-	o, err := r.observe(ctx, vc, obj, res)
+	o, err := r.observe(ctx, vc, obj, res, rivals)
 	if err != nil {
 		return err
 	}
 	stale := inv.Stale(&cur)
 	places, observed := r.observePlaces(ctx, obj, stale, &cur, o.entity, recordedPolicy(tpl), o.proof, sc)
 	o.places = observed
-	plan, err := planBinding(res, o, r.planMode(obj, tpl, sc.hash))
+	plan, err := planBinding(res, o, r.planMode(obj, tpl, res, o.proof.self, sc.hash))
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, ob
 	}
 	ex, err := execute(ctx, vc, plan.at(0))
 	sc.done = ex.done
-	sc.entityID, sc.roleID = appliedIDs(o, plan.at(0), ex, err)
+	sc.entityID, sc.roleID = appliedIDs(o, plan, ex)
 	if err != nil || len(stale) == 0 {
 		return err
 	}
@@ -74,15 +74,16 @@ func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, ob
 	return err
 }
 
-// planMode is how the binding's template and record shape the plan.
-func (r *MinionBindingReconciler) planMode(obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, hash string) planMode {
+// planMode is how the binding's template and record shape the plan. self
+// is the owner the role ID of a new role is chosen for.
+func (r *MinionBindingReconciler) planMode(obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result, self ownership.Owner, hash string) planMode {
 	return planMode{
 		// Nothing changed on our side since the last successful apply: any
 		// difference found now was made in Vault by someone else.
 		unchanged:  obj.Status.LastAppliedHash == hash,
 		detectOnly: tpl.Spec.DriftDetection == v1alpha1.DriftDetectionDetectOnly,
 		adopt:      tpl.Spec.AdoptMinions,
-		newRoleID:  r.roleID(),
+		newRoleID:  r.roleID(self, ownership.RolePlace{Mount: res.AppRole.Mount, Role: res.AppRole.RoleName}),
 	}
 }
 
@@ -100,37 +101,39 @@ func recordedPolicy(tpl *v1alpha1.MinionTemplate) func(ownership.Placement) v1al
 // appliedIDs are the entity and role IDs status records: what exists and
 // is the binding's after the execution, even a failed one (deletion tells
 // the entity it created from someone else's by it). Nothing is recorded
-// when the entity step failed or was held (detect-only): nothing is
-// linked then.
-func appliedIDs(o *observed, actions []vaultAction, ex executed, err error) (entityID, roleID string) {
-	var pending []vaultAction
-	for _, a := range actions {
-		if !a.held {
-			pending = append(pending, a)
+// while the entity is not the binding's: its write failed or was held
+// (detect-only), or it was handed over and not created anew yet; nothing
+// is linked then.
+func appliedIDs(o *observed, plan bindingPlan, ex executed) (entityID, roleID string) {
+	entityID = ex.entityID
+	switch plan.decided.entity.Decision {
+	case ownership.Keep:
+		entityID = o.entity.ID
+	case ownership.Take:
+		if slices.ContainsFunc(ex.done, func(a vaultAction) bool { return a.object == objEntity }) {
+			entityID = o.entity.ID
 		}
 	}
-	if len(actions) > 0 && actions[0].object == objEntity && actions[0].kind == actCreate && actions[0].held {
+	if entityID == "" {
 		return "", ""
 	}
-	if err != nil && len(ex.done) < len(pending) && pending[len(ex.done)].object == objEntity {
-		return "", ""
-	}
-	entityID, roleID = ex.entityID, ex.roleID
-	if entityID == "" && o.entity != nil {
-		entityID = o.entity.ID
-	}
-	if roleID == "" && o.role != nil {
+	roleID = ex.roleID
+	if d := plan.decided.role.Decision; roleID == "" && (d == ownership.Keep || d == ownership.Take) {
 		roleID = o.roleID
 	}
 	return entityID, roleID
 }
 
-// roleID chooses the role ID of a new role.
-func (r *MinionBindingReconciler) roleID() string {
-	if r.newRoleID != nil {
-		return r.newRoleID()
+// roleID chooses the role ID of a new role for self at place: random, and
+// provably self's (ownership.NewRoleID).
+func (r *MinionBindingReconciler) roleID(self ownership.Owner, place ownership.RolePlace) string {
+	var random [16]byte
+	if r.random != nil {
+		random = r.random()
+	} else {
+		_, _ = rand.Read(random[:]) // never fails (crypto/rand)
 	}
-	return string(uuid.NewUUID())
+	return ownership.NewRoleID(self, place, random)
 }
 
 // desiredHash fingerprints what the binding renders for Vault, to tell

@@ -32,18 +32,19 @@ type stalePlace struct {
 
 // observePlaces reads what the stale placements hold, each through a
 // connection that reaches its Vault. cur is the current placement and
-// current its entity as observed (nil: the binding is being deleted).
+// current its entity as observed (nil: the binding is being deleted). A
+// place retained by the deletion policy is read too: its entity is marked
+// retained, so that the objects are kept for this binding (see
+// ownership.RetainedKey).
 func (r *MinionBindingReconciler) observePlaces(ctx context.Context, obj *v1alpha1.MinionBinding, stale []ownership.Placement,
 	cur *ownership.Placement, current *vault.Entity, policy func(ownership.Placement) v1alpha1.DeletionPolicy, pr proof, sc *bindingScope) ([]stalePlace, []placeObserved) {
 	var places []stalePlace
 	var observed []placeObserved
 	for _, p := range stale {
 		sp := stalePlace{p: p}
-		if policy(p) == v1alpha1.DeletionPolicyRetain {
+		retain := policy(p) == v1alpha1.DeletionPolicyRetain
+		if retain {
 			sc.retained = append(sc.retained, p.String())
-			sp.gone = true
-			places = append(places, sp)
-			continue
 		}
 		sp.vc, sp.err = r.clientFor(ctx, p)
 		if sp.err != nil && isGone(sp.err) {
@@ -52,14 +53,14 @@ func (r *MinionBindingReconciler) observePlaces(ctx context.Context, obj *v1alph
 				// The connection now reaches another Vault (re-initialised,
 				// restored): the old one, and its objects, are gone.
 				ctrl.LoggerFrom(ctx).Info("Forgetting a place in a Vault no connection reaches any more", "place", p.String())
-			} else {
+			} else if !retain {
 				sc.unreachable = append(sc.unreachable, fmt.Sprintf("%s: %v", p, sp.err))
 			}
 			sp.gone, sp.err = true, nil
 		}
 		if sp.err == nil && !sp.gone {
 			var po placeObserved
-			po, sp.err = observePlace(ctx, sp.vc, p, cur, current, strings.ToLower(obj.Spec.MinionID), pr)
+			po, sp.err = observePlace(ctx, sp.vc, p, cur, current, strings.ToLower(obj.Spec.MinionID), pr, retain)
 			if sp.err != nil {
 				sp.gone, sp.err = r.unreachable(ctx, sp, sp.err, sc)
 			} else {
@@ -74,9 +75,18 @@ func (r *MinionBindingReconciler) observePlaces(ctx context.Context, obj *v1alph
 
 // observePlace reads the old mount's accessor, the old entity, the old
 // role's role ID and, when the entities read do not link the role, whose
-// login it leads to.
-func observePlace(ctx context.Context, vc vault.Client, p ownership.Placement, cur *ownership.Placement, current *vault.Entity, roleName string, pr proof) (placeObserved, error) {
-	po := placeObserved{place: p, roleName: roleName, roleStale: cur == nil || !p.SameRole(*cur), entityStale: cur == nil || !p.SameEntity(*cur)}
+// login it leads to; for a place retained, the old entity only.
+func observePlace(ctx context.Context, vc vault.Client, p ownership.Placement, cur *ownership.Placement, current *vault.Entity, roleName string, pr proof, retain bool) (placeObserved, error) {
+	po := placeObserved{place: p, roleName: roleName, retain: retain, roleStale: cur == nil || !p.SameRole(*cur), entityStale: cur == nil || !p.SameEntity(*cur)}
+	if retain {
+		var err error
+		if po.entityStale {
+			if po.entity, err = vc.ReadEntityByName(ctx, p.Entity); err != nil {
+				return po, fmt.Errorf("reading entity %s: %w", p.Entity, err)
+			}
+		}
+		return po, nil
+	}
 	if cur != nil && p.Vault == cur.Vault && (p.Vault != "" || p.Connection == cur.Connection) {
 		po.current = current
 	}
@@ -95,7 +105,8 @@ func observePlace(ctx context.Context, vc vault.Client, p ownership.Placement, c
 	if po.roleID, err = vc.ReadRoleID(ctx, p.Mount, roleName); err != nil {
 		return po, fmt.Errorf("reading the role ID of AppRole %s/%s: %w", p.Mount, roleName, err)
 	}
-	if po.roleID != "" && !po.linked(pr, po.entity, po.current) {
+	po.roleProven = po.roleID != "" && pr.roleClaim(po.roleID, p.Mount, roleName, nil).Holder == ownership.HolderSelf
+	if po.roleID != "" && !po.roleProven && !po.linked(pr, po.entity, po.current) {
 		if po.roleHolder, err = vc.LookupEntityByAlias(ctx, po.roleID, po.accessor); err != nil {
 			return po, fmt.Errorf("looking up the entity of AppRole %s/%s's role ID: %w", p.Mount, roleName, err)
 		}
@@ -103,11 +114,16 @@ func observePlace(ctx context.Context, vc vault.Client, p ownership.Placement, c
 	return po, nil
 }
 
-// unreachable sorts a failure at a stale placement: refused although the
-// credentials work, the operator's policy does not reach there, so it
-// never wrote there (a record edited by hand): the record forgets it.
-// Anything else (refused credentials included) keeps it recorded.
+// unreachable sorts a failure at a stale placement: a name no Vault
+// object can have, or refused although the credentials work (the
+// operator's policy does not reach there), so the operator never wrote
+// there (a record edited by hand): the record forgets it. Anything else
+// (refused credentials included) keeps it recorded.
 func (r *MinionBindingReconciler) unreachable(ctx context.Context, sp stalePlace, err error, sc *bindingScope) (gone bool, _ error) {
+	if errors.Is(err, vault.ErrInvalid) {
+		sc.notOwned = append(sc.notOwned, fmt.Sprintf("%s (no Vault object can have that name: %v)", sp.p, err))
+		return true, nil
+	}
 	if vault.Denied(err) && sp.vc.CheckToken(ctx) == nil {
 		sc.notOwned = append(sc.notOwned, fmt.Sprintf("%s (the operator may not read it: %v)", sp.p, err))
 		return true, nil
@@ -297,9 +313,10 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 		}
 	}
 	// A connection that exists but cannot log in yet (its Secret is
-	// missing): wait rather than leave an AppRole that still works.
+	// missing): wait rather than leave an AppRole that still works, or
+	// retained objects any other binding could be handed.
 	for _, p := range inv {
-		if _, _, err := r.Connections.Get(ctx, p.Connection); waitingOn(err, waitingForCredential) && policy(p) != v1alpha1.DeletionPolicyRetain {
+		if _, _, err := r.Connections.Get(ctx, p.Connection); waitingOn(err, waitingForCredential) {
 			sc.wait(v1alpha1.DeletionBlockedReason, "waiting to delete the Vault objects: "+err.Error())
 			return nil
 		}

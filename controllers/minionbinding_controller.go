@@ -34,12 +34,16 @@ type MinionBindingReconciler struct {
 	// APIReader reads past the cache: whether the binding a marker names
 	// still exists (another shard's bindings are not in the cache).
 	APIReader client.Reader
+	// SeesAllBindings: the cache holds every MinionBinding of the cluster
+	// (no shard): a role whose role ID this cluster's operator chose for
+	// a binding that no claimant of the minion ID is, is a gone binding's.
+	SeesAllBindings bool
 
 	// matchByName: a plan of manifests, whose bindings have no UID, takes
 	// a marker naming the binding's namespace and name as its own.
 	matchByName bool
-	// newRoleID chooses the role ID of a new role (a random UUID).
-	newRoleID func() string
+	// random is the randomness of a new role ID (crypto/rand).
+	random func() [16]byte
 }
 
 // bindingScope records what one reconcile saw and did; status and events
@@ -156,7 +160,7 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 	cur := ownership.Placement{Vault: sc.vault, Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
 		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
 	sc.beforeWrite = func() error { return r.recordBeforeWriting(ctx, obj, inv, cur) }
-	if err := r.apply(ctx, vc, obj, tpl, res, inv, cur, sc); err != nil {
+	if err := r.apply(ctx, vc, obj, tpl, res, r.rivals(a), inv, cur, sc); err != nil {
 		return err
 	}
 	sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: readyMessage(res)}

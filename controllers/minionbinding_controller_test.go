@@ -48,7 +48,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	conns := &Connections{Client: c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return v, nil }}
 	return &harness{t: t, c: c, v: v, rec: rec, r: &MinionBindingReconciler{
 		Client: c, Recorder: rec, Connections: conns, Templates: &Templates{Client: c}, DefaultInterval: time.Hour,
-		ClusterID: testCluster,
+		ClusterID: testCluster, SeesAllBindings: true,
 	}}
 }
 

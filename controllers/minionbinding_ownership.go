@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,15 @@ type proof struct {
 	// and name as its own.
 	byName           bool
 	entityID, roleID string // status's
+	// clock is the time a retained mark records (nil: time.Now).
+	clock func() time.Time
+}
+
+func (pr proof) now() time.Time {
+	if pr.clock != nil {
+		return pr.clock()
+	}
+	return time.Now()
 }
 
 func (r *MinionBindingReconciler) proofOf(obj *v1alpha1.MinionBinding) proof {
@@ -51,6 +61,13 @@ func (pr proof) claim(e *vault.Entity) ownership.Claim {
 	return c
 }
 
+// roleClaim is whose a role at mount/name is by its role ID, among the
+// candidates (the other claimants of the minion ID).
+func (pr proof) roleClaim(roleID, mount, name string, candidates []ownership.Owner) ownership.Claim {
+	p := ownership.ProveRoleID(roleID, pr.self.Cluster, ownership.RolePlace{Mount: mount, Role: name})
+	return ownership.RoleClaim(p, pr.self, pr.byName, candidates)
+}
+
 // provenByStatus: the entity is the one status recorded: the proof of the
 // previous release's own objects, which carry no marker.
 func (pr proof) provenByStatus(e *vault.Entity) bool {
@@ -58,9 +75,10 @@ func (pr proof) provenByStatus(e *vault.Entity) bool {
 }
 
 // deletable: the entity is proven the binding's, so it may be deleted
-// (and a role linked to it with it).
-func (pr proof) deletable(e *vault.Entity) bool {
-	return e != nil && ownership.Deletable(pr.claim(e), pr.provenByStatus(e))
+// (and a role linked to it with it). linkedRole: it holds the alias of a
+// role whose role ID proves it the binding's.
+func (pr proof) deletable(e *vault.Entity, linkedRole bool) bool {
+	return e != nil && ownership.Deletable(pr.claim(e), pr.provenByStatus(e), linkedRole)
 }
 
 // observed is everything planBinding decides from, read once.
@@ -74,16 +92,24 @@ type observed struct {
 	// mount, when it is not the binding's entity (nil: nobody's, or not
 	// looked up because the binding's entity holds it).
 	aliasHolder *vault.Entity
-	entityClaim ownership.Claim
-	aliasClaim  ownership.Claim
-	// The state of the bindings the markers name, when they are another
+	// rivals are the other claimants of the minion ID (the admission
+	// gate's): the candidates a role ID may name, and who comes first.
+	rivals ownership.Rivals
+	// The claims, derived from the reads (deriveClaims).
+	entityClaim, aliasClaim ownership.Claim
+	// roleClaim is whose the role ID says the role is.
+	roleClaim ownership.Claim
+	// The state of the bindings the claims name, when they are another
 	// binding's in this cluster.
-	entityHolder, aliasHolderState ownership.HolderState
+	entityHolder, aliasHolderState, roleHolder ownership.HolderState
 	// entityProven: the entity has no marker, and status proves it the
 	// binding's (the previous release's, or its marker removed by hand).
 	entityProven bool
-	mount, name  string
-	entityName   string
+	// linkedRole: the entity holds the alias of the role, whose role ID
+	// proves it the binding's.
+	linkedRole  bool
+	mount, name string
+	entityName  string
 	// places are the stale placements (a switch, or the binding's
 	// deletion), read where they are.
 	places []placeObserved
@@ -91,9 +117,9 @@ type observed struct {
 
 // observe reads the role, its role ID and the entity, and, only when the
 // role is not linked to the entity, whose login the role leads to, and the
-// state of a binding a marker names. A binding in sync costs the first
+// state of a binding a claim names. A binding in sync costs the first
 // three (the accessor comes from the client's cache).
-func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, res *render.Result) (*observed, error) {
+func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, res *render.Result, rivals ownership.Rivals) (*observed, error) {
 	mount, role := res.AppRole.Mount, res.AppRole.RoleName
 	accessor, err := vc.MountAccessor(ctx, mount)
 	if err != nil {
@@ -102,7 +128,7 @@ func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, 
 	if accessor == "" {
 		return nil, vaultState(nil, fmt.Sprintf("no auth method is mounted at auth/%s", mount))
 	}
-	o := &observed{proof: r.proofOf(obj), accessor: accessor, mount: mount, name: role, entityName: res.EntityName}
+	o := &observed{proof: r.proofOf(obj), accessor: accessor, mount: mount, name: role, entityName: res.EntityName, rivals: rivals}
 	if o.role, err = vc.ReadRole(ctx, mount, role); err != nil {
 		return nil, fmt.Errorf("reading AppRole %s/%s: %w", mount, role, err)
 	}
@@ -118,8 +144,6 @@ func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, 
 		// The marker to keep writing is the one the entity has.
 		o.proof.self = m
 	}
-	o.entityClaim = o.proof.claim(o.entity)
-	o.entityProven = o.entityClaim.Holder == ownership.HolderUnmarked && o.proof.provenByStatus(o.entity)
 	if o.roleID != "" {
 		if a := aliasOn(o.entity, accessor); a == nil || a.Name != o.roleID {
 			if o.aliasHolder, err = vc.LookupEntityByAlias(ctx, o.roleID, accessor); err != nil {
@@ -127,18 +151,33 @@ func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, 
 			}
 		}
 	}
-	o.aliasClaim = aliasClaim(o)
-	if o.entityClaim.Holder == ownership.HolderOther {
-		if o.entityHolder, err = r.holderState(ctx, o.entityClaim.Other, o.proof.self); err != nil {
+	o.deriveClaims()
+	if o.entityHolder, err = r.claimState(ctx, o.entityClaim, o.proof.self); err != nil {
+		return nil, err
+	}
+	if o.role != nil {
+		if o.aliasHolderState, err = r.claimState(ctx, o.aliasClaim, o.proof.self); err != nil {
 			return nil, err
 		}
-	}
-	if o.role != nil && o.aliasClaim.Holder == ownership.HolderOther {
-		if o.aliasHolderState, err = r.holderState(ctx, o.aliasClaim.Other, o.proof.self); err != nil {
+		if o.roleHolder, err = r.claimState(ctx, o.roleClaim, o.proof.self); err != nil {
 			return nil, err
 		}
 	}
 	return o, nil
+}
+
+// deriveClaims reads whose each object is from what was read: the
+// entity's marker, the role's role ID, and the alias that links them.
+func (o *observed) deriveClaims() {
+	o.entityClaim = o.proof.claim(o.entity)
+	o.entityProven = o.entityClaim.Holder == ownership.HolderUnmarked && o.proof.provenByStatus(o.entity)
+	o.roleClaim = ownership.Claim{}
+	if o.role != nil {
+		o.roleClaim = o.proof.roleClaim(o.roleID, o.mount, o.name, o.rivals.Others)
+	}
+	onMount := aliasOn(o.entity, o.accessor)
+	o.linkedRole = o.roleClaim.Holder == ownership.HolderSelf && onMount != nil && onMount.Name == o.roleID
+	o.aliasClaim = aliasClaim(o)
 }
 
 // aliasClaim is who holds the alias named by the role's role ID: the
@@ -150,6 +189,10 @@ func aliasClaim(o *observed) ownership.Claim {
 	}
 	switch onMount := aliasOn(o.entity, o.accessor); {
 	case onMount != nil && onMount.Name == o.roleID:
+		if o.entityClaim.Holder == ownership.HolderOther {
+			// On an entity someone else holds: the role follows it.
+			return o.entityClaim
+		}
 		return ownership.Claim{Holder: ownership.HolderSelf}
 	case o.aliasHolder != nil:
 		c := o.proof.claim(o.aliasHolder)
@@ -168,38 +211,62 @@ func entityMetadata(e *vault.Entity) map[string]string {
 	return e.Metadata
 }
 
-// decide applies the ownership rules to what was observed: what may be
-// done with the entity and with the role, or why nothing may be written.
-func decide(o *observed, adopt bool) (entity, role ownership.Decision, err error) {
-	ef := ownership.EntityFacts{Name: o.entityName, Claim: o.entityClaim, Adopt: adopt, ProvenByStatus: o.entityProven, Holder: o.entityHolder}
-	entity, why := ownership.DecideEntity(ef)
-	if err := refusal(entity, why, ef.Claim); err != nil {
-		return 0, 0, err
-	}
-	rf := ownership.RoleFacts{Mount: o.mount, Name: o.name, Exists: o.role != nil, RoleID: o.roleID, Adopt: adopt,
-		Alias: o.aliasClaim, Holder: o.aliasHolderState}
-	if rf.Exists {
-		rf.SlotHeld = aliasOn(o.entity, o.accessor) != nil
-		rf.ProvenByStatus = o.proof.roleID != "" && o.proof.roleID == o.roleID
-	}
-	role, why = ownership.DecideRole(rf)
-	if err := refusal(role, why, rf.Alias); err != nil {
-		return 0, 0, err
-	}
-	return entity, role, nil
+// decisions is what may be done with the binding's entity and role.
+type decisions struct {
+	entity, role ownership.Verdict
 }
 
-// refusal turns a Wait or Refuse decision into the binding's reason.
-func refusal(d ownership.Decision, why string, c ownership.Claim) error {
-	switch {
-	case d == ownership.Wait:
-		return &errRefused{reason: v1alpha1.MinionIDReleasingReason, msg: why}
-	case d != ownership.Refuse:
-		return nil
-	case c.Holder == ownership.HolderOther:
-		return &errRefused{reason: v1alpha1.MinionIDConflictReason, msg: why}
+// decide applies the ownership rules to what was observed: what may be
+// done with the entity and with the role, or why nothing may be written.
+func decide(o *observed, adopt bool) (decisions, error) {
+	ef := ownership.EntityFacts{Name: o.entityName, Claim: o.entityClaim, Adopt: adopt, ProvenByStatus: o.entityProven,
+		LinkedRole: o.linkedRole, Holder: o.entityHolder, Rivals: o.rivals}
+	d := decisions{entity: ownership.DecideEntity(ef)}
+	if err := refusal(d.entity); err != nil {
+		return d, err
 	}
-	return &errRefused{reason: v1alpha1.NotOwnedReason, msg: why}
+	rf := ownership.RoleFacts{Mount: o.mount, Name: o.name, Exists: o.role != nil, RoleID: o.roleID, Adopt: adopt,
+		ID: o.roleClaim, IDHolder: o.roleHolder, Alias: o.aliasClaim, Holder: o.aliasHolderState, Rivals: o.rivals}
+	if rf.Exists {
+		// An entity handed over starts with no alias: its old one was the
+		// old holder's.
+		rf.SlotHeld = aliasOn(o.entity, o.accessor) != nil && d.entity.Decision != ownership.Replace
+		rf.ProvenByStatus = o.proof.roleID != "" && o.proof.roleID == o.roleID
+	}
+	d.role = ownership.DecideRole(rf)
+	return d, refusal(d.role)
+}
+
+// refusal turns a Wait or Refuse verdict into the binding's reason.
+func refusal(v ownership.Verdict) error {
+	switch v.Reason {
+	case ownership.ReasonReleasing:
+		return &errRefused{reason: v1alpha1.MinionIDReleasingReason, msg: v.Why}
+	case ownership.ReasonConflict:
+		return &errRefused{reason: v1alpha1.MinionIDConflictReason, msg: v.Why}
+	case ownership.ReasonDuplicate:
+		return &errRefused{reason: v1alpha1.DuplicateMinionIDReason, msg: v.Why}
+	case ownership.ReasonNotOwned:
+		return &errRefused{reason: v1alpha1.NotOwnedReason, msg: v.Why}
+	case ownership.ReasonRetained:
+		return &errRefused{reason: v1alpha1.MinionIDRetainedReason, msg: v.Why}
+	}
+	return nil
+}
+
+// claimState is the state of the binding a claim names, when it is
+// another binding of this cluster: asked of the API server when it is
+// named; for a role ID of this cluster that names no claimant, gone when
+// this operator sees every binding of the cluster (the claimants are all
+// there are), unknown otherwise (a shard: another may hold it).
+func (r *MinionBindingReconciler) claimState(ctx context.Context, c ownership.Claim, self ownership.Owner) (ownership.HolderState, error) {
+	switch {
+	case c.Holder != ownership.HolderOther:
+		return ownership.HolderUnknown, nil
+	case c.Unnamed == ownership.UnnamedGone && r.SeesAllBindings && !r.matchByName:
+		return ownership.HolderGone, nil
+	}
+	return r.holderState(ctx, c.Other, self)
 }
 
 // holderState asks the API server about the binding a marker names, when

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
 // SetupWithManager watches bindings, and re-queues them when their
@@ -25,7 +26,7 @@ import (
 func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcileRequested))).
+			predicate.GenerationChangedPredicate{}, reconcileRequested, recordRepaired))).
 		Watches(&v1alpha1.MinionTemplate{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),
@@ -171,6 +172,27 @@ var reconcileRequested = predicate.Funcs{
 	UpdateFunc: func(ev event.UpdateEvent) bool {
 		return ev.ObjectNew.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation] !=
 			ev.ObjectOld.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]
+	},
+}
+
+// recordRepaired passes a binding whose record of its Vault objects
+// (VaultObjectsAnnotation) changed to or from one that cannot be read: a
+// binding stalled by a broken record recovers as soon as it is mended or
+// removed, and one broken by hand says so at once. The operator never
+// writes a broken record, so its own record updates do not pass.
+var recordRepaired = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(ev event.UpdateEvent) bool {
+		before := ev.ObjectOld.GetAnnotations()[v1alpha1.VaultObjectsAnnotation]
+		after := ev.ObjectNew.GetAnnotations()[v1alpha1.VaultObjectsAnnotation]
+		if before == after {
+			return false
+		}
+		_, errBefore := ownership.Decode(before)
+		_, errAfter := ownership.Decode(after)
+		return errBefore != nil || errAfter != nil
 	},
 }
 

@@ -86,6 +86,10 @@ func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindin
 			emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(written, ", "))
 		}
 	}
+	if handed := sc.handedOver(); len(handed) > 0 {
+		emit(r.Recorder, obj, "Normal", "HandedOver", "Reconcile",
+			"%s; created anew for this binding: secret IDs issued before no longer log in, and tokens of earlier logins stop working", strings.Join(handed, "; "))
+	}
 	if taken := sc.taken(); len(taken) > 0 {
 		emit(r.Recorder, obj, "Normal", "TakenOver", "Reconcile", "Marked as this binding's in Vault: %s", strings.Join(taken, ", "))
 	}
@@ -152,6 +156,18 @@ func (sc *bindingScope) written() []string {
 // deleted names the roles and entities removed at stale placements.
 func (sc *bindingScope) deleted() []string {
 	return sc.names(func(a vaultAction) bool { return a.kind == actDelete && a.place > 0 && a.object != objAlias })
+}
+
+// handedOver says what was deleted to be created anew for this binding,
+// and whose it was.
+func (sc *bindingScope) handedOver() []string {
+	var out []string
+	for _, a := range sc.done {
+		if a.handover != "" {
+			out = append(out, a.handover)
+		}
+	}
+	return out
 }
 
 // taken names what was made the binding's this time.

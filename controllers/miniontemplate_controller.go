@@ -17,6 +17,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -40,8 +41,10 @@ type MinionTemplateReconciler struct {
 	Recorder        events.EventRecorder
 	Connections     *Connections
 	Templates       *Templates
-	Bindings        *MinionBindingReconciler // for the binding checks it shares
 	DefaultInterval time.Duration
+	// ClusterID identifies this Kubernetes cluster in the ownership header
+	// of the ACL policies the operator writes (ownership.PolicyOwner).
+	ClusterID string
 
 	once   sync.Once
 	index  *policyIndex
@@ -161,6 +164,10 @@ func (r *MinionTemplateReconciler) finishStatus(ctx context.Context, tpl *v1alph
 		// template's bindings asks for a status refresh, and each would log
 		// the same error again. The condition says it once.
 		return ctrl.Result{}, nil
+	case sc.outcome.kind == outcomeWaiting && retErr == nil && sc.requeue > 0 && sc.requeue < waitAfter:
+		// Policies someone else holds are looked at again sooner than a
+		// wait's default (recheckNotOwned).
+		return ctrl.Result{RequeueAfter: sc.requeue}, nil
 	}
 	return resultFor(sc.outcome, retErr, sc.requeue)
 }
@@ -212,7 +219,7 @@ func (r *MinionTemplateReconciler) deletePolicies(ctx context.Context, tpl *v1al
 	owned := r.index.ownedNames(tpl.Name)
 	reader := r.reader(tpl.Name)
 	if !r.index.discovered(tpl.Name) {
-		found, err := discoverOwned(ctx, vc, tpl.Name, reader, nil)
+		found, err := discoverOwned(ctx, vc, r.policyOwner(tpl), reader, nil)
 		if err != nil {
 			return err
 		}
@@ -220,7 +227,7 @@ func (r *MinionTemplateReconciler) deletePolicies(ctx context.Context, tpl *v1al
 	}
 	slices.Sort(owned)
 	owned = slices.Compact(owned)
-	pass, err := syncPolicies(ctx, vc, tpl.Name, false, nil, owned, reader)
+	pass, err := syncPolicies(ctx, vc, r.policyOwner(tpl), false, nil, owned, reader)
 	r.index.settle(tpl.Name, policyWork{stale: owned}, pass)
 	sc.deleted = appendCounted(nil, pass.deleted)
 	return err
@@ -240,6 +247,11 @@ func (r *MinionTemplateReconciler) templateVault(ctx context.Context, conn strin
 		return vc.Status.Identity, "connection/" + conn
 	}
 	return vc.Status.Identity, "cluster/" + vc.Status.ClusterID + "/namespace/" + vc.Spec.Namespace
+}
+
+// policyOwner is the owner the template's policies' header names.
+func (r *MinionTemplateReconciler) policyOwner(tpl *v1alpha1.MinionTemplate) ownership.PolicyOwner {
+	return ownership.PolicyOwner{Cluster: r.ClusterID, Template: tpl.Name}
 }
 
 // reader reads the policies of the template's Vault (see policyOwners).

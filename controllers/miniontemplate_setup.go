@@ -79,7 +79,7 @@ func (r *MinionTemplateReconciler) setupDelta(mgr ctrl.Manager, opts controller.
 	return builder.TypedControllerManagedBy[bindingKey](mgr).
 		Watches(&v1alpha1.MinionBinding{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []bindingKey {
 			return []bindingKey{{Namespace: o.GetNamespace(), Name: o.GetName()}}
-		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).
+		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted, holdingChanged))).
 		Watches(&v1alpha1.MinionBinding{}, handler.TypedEnqueueRequestsFromMapFunc(r.otherClaimants), builder.WithPredicates(claimReleased)).
 		Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
@@ -93,6 +93,19 @@ func (r *MinionTemplateReconciler) setupDelta(mgr ctrl.Manager, opts controller.
 		}).
 		Named("miniontemplate-delta").
 		Complete(policyDeltaReconciler{r})
+}
+
+// holdingChanged passes a binding that starts or stops holding its minion
+// in Vault (holdsInVault): its policies count from then on, or no more.
+var holdingChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(ev event.UpdateEvent) bool {
+		o, ok1 := ev.ObjectOld.(*v1alpha1.MinionBinding)
+		n, ok2 := ev.ObjectNew.(*v1alpha1.MinionBinding)
+		return ok1 && ok2 && holdsInVault(o) != holdsInVault(n)
+	},
 }
 
 // otherClaimants names the other bindings of a minion ID when one starts

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -123,4 +125,124 @@ func TestMinionIDHandover(t *testing.T) {
 
 func reqFor(ns, name string) ctrl.Request {
 	return ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
+}
+
+// What an administrator or a Salt master does by hand to a minion's
+// objects (an alias or the entity deleted, the metadata map replaced)
+// never leaves the operator unable to prove them: a switch of template and
+// a deletion right after still remove everything, nothing is left to
+// block the minion's next binding, and a wiped marker is written back.
+func TestHandEditsNeverStrandTheMinion(t *testing.T) {
+	ctx := context.Background()
+	deleteAlias := func(t *testing.T, v *vault.Fake) {
+		e, _ := v.ReadEntityByName(ctx, "salt_minion_web01")
+		if e == nil || len(e.Aliases) != 1 {
+			t.Fatalf("entity %+v", e)
+		}
+		if err := v.DeleteEntityAlias(ctx, e.Aliases[0].ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleteEntity := func(t *testing.T, v *vault.Fake) {
+		if err := v.DeleteEntityByName(ctx, "salt_minion_web01"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replaceMetadata := func(t *testing.T, v *vault.Fake) {
+		// A Salt master's entity write: the whole map, marker gone.
+		if _, err := v.WriteEntityByName(ctx, "salt_minion_web01", map[string]string{"minion-id": "web01"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name       string
+		edit       func(*testing.T, *vault.Fake)
+		thenSwitch bool // the binding switches template before it is deleted
+	}{
+		{"alias deleted, then a switch", deleteAlias, true},
+		{"entity deleted, then a switch", deleteEntity, true},
+		{"metadata replaced, then a switch", replaceMetadata, true},
+		{"alias deleted, then the deletion", deleteAlias, false},
+		{"entity deleted, then the deletion", deleteEntity, false},
+		{"metadata replaced, then the deletion", replaceMetadata, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := fixtures(map[string]any{"roles": []string{"web"}})
+			t2 := objs[2].(*v1alpha1.MinionTemplate).DeepCopy()
+			t2.Name, t2.UID, t2.Spec.EntityName = "t2", "uid-t2", "minion_b_{minion}"
+			t2.Spec.AppRole = &v1alpha1.MinionAppRoleSpec{Mount: "salt-minions-b"}
+			h := newHarness(t, append(objs, t2)...)
+			h.v.EnableAuth("salt-minions-b")
+			h.reconcile("salt", "web01")
+			tt.edit(t, h.v)
+			if tt.thenSwitch {
+				b := h.get("salt", "web01")
+				patch := client.MergeFrom(b.DeepCopy())
+				b.Spec.TemplateRef.Name, b.Generation = "t2", b.Generation+1
+				if err := h.c.Patch(ctx, b, patch); err != nil {
+					t.Fatal(err)
+				}
+				h.reconcile("salt", "web01")
+				if got := reason(h.get("salt", "web01")); got != v1alpha1.SucceededReason {
+					t.Fatalf("after the switch: %s (%s)", got, h.events())
+				}
+				if r, _ := h.v.ReadRole(ctx, "salt-minions", "web01"); r != nil {
+					t.Fatalf("the old role was left after the switch: %s", h.events())
+				}
+			}
+			h.deleteAndFinalize("salt", "web01")
+			for _, mount := range []string{"salt-minions", "salt-minions-b"} {
+				if r, _ := h.v.ReadRole(ctx, mount, "web01"); r != nil {
+					t.Errorf("role %s/web01 left in Vault with its policies %v: %s", mount, r["token_policies"], h.events())
+				}
+			}
+			for _, e := range []string{"salt_minion_web01", "minion_b_web01"} {
+				if got, _ := h.v.ReadEntityByName(ctx, e); got != nil && got.Metadata[ownership.MarkerKey] != "" {
+					t.Errorf("entity %s left in Vault: %v", e, got.Metadata)
+				}
+			}
+			// The minion's next binding, in another namespace.
+			next := attacker("web01", "other", "web01", "t")
+			next.Finalizers = nil
+			next.Spec.Pillar = rawDoc(map[string]any{"roles": []string{"web"}})
+			if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.c.Create(ctx, next); err != nil {
+				t.Fatal(err)
+			}
+			h.reconcile("other", "web01")
+			if got := reason(h.get("other", "web01")); got != v1alpha1.SucceededReason {
+				t.Fatalf("the minion's next binding: %s (%s)", got, h.events())
+			}
+		})
+	}
+}
+
+// A marker wiped by a metadata map replaced whole (a Salt master's entity
+// write) is written back: the binding's role, whose role ID proves it,
+// links the entity.
+func TestWipedMarkerIsWrittenBack(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
+	h.reconcile("salt", "web01")
+	// Status lost too (as after a restore): only the role proves it.
+	b := h.get("salt", "web01")
+	b.Status = v1alpha1.MinionBindingStatus{}
+	if err := h.c.Status().Update(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.v.WriteEntityByName(ctx, "salt_minion_web01", map[string]string{"minion-id": "web01"}); err != nil {
+		t.Fatal(err)
+	}
+	h.events()
+	h.reconcile("salt", "web01")
+	e, _ := h.v.ReadEntityByName(ctx, "salt_minion_web01")
+	if m, ok := ownership.ParseMarker(e.Metadata[ownership.MarkerKey]); !ok || m.UID != "uid-web01" || e.Metadata["roles"] != "web" || e.Metadata["minion-id"] != "web01" {
+		t.Fatalf("metadata after the repair: %v", e.Metadata)
+	}
+	if got := reason(h.get("salt", "web01")); got != v1alpha1.SucceededReason || !strings.Contains(h.events(), "TakenOver") {
+		t.Errorf("%s, events %q", got, h.events())
+	}
 }

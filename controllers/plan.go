@@ -2,15 +2,16 @@ package controllers
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -56,18 +57,21 @@ func newPlanTarget(ctx context.Context, vc vault.Client, vaultNamespace string) 
 	if err != nil {
 		return nil, fmt.Errorf("reading Vault's cluster ID: %w", err)
 	}
-	id := string(uuid.NewUUID())
-	r := &MinionBindingReconciler{matchByName: true, ClusterID: planCluster, newRoleID: func() string { return id }}
+	var random [16]byte
+	_, _ = rand.Read(random[:]) // never fails (crypto/rand)
+	r := &MinionBindingReconciler{matchByName: true, ClusterID: planCluster, random: func() [16]byte { return random }}
 	return &planTarget{r: r, vc: vc, key: ownership.VaultKey(info.ClusterID, vaultNamespace)}, nil
 }
 
 // PlanBinding plans one binding, as read from manifests or from the
 // cluster (its record, status and deletion timestamp are used when it has
-// them): its role, entity and alias brought to res, and the removals at
-// the placements its record holds and it no longer needs; for a binding
-// being deleted, the removals of finalize. tpl is nil when the template is
-// gone (a deletion only). A refusal is an error (Refusal tells it).
-func PlanBinding(ctx context.Context, vc vault.Client, vaultNamespace string, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result) (BindingPlan, error) {
+// them): its role, entity and alias brought to what it renders (a.Result),
+// and the removals at the placements its record holds and it no longer
+// needs; for a binding being deleted, the removals of finalize. a is what
+// the admission gate said (for a deletion only a.Template, nil when the
+// template is gone). A refusal is an error (Refusal tells it).
+func PlanBinding(ctx context.Context, vc vault.Client, vaultNamespace string, obj *v1alpha1.MinionBinding, a *admission.Admitted) (BindingPlan, error) {
+	tpl, res := a.Template, a.Result
 	t, err := newPlanTarget(ctx, vc, vaultNamespace)
 	if err != nil {
 		return BindingPlan{}, err
@@ -94,21 +98,21 @@ func PlanBinding(ctx context.Context, vc vault.Client, vaultNamespace string, ob
 	}
 	cur := ownership.Placement{Vault: t.key, Connection: conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
 		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
-	o, err := t.r.observe(ctx, vc, obj, res)
+	o, err := t.r.observe(ctx, vc, obj, res, t.r.rivals(a))
 	if err != nil {
 		return BindingPlan{}, err
 	}
-	bp := BindingPlan{newRoleID: t.r.roleID()}
-	stale := t.reachable(inv.Stale(&cur), recordedPolicy(tpl), &bp)
+	mode := t.r.planMode(obj, tpl, res, o.proof.self, desiredHash(t.key, res))
+	bp := BindingPlan{newRoleID: mode.newRoleID}
+	policy := recordedPolicy(tpl)
+	stale := t.reachable(inv.Stale(&cur), &bp)
 	for _, p := range stale {
-		po, err := observePlace(ctx, vc, p, &cur, o.entity, strings.ToLower(obj.Spec.MinionID), o.proof)
+		po, err := observePlace(ctx, vc, p, &cur, o.entity, strings.ToLower(obj.Spec.MinionID), o.proof, policy(p) == v1alpha1.DeletionPolicyRetain)
 		if err != nil {
 			return BindingPlan{}, err
 		}
 		o.places = append(o.places, po)
 	}
-	mode := t.r.planMode(obj, tpl, desiredHash(t.key, res))
-	mode.newRoleID = bp.newRoleID
 	plan, err := planBinding(res, o, mode)
 	if err != nil {
 		return BindingPlan{}, err
@@ -142,8 +146,8 @@ func (t *planTarget) deletion(ctx context.Context, obj *v1alpha1.MinionBinding, 
 	}
 	pr := t.r.proofOf(obj)
 	var observed []placeObserved
-	for _, p := range t.reachable(inv, policy, &bp) {
-		po, err := observePlace(ctx, t.vc, p, nil, nil, strings.ToLower(obj.Spec.MinionID), pr)
+	for _, p := range t.reachable(inv, &bp) {
+		po, err := observePlace(ctx, t.vc, p, nil, nil, strings.ToLower(obj.Spec.MinionID), pr, policy(p) == v1alpha1.DeletionPolicyRetain)
 		if err != nil {
 			return BindingPlan{}, err
 		}
@@ -153,13 +157,12 @@ func (t *planTarget) deletion(ctx context.Context, obj *v1alpha1.MinionBinding, 
 	return bp, nil
 }
 
-// reachable keeps the placements to remove in the planned Vault: not
-// retained, and not in another Vault (noted as skipped).
-func (t *planTarget) reachable(stale []ownership.Placement, policy func(ownership.Placement) v1alpha1.DeletionPolicy, bp *BindingPlan) []ownership.Placement {
+// reachable keeps the placements in the planned Vault (others are noted
+// as skipped).
+func (t *planTarget) reachable(stale []ownership.Placement, bp *BindingPlan) []ownership.Placement {
 	var out []ownership.Placement
 	for _, p := range stale {
 		switch {
-		case policy(p) == v1alpha1.DeletionPolicyRetain:
 		case p.Vault != t.key:
 			bp.Skipped = append(bp.Skipped, p.String()+", in another Vault than the one planned against")
 		default:
@@ -192,7 +195,7 @@ func (bp *BindingPlan) change(a vaultAction) vault.Change {
 	switch a.call {
 	case callWriteEntity:
 		c.After = a.metadata
-		if a.kind == actTake {
+		if a.kind == actTake || a.kind == actRetain {
 			c.Action = string(actUpdate)
 		}
 	case callWriteRole:
@@ -237,18 +240,15 @@ func Refusal(err error) (reason, msg string, ok bool) {
 	return "", "", false
 }
 
-// ApplyPolicies runs the template reconciler's policy step against vc.
-// desired are the policy documents its bindings render (CollectPolicies),
-// managed the policies it wrote before; it returns the policies it refuses
-// to overwrite (not written by this template, and no adoptPolicies).
-func ApplyPolicies(ctx context.Context, vc vault.Client, tpl *v1alpha1.MinionTemplate, desired map[string]string, managed []string) ([]string, error) {
-	pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, desired, managed, nil)
+// ApplyPolicies runs the template reconciler's policy step against vc,
+// for the template's policies of cluster (the header's owner). desired
+// are the policy documents its bindings render (CollectPolicies), managed
+// the policies it wrote before; it returns the policies it refuses to
+// overwrite (not written by this template, and no adoptPolicies).
+func ApplyPolicies(ctx context.Context, vc vault.Client, tpl *v1alpha1.MinionTemplate, cluster string, desired map[string]string, managed []string) ([]string, error) {
+	pass, err := syncPolicies(ctx, vc, ownership.PolicyOwner{Cluster: cluster, Template: tpl.Name}, tpl.Spec.AdoptPolicies, desired, managed, nil)
 	return pass.notOwned, err
 }
-
-// PolicyManagedBy returns the MinionTemplate named in a policy's ownership
-// header.
-func PolicyManagedBy(hcl string) (string, bool) { return policyOwner(hcl) }
 
 // RenderedBinding is one binding's render result, named for messages.
 type RenderedBinding struct {

@@ -63,6 +63,13 @@ type templatePolicies struct {
 	// discovery and not compared yet).
 	owned    map[string]string
 	notOwned map[string]bool // wanted, but someone else's
+	// notOwnedSeen is when a sync last found a name someone else's, and
+	// notOwnedWait how long after that recheckNotOwned looks again: from
+	// notOwnedFirst, doubling up to waitAfter while they stay someone
+	// else's (an owner that lets go, such as another cluster's template
+	// after a handover, does so within seconds).
+	notOwnedSeen time.Time
+	notOwnedWait time.Duration
 	// dirty names wait for a sync: their wanted state changed, or the
 	// last attempt failed. inFlight names are claimed by a sync under way.
 	dirty    map[string]bool
@@ -315,6 +322,42 @@ func (idx *policyIndex) discoveredOwned(template string, found []string) {
 	tp.discovered = true
 }
 
+// notOwnedFirst is the first wait before names found someone else's are
+// looked at again.
+const notOwnedFirst = 5 * time.Second
+
+// recheckNotOwned marks the names found someone else's dirty again when
+// their wait is over: their owner (another template, another cluster, an
+// administrator) may have deleted them since, and nothing else would
+// tell. It returns how long until the next recheck (0: none is due).
+func (idx *policyIndex) recheckNotOwned(template string) time.Duration {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil || len(tp.notOwned) == 0 {
+		return 0
+	}
+	if left := tp.notOwnedWait - time.Since(tp.notOwnedSeen); left > 0 {
+		return left
+	}
+	for n := range tp.notOwned {
+		tp.dirty[n] = true
+	}
+	return 0
+}
+
+// untilRecheck is the time until names found someone else's are looked at
+// again (0: there are none).
+func (idx *policyIndex) untilRecheck(template string) time.Duration {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil || len(tp.notOwned) == 0 {
+		return 0
+	}
+	return max(tp.notOwnedWait-time.Since(tp.notOwnedSeen), time.Second)
+}
+
 // policyWork is what one sync claimed: names to bring to a body, and
 // names no binding wants (deleted when the template owns them).
 type policyWork struct {
@@ -375,6 +418,13 @@ func (idx *policyIndex) settle(template string, w policyWork, pass policyPass) {
 	for _, n := range pass.notOwned {
 		tp.disown(n)
 		tp.notOwned[n] = true
+	}
+	switch {
+	case len(pass.notOwned) > 0:
+		tp.notOwnedSeen = time.Now()
+		tp.notOwnedWait = min(max(2*tp.notOwnedWait, notOwnedFirst), waitAfter)
+	case len(tp.notOwned) == 0:
+		tp.notOwnedWait = 0
 	}
 	tp.unreported.written = appendCounted(tp.unreported.written, pass.written)
 	tp.unreported.deleted = appendCounted(tp.unreported.deleted, pass.deleted)

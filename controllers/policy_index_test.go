@@ -101,7 +101,7 @@ func TestTemplatePoliciesByDeltas(t *testing.T) {
 	if err := h.v.WritePolicy(ctx, "minion_gone01", ownershipHeader("t")+"path \"x\" {\n  capabilities = [\"read\"]\n}\n"); err != nil {
 		t.Fatal(err)
 	}
-	r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates}
+	r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, ClusterID: testCluster}
 	reconcile := func(ns, name string) {
 		t.Helper()
 		var err error
@@ -119,7 +119,13 @@ func TestTemplatePoliciesByDeltas(t *testing.T) {
 		return slices.DeleteFunc(names, func(n string) bool { return n == "default" || n == "root" })
 	}
 
-	reconcile("", "t") // the full scan after a start
+	reconcile("", "t") // the full scan after a start, before the binding wrote its minion
+	if got := policies(); len(got) != 0 {
+		t.Fatalf("policies of a binding that holds no minion yet: %q", got)
+	}
+	h.reconcile("salt", "web01")
+	reconcile("salt", "web01") // the delta its status change wakes
+	reconcile("", "t")         // the status refresh the delta asks for
 	if got := policies(); !slices.Equal(got, []string{"minion_web01", "salt_role_web"}) {
 		t.Fatalf("after the first scan: %q", got)
 	}
@@ -136,6 +142,12 @@ func TestTemplatePoliciesByDeltas(t *testing.T) {
 	if err := h.c.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
+	h.v.ResetCalls()
+	reconcile("salt", "web02") // created: it holds nothing yet
+	if n := h.v.Calls("*"); n != 0 {
+		t.Errorf("a binding that holds no minion yet made %d policy calls", n)
+	}
+	h.reconcile("salt", "web02")
 	h.v.ResetCalls()
 	reconcile("salt", "web02")
 	if h.v.Calls("ReadPolicy") != 1 || h.v.Calls("WritePolicy") != 1 || h.v.Calls("*") != 2 {
@@ -238,13 +250,13 @@ func TestDiscoveryReadsEachPolicyOnce(t *testing.T) {
 			rd := owners.reader("cluster/c/namespace/")
 			v.ResetCalls()
 			scan := func(tpl string) {
-				found, err := discoverOwned(ctx, v, tpl, rd, desired(tpl))
+				found, err := discoverOwned(ctx, v, testPolicyOwner(tpl), rd, desired(tpl))
 				if err != nil || len(found) != 0 {
 					t.Fatalf("%s's discovery: %v %v", tpl, found, err)
 				}
 			}
 			sync := func(tpl string) {
-				pass, err := syncPolicies(ctx, v, tpl, false, desired(tpl), nil, rd)
+				pass, err := syncPolicies(ctx, v, testPolicyOwner(tpl), false, desired(tpl), nil, rd)
 				if err != nil || len(pass.owned) != 3 || len(pass.written) != 0 {
 					t.Fatalf("%s's sync: %+v %v", tpl, pass, err)
 				}
@@ -277,7 +289,7 @@ func TestDiscoveryReadsEachPolicyOnce(t *testing.T) {
 	if err := v.WritePolicy(ctx, "p", ownershipHeader("t")+body); err != nil {
 		t.Fatal(err)
 	}
-	if owner, found, err := rd.owner(ctx, v, "p"); err != nil || !found || owner != "t" {
+	if owner, found, err := rd.owner(ctx, v, "p"); err != nil || !found || owner != testPolicyOwner("t") {
 		t.Fatalf("owner %q %v %v", owner, found, err)
 	}
 	for range 2 {
@@ -315,10 +327,10 @@ func TestDiscoveryAndSyncConcurrently(t *testing.T) {
 		v.ResetCalls()
 		done := make(chan error, 1)
 		go func() {
-			_, err := discoverOwned(ctx, v, "a", rd, nil)
+			_, err := discoverOwned(ctx, v, testPolicyOwner("a"), rd, nil)
 			done <- err
 		}()
-		pass, err := syncPolicies(ctx, v, "b", false, desired, nil, rd)
+		pass, err := syncPolicies(ctx, v, testPolicyOwner("b"), false, desired, nil, rd)
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -428,7 +440,7 @@ func TestFailedPolicySyncIsRetried(t *testing.T) {
 				{Name: "minion_{minion}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/minions/{minion}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}}}
 			h := newHarness(t, objs...)
 			ctx := context.Background()
-			r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates}
+			r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, ClusterID: testCluster}
 			scan := func() (ctrl.Result, error) {
 				return r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}})
 			}
@@ -439,6 +451,7 @@ func TestFailedPolicySyncIsRetried(t *testing.T) {
 				}
 				return apimeta.FindStatusCondition(tpl.Status.Conditions, v1alpha1.ReadyCondition)
 			}
+			h.reconcile("salt", "web01")
 			if _, err := scan(); err != nil || ready().Status != metav1.ConditionTrue {
 				t.Fatalf("first scan: %v %+v", err, ready())
 			}
@@ -446,6 +459,9 @@ func TestFailedPolicySyncIsRetried(t *testing.T) {
 			b.Name, b.Spec.MinionID, b.UID, b.ResourceVersion = "web02", "web02", "uid-web02", ""
 			if err := tc.change(ctx, h, b); err != nil {
 				t.Fatal(err)
+			}
+			if tc.fail == "WritePolicy" {
+				h.reconcile("salt", "web02") // it writes its minion: its policies count
 			}
 			key := bindingKey{Namespace: "salt", Name: "web02"}
 			if tc.fail == "DeletePolicy" {
@@ -557,7 +573,7 @@ func TestTemplateNotReadyWhileASyncHangs(t *testing.T) {
 		return hangingPolicyWrites{Client: h.v, hang: hang, entered: entered}, nil
 	}
 	refreshed := make(chan string, 100)
-	r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates,
+	r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, ClusterID: testCluster,
 		refresh: func(template string) { refreshed <- template }}
 	scan := func() error {
 		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}})
@@ -590,7 +606,9 @@ func TestTemplateNotReadyWhileASyncHangs(t *testing.T) {
 		if err := h.c.Create(ctx, b); err != nil {
 			t.Fatal(err)
 		}
+		h.reconcile("salt", name) // it writes its minion: its policies count
 	}
+	h.reconcile("salt", "web01")
 	if err := scan(); err != nil || ready().Status != metav1.ConditionTrue {
 		t.Fatalf("first scan: %v %+v", err, ready())
 	}

@@ -13,6 +13,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -29,18 +30,20 @@ const (
 
 // syncPolicy brings one ACL policy to what the template wants: want is its
 // body when a binding renders it, and wanted false when none does. The
-// ownership header that every policy the operator writes starts with is
-// the record of what the template owns; it is written in the same request
-// as the policy, so no crash can separate the two. Policies without it (or
-// with another template's) are never written (unless adopt) nor deleted.
-func syncPolicy(ctx context.Context, vc vault.Client, template string, adopt bool, name, want string, wanted bool, reader *policyReader) (policyOutcome, error) {
+// ownership header that every policy the operator writes starts with
+// (ownership.PolicyOwner: the template and its cluster) is the record of
+// what the template owns; it is written in the same request as the policy,
+// so no crash can separate the two. Policies without it (or with another
+// template's, or another cluster's) are never written (unless adopt) nor
+// deleted.
+func syncPolicy(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, adopt bool, name, want string, wanted bool, reader *policyReader) (policyOutcome, error) {
 	log := ctrl.LoggerFrom(ctx)
 	actual, found, err := reader.read(ctx, vc, name)
 	if err != nil {
 		return 0, fmt.Errorf("reading ACL policy %s: %w", name, err)
 	}
-	owner, ours := policyOwner(actual)
-	ours = found && ours && owner == template
+	owner, ours := ownership.ParseHeader(actual)
+	ours = found && ours && self.Owns(owner)
 	switch {
 	case !wanted && ours:
 		log.Info("Deleting ACL policy no binding renders", "policy", name)
@@ -55,7 +58,7 @@ func syncPolicy(ctx context.Context, vc vault.Client, template string, adopt boo
 	case found && !ours && !adopt:
 		return policyNotOwned, nil
 	}
-	body := ownershipHeader(template) + want
+	body := self.Header() + want
 	if found && !policyDiffers(body, actual) {
 		return policyOwned, nil
 	}
@@ -78,7 +81,7 @@ type policyPass struct {
 // syncPolicies runs syncPolicy for every name in desired (wanted) and in
 // stale (owned before, no longer wanted), with a few requests in flight:
 // a template with a policy per minion has as many as it has bindings.
-func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt bool, desired map[string]string, stale []string, reader *policyReader) (policyPass, error) {
+func syncPolicies(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, adopt bool, desired map[string]string, stale []string, reader *policyReader) (policyPass, error) {
 	type job struct {
 		name, want string
 		wanted     bool
@@ -97,7 +100,7 @@ func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt b
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				out, err := syncPolicy(ctx, vc, template, adopt, j.name, j.want, j.wanted, reader)
+				out, err := syncPolicy(ctx, vc, self, adopt, j.name, j.want, j.wanted, reader)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -164,13 +167,13 @@ func syncPolicies(ctx context.Context, vc vault.Client, template string, adopt b
 const policyWorkers = 4
 
 // discoverOwned lists Vault's ACL policies and returns those whose header
-// names the template, reading every policy whose owner is not known yet
+// names self, reading every policy whose owner is not known yet
 // (known: owner by name, filled in as policies are read). It is the one way
 // to find policies written before the operator started that no binding
 // renders any more. Names in desired are not read here: the sync that
 // follows reads each of them anyway (and finds its owner), so a restart
 // costs one read per policy, not two.
-func discoverOwned(ctx context.Context, vc vault.Client, template string, reader *policyReader, desired map[string]string) ([]string, error) {
+func discoverOwned(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, reader *policyReader, desired map[string]string) ([]string, error) {
 	names, err := vc.ListPolicies(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing ACL policies: %w", err)
@@ -197,7 +200,7 @@ func discoverOwned(ctx context.Context, vc vault.Client, template string, reader
 				if !found {
 					continue
 				}
-				if owner == template {
+				if self.Owns(owner) {
 					mu.Lock()
 					out = append(out, n)
 					mu.Unlock()
@@ -221,7 +224,7 @@ func discoverOwned(ctx context.Context, vc vault.Client, template string, reader
 }
 
 // policyOwners remembers, per Vault (cluster and namespace), which
-// template's header each ACL policy read so far carries ("" for none), so
+// owner's header each ACL policy read so far carries (zero for none), so
 // that the first full scans after a start read each policy in Vault once,
 // not once per template or connection: templates scan in parallel and in
 // any order, and one's discovery reads the others' policies.
@@ -232,7 +235,7 @@ type policyOwners struct {
 
 // vaultPolicies is what is known of one Vault's policies.
 type vaultPolicies struct {
-	owners map[string]string // by lowercased name
+	owners map[string]ownership.PolicyOwner // by lowercased name
 	// bodies are policies with a template's header that a discovery read
 	// and no sync has used yet: the sync of the template they belong to
 	// takes them instead of reading them again. They are used only while
@@ -257,7 +260,7 @@ func (o *policyOwners) vault(key string) *vaultPolicies {
 	}
 	v := o.vaults[key]
 	if v == nil {
-		v = &vaultPolicies{owners: map[string]string{}, bodies: map[string]discoveredBody{}}
+		v = &vaultPolicies{owners: map[string]ownership.PolicyOwner{}, bodies: map[string]discoveredBody{}}
 		o.vaults[key] = v
 	}
 	return v
@@ -284,15 +287,15 @@ type policyReader struct {
 	v      *vaultPolicies
 }
 
-// owner returns the template whose header the policy carries ("" for
+// owner returns the owner whose header the policy carries (zero for
 // none, found false when it does not exist): recorded if it was read
 // before, otherwise read, and its body kept for the owner's sync.
-func (r *policyReader) owner(ctx context.Context, vc vault.Client, name string) (owner string, found bool, err error) {
+func (r *policyReader) owner(ctx context.Context, vc vault.Client, name string) (owner ownership.PolicyOwner, found bool, err error) {
 	res, err := r.readOnce(ctx, vc, name, true)
 	if err != nil || !res.found {
-		return "", false, err
+		return ownership.PolicyOwner{}, false, err
 	}
-	owner, _ = policyOwner(res.hcl)
+	owner, _ = ownership.ParseHeader(res.hcl)
 	if res.known {
 		owner = res.owner
 	}
@@ -317,7 +320,7 @@ func (r *policyReader) read(ctx context.Context, vc vault.Client, name string) (
 type policyRead struct {
 	hcl          string
 	found, known bool
-	owner        string // when known: recorded before, hcl not read
+	owner        ownership.PolicyOwner // when known: recorded before, hcl not read
 }
 
 // readOnce is one read of a name at a time, whichever asks: what was kept or
@@ -344,7 +347,7 @@ func (r *policyReader) readOnce(ctx context.Context, vc vault.Client, name strin
 		if err != nil {
 			return policyRead{}, err
 		}
-		owner, ours := policyOwner(hcl)
+		owner, ours := ownership.ParseHeader(hcl)
 		r.owners.mu.Lock()
 		defer r.owners.mu.Unlock()
 		switch {
@@ -356,7 +359,7 @@ func (r *policyReader) readOnce(ctx context.Context, vc vault.Client, name strin
 				r.v.bodies[name] = discoveredBody{hcl: hcl, at: time.Now()}
 			}
 		default:
-			r.v.owners[name] = ""
+			r.v.owners[name] = ownership.PolicyOwner{}
 		}
 		return policyRead{hcl: hcl, found: found}, nil
 	})
@@ -375,7 +378,7 @@ func (r *policyReader) readOnce(ctx context.Context, vc vault.Client, name strin
 }
 
 // set records that name carries owner's header (written or seen).
-func (r *policyReader) set(name, owner string) {
+func (r *policyReader) set(name string, owner ownership.PolicyOwner) {
 	r.owners.mu.Lock()
 	defer r.owners.mu.Unlock()
 	r.v.owners[strings.ToLower(name)] = owner

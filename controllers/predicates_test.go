@@ -31,8 +31,16 @@ func TestPredicates(t *testing.T) {
 		}
 		return c
 	}
-	forBinding := predicate.Or(predicate.GenerationChangedPredicate{}, reconcileRequested)
-	owned := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"mount":"salt-minions"}]`}
+	forBinding := predicate.Or(predicate.GenerationChangedPredicate{}, reconcileRequested, recordRepaired)
+	owned := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions","entity":"e"}]`}
+	moved := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions-b","entity":"e"}]`}
+	broken := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions","entity":".."}]`}
+	holding := func(reason string) *v1alpha1.MinionBinding {
+		b := binding(1, nil, false)
+		b.Status.AppRole = &v1alpha1.AppRoleStatus{RoleID: "r"}
+		b.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason}}
+		return b
+	}
 	asked := map[string]string{v1alpha1.ReconcileRequestAnnotation: "2026-12-03T00:00:00Z"}
 	for _, tc := range []struct {
 		name string
@@ -43,6 +51,13 @@ func TestPredicates(t *testing.T) {
 	}{
 		{"spec changed", forBinding, binding(1, nil, false), binding(2, nil, false), true},
 		{"own ownership record written", forBinding, binding(1, nil, false), binding(1, owned, false), false},
+		{"own ownership record rewritten", forBinding, binding(1, owned, false), binding(1, moved, false), false},
+		{"a broken record removed", forBinding, binding(1, broken, false), binding(1, nil, false), true},
+		{"a broken record mended", forBinding, binding(1, broken, false), binding(1, owned, false), true},
+		{"a record broken by hand", forBinding, binding(1, owned, false), binding(1, broken, false), true},
+		{"holds its minion now: its policies count", holdingChanged, binding(1, nil, false), holding(v1alpha1.SucceededReason), true},
+		{"still holds it (a Vault fault)", holdingChanged, holding(v1alpha1.SucceededReason), holding(v1alpha1.VaultUnavailableReason), false},
+		{"Vault says it is another's now", holdingChanged, holding(v1alpha1.SucceededReason), holding(v1alpha1.MinionIDConflictReason), true},
 		{"status or metadata only", forBinding, binding(1, owned, false), binding(1, owned, false), false},
 		{"reconcile requested", forBinding, binding(1, owned, false), binding(1, asked, false), true},
 		{"reconcile requested again, same value", forBinding, binding(1, asked, false), binding(1, asked, false), false},

@@ -31,24 +31,32 @@ func TestEachBindingRenderedOnce(t *testing.T) {
 			renders := &Renders{Consumers: tc.consumers}
 			h.r.Templates.Renders = renders
 			ctx := context.Background()
-			r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates}
-			// A start: the template's scan renders web01, then the binding
-			// controller reconciles it.
+			r := &MinionTemplateReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, ClusterID: testCluster}
+			delta := func(name string) {
+				t.Helper()
+				if _, err := (policyDeltaReconciler{r}).Reconcile(ctx, bindingKey{Namespace: "salt", Name: name}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A start: the template's scan (web01 holds no minion yet: not
+			// rendered), the binding controller, then the delta its status
+			// wakes.
 			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}}); err != nil {
 				t.Fatal(err)
 			}
 			h.reconcile("salt", "web01")
-			// A new binding: its delta first (the faster queue), then the
-			// binding controller.
+			delta("web01")
+			// A new binding: its delta first (the faster queue; it holds
+			// nothing yet), then the binding controller, then the delta its
+			// status wakes.
 			b := objs[3].(*v1alpha1.MinionBinding).DeepCopy()
 			b.Name, b.Spec.MinionID, b.UID, b.ResourceVersion = "web02", "web02", "uid-web02", ""
 			if err := h.c.Create(ctx, b); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := (policyDeltaReconciler{r}).Reconcile(ctx, bindingKey{Namespace: "salt", Name: "web02"}); err != nil {
-				t.Fatal(err)
-			}
+			delta("web02")
 			h.reconcile("salt", "web02")
+			delta("web02")
 			if renders.rendered != tc.rendered || renders.reused != tc.reused || len(renders.entries) != 0 {
 				t.Errorf("%d rendered, %d reused, %d left kept; want %d, %d, 0",
 					renders.rendered, renders.reused, len(renders.entries), tc.rendered, tc.reused)

@@ -139,19 +139,41 @@ func (r *MinionTemplateReconciler) syncTemplate(ctx context.Context, template st
 	return nil
 }
 
-// policiesOfBinding renders the policy documents of one binding; bindings
-// the admission gate refuses (namespace not selected, minion ID held by
-// another, render errors, guard rails) and bindings being deleted
-// contribute none.
+// policiesOfBinding renders the policy documents of one binding. Only a
+// binding that holds its minion in Vault contributes (holdsInVault):
+// bindings the admission gate refuses (namespace not selected, minion ID
+// held by another, render errors, guard rails), bindings Vault refused
+// (the minion is another binding's, or another cluster's) or that have not
+// written their minion yet, and bindings being deleted contribute none.
 func (r *MinionTemplateReconciler) policiesOfBinding(ctx context.Context, b *v1alpha1.MinionBinding) (map[string]string, error) {
-	if !b.DeletionTimestamp.IsZero() {
+	if !b.DeletionTimestamp.IsZero() || !holdsInVault(b) {
 		return nil, nil
 	}
 	a, err := admit(ctx, r.Client, r.Templates, b)
-	if _, refused := admission.AsVerdict(err); refused {
+	if _, refused := admission.AsVerdict(err); refused || a.Contested() != nil {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("admitting MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	return docsOf(a.Result), nil
+}
+
+// holdsInVault reports whether the binding's own reconcile wrote its
+// minion's objects (status, which only the operator writes, names its
+// role) and Vault has not refused it since. A template writes the ACL
+// policies of such bindings only: one whose minion is another binding's
+// (of this cluster or another on the same Vault) must neither write a
+// policy for that minion nor, when it goes, delete one the holder uses.
+func holdsInVault(b *v1alpha1.MinionBinding) bool {
+	if !admission.Holds(b) {
+		return false
+	}
+	switch c := readyCondition(b); {
+	case c == nil:
+		return true
+	case c.Reason == v1alpha1.MinionIDConflictReason, c.Reason == v1alpha1.NotOwnedReason,
+		c.Reason == v1alpha1.DuplicateMinionIDReason, c.Reason == v1alpha1.MinionIDReleasingReason, c.Reason == v1alpha1.MinionIDRetainedReason:
+		return false
+	}
+	return true
 }

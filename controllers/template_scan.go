@@ -40,6 +40,7 @@ func (r *MinionTemplateReconciler) converge(ctx context.Context, tpl *v1alpha1.M
 			r.index.scanned(tpl.Name, asked)
 		}
 	} else {
+		r.index.recheckNotOwned(tpl.Name)
 		err = r.retryDirty(ctx, tpl)
 	}
 	sc.written, sc.deleted = r.index.takeUnreported(tpl.Name)
@@ -49,6 +50,9 @@ func (r *MinionTemplateReconciler) converge(ctx context.Context, tpl *v1alpha1.M
 	s := r.summarize(tpl)
 	sc.outcome, sc.pending = s.outcome(), s.pending()
 	sc.requeue = jitter(max(r.index.untilScan(tpl.Name, interval), time.Second))
+	if recheck := r.index.untilRecheck(tpl.Name); recheck > 0 {
+		sc.requeue = min(sc.requeue, recheck)
+	}
 	return nil
 }
 
@@ -76,7 +80,7 @@ func (r *MinionTemplateReconciler) fullScan(ctx context.Context, tpl *v1alpha1.M
 		if err != nil {
 			return err
 		}
-		found, err := discoverOwned(ctx, vc, tpl.Name, r.reader(tpl.Name), r.index.wanted(tpl.Name))
+		found, err := discoverOwned(ctx, vc, r.policyOwner(tpl), r.reader(tpl.Name), r.index.wanted(tpl.Name))
 		if err != nil {
 			return err
 		}
@@ -113,10 +117,10 @@ func (r *MinionTemplateReconciler) syncDirty(ctx context.Context, tpl *v1alpha1.
 			}
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("Syncing ACL policies", "template", tpl.Name, "wanted", len(work.desired), "stale", len(work.stale))
-		pass, err := syncPolicies(ctx, vc, tpl.Name, tpl.Spec.AdoptPolicies, work.desired, work.stale, reader)
+		pass, err := syncPolicies(ctx, vc, r.policyOwner(tpl), tpl.Spec.AdoptPolicies, work.desired, work.stale, reader)
 		for _, n := range pass.written {
 			// Other templates' first scans need not read these.
-			reader.set(n, tpl.Name)
+			reader.set(n, r.policyOwner(tpl))
 		}
 		r.index.settle(tpl.Name, work, pass)
 		if err != nil {
@@ -145,7 +149,10 @@ func (s templateSummary) outcome() outcome {
 	case len(s.conflicts) > 0:
 		return outcome{kind: outcomeStalled, reason: v1alpha1.ValidationFailedReason, message: strings.Join(firstN(s.conflicts, 10), "; ")}
 	case len(s.notOwned) > 0:
-		return outcome{kind: outcomeStalled, reason: v1alpha1.PolicyNotOwnedReason,
+		// Vault's state, not the template's: the owner may delete them (a
+		// handover between two clusters on one Vault), so they are looked
+		// at again (recheckNotOwned).
+		return outcome{kind: outcomeWaiting, reason: v1alpha1.PolicyNotOwnedReason,
 			message: fmt.Sprintf("%d ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s",
 				len(s.notOwned), strings.Join(firstN(s.notOwned, 20), ", "))}
 	case s.pending():

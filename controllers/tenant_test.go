@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -284,39 +286,103 @@ func TestOneMinionOneOwnerAcrossShardsAndClusters(t *testing.T) {
 	}
 }
 
-// A holder deleted with deletionPolicy Retain leaves its marked objects;
-// a new binding of this cluster takes them over (the holder is provably
-// gone), keeping the minion's role ID.
+// A holder that goes without its objects leaves them marked in Vault:
+// deleted with deletionPolicy Retain (they are marked retained, kept for
+// it), or with its finalizer stripped by hand. The same binding coming
+// back under its name (a restore) takes them over and keeps the minion's
+// credentials. Another binding of the minion ID is handed the minion
+// clean (role and entity deleted and created anew), unless they were
+// retained: then it is refused and nothing is written.
 func TestTakeOverFromAGoneHolder(t *testing.T) {
-	objs := fixtures(map[string]any{"roles": []string{"web"}})
-	objs[2].(*v1alpha1.MinionTemplate).Spec.DeletionPolicy = v1alpha1.DeletionPolicyRetain
-	h := newHarness(t, objs...)
-	h.r.APIReader = h.c
-	h.reconcile("salt", "web01")
-	before := stateOf(t, h.v, "web01", "salt_minion_web01")
-	h.deleteAndFinalize("salt", "web01")
+	tests := []struct {
+		name, ns, binding string
+		retain            bool
+		keeps             bool
+		want              string // the new binding's reason
+		writes            int
+	}{
+		{name: "retained, the same binding created again", ns: "salt", binding: "web01", retain: true, keeps: true, want: v1alpha1.SucceededReason, writes: 1},
+		{name: "retained, another binding of the namespace", ns: "salt", binding: "web01-new", retain: true, want: v1alpha1.MinionIDRetainedReason},
+		{name: "retained, a binding of another namespace", ns: "other", binding: "web01", retain: true, want: v1alpha1.MinionIDRetainedReason},
+		{name: "finalizer stripped, the same binding created again", ns: "salt", binding: "web01", keeps: true, want: v1alpha1.SucceededReason, writes: 1},
+		{name: "finalizer stripped, a binding of another namespace", ns: "other", binding: "web01", want: v1alpha1.SucceededReason, writes: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := fixtures(map[string]any{"roles": []string{"web"}})
+			if tt.retain {
+				objs[2].(*v1alpha1.MinionTemplate).Spec.DeletionPolicy = v1alpha1.DeletionPolicyRetain
+			}
+			objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
+			h := newHarness(t, objs...)
+			h.r.APIReader = h.c
+			h.reconcile("salt", "web01")
+			before := stateOf(t, h.v, "web01", "salt_minion_web01")
+			if tt.retain {
+				h.deleteAndFinalize("salt", "web01")
+				if got := stateOf(t, h.v, "web01", "salt_minion_web01"); got.metadata[ownership.RetainedKey] == "" || got.roleID != before.roleID {
+					t.Fatalf("retained without its mark: %+v", got)
+				}
+			} else {
+				old := h.get("salt", "web01")
+				patch := client.MergeFrom(old.DeepCopy())
+				old.Finalizers = nil
+				if err := h.c.Patch(context.Background(), old, patch); err != nil {
+					t.Fatal(err)
+				}
+				if err := h.c.Delete(context.Background(), old); err != nil {
+					t.Fatal(err)
+				}
+			}
 
-	next := attacker("web01-new", "salt", "web01", "t")
-	next.Finalizers = nil
-	next.Spec.Pillar = rawDoc(map[string]any{"roles": []string{"web"}})
-	if err := h.c.Create(context.Background(), next); err != nil {
-		t.Fatal(err)
+			next := attacker(tt.binding, tt.ns, "web01", "t")
+			next.UID = "uid-next"
+			next.Finalizers = nil
+			next.Spec.Pillar = rawDoc(map[string]any{"roles": []string{"web"}})
+			if err := h.c.Create(context.Background(), next); err != nil {
+				t.Fatal(err)
+			}
+			h.v.ResetCalls()
+			h.events()
+			h.reconcile(tt.ns, tt.binding)
+			if got := reason(h.get(tt.ns, tt.binding)); got != tt.want {
+				t.Fatalf("the new binding: %q, want %q", got, tt.want)
+			}
+			if w := h.v.Writes(); w != tt.writes {
+				t.Errorf("%d writes, want %d", w, tt.writes)
+			}
+			after := stateOf(t, h.v, "web01", "salt_minion_web01")
+			if tt.want != v1alpha1.SucceededReason {
+				if !before.same(stateOfKeepMark(after)) {
+					t.Errorf("a refused binding changed the retained minion: %+v -> %+v", before, after)
+				}
+				return
+			}
+			if kept := after.roleID == before.roleID && after.entityID == before.entityID; kept != tt.keeps {
+				t.Errorf("the minion's IDs kept %v, want %v: %+v -> %+v", kept, tt.keeps, before, after)
+			}
+			if m, _ := ownership.ParseMarker(after.metadata[ownership.MarkerKey]); m.UID != "uid-next" || after.metadata[ownership.RetainedKey] != "" {
+				t.Errorf("metadata after the takeover: %v", after.metadata)
+			}
+			handedOver := strings.Contains(h.events(), "HandedOver")
+			if handedOver == tt.keeps {
+				t.Errorf("HandedOver event %v, want %v", handedOver, !tt.keeps)
+			}
+		})
 	}
-	h.v.ResetCalls()
-	h.reconcile("salt", "web01-new")
-	if got := reason(h.get("salt", "web01-new")); got != v1alpha1.SucceededReason {
-		t.Fatalf("takeover: %q", got)
+}
+
+// stateOfKeepMark is s without the retained mark, to compare with the
+// state before the deletion.
+func stateOfKeepMark(s minionState) minionState {
+	md := map[string]string{}
+	for k, v := range s.metadata {
+		if k != ownership.RetainedKey {
+			md[k] = v
+		}
 	}
-	after := stateOf(t, h.v, "web01", "salt_minion_web01")
-	if after.roleID != before.roleID || after.entityID != before.entityID {
-		t.Errorf("the minion's IDs changed in the handover: %+v -> %+v", before, after)
-	}
-	if m, _ := ownership.ParseMarker(after.metadata[ownership.MarkerKey]); m.UID != "uid-web01-new" {
-		t.Errorf("marker after the takeover: %q", after.metadata[ownership.MarkerKey])
-	}
-	if w := h.v.Writes(); w != 1 {
-		t.Errorf("%d writes to take over, want 1 (the marker)", w)
-	}
+	s.metadata = md
+	return s
 }
 
 // Status is output only: losing it (a restore without status) writes
@@ -426,5 +492,108 @@ func TestUpgradeMarksThePreviousReleasesObjects(t *testing.T) {
 	res := h2.reconcile("salt", "web01")
 	if got := reason(h2.get("salt", "web01")); got != v1alpha1.NotOwnedReason || h2.v.Writes() != 0 || res.RequeueAfter == 0 || res.RequeueAfter > 10*time.Minute {
 		t.Fatalf("unmarked entity: %q, %d writes, requeue %s", got, h2.v.Writes(), res.RequeueAfter)
+	}
+}
+
+// A tenant keeps a binding with a victim's minion ID, refused. The
+// victim's namespace is deleted and re-created from its manifests (new
+// UIDs, no status), as a restore or a GitOps re-create does. The restored
+// binding gets its minion back with its credentials, whichever binding
+// the operator looks at first; the claimant that waited stays refused and
+// writes nothing.
+func TestRestoredBindingOutranksAWaitingClaimant(t *testing.T) {
+	tests := []struct {
+		name string
+		// retain: the victim's template retains (its deletion marks the
+		// objects); otherwise its finalizer is stripped (a namespace
+		// force-deleted, a cluster rebuilt), nothing is marked.
+		retain bool
+		// gap: the claimant is reconciled between the deletion and the
+		// restore.
+		gap bool
+	}{
+		{name: "deletionPolicy Retain, the claimant looked at in between", retain: true, gap: true},
+		{name: "deletionPolicy Retain, restored at once", retain: true},
+		{name: "finalizer stripped, restored at once", retain: false},
+	}
+	for _, tt := range tests {
+		for _, squatterFirst := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, claimant reconciled first %v", tt.name, squatterFirst), func(t *testing.T) {
+				ctx := context.Background()
+				objs := fixtures(map[string]any{"roles": []string{"web"}})
+				if tt.retain {
+					objs[2].(*v1alpha1.MinionTemplate).Spec.DeletionPolicy = v1alpha1.DeletionPolicyRetain
+				}
+				objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "squat"}})
+				h := newHarness(t, objs...)
+				h.r.APIReader = h.c
+				h.reconcile("salt", "web01")
+				victim := stateOf(t, h.v, "web01", "salt_minion_web01")
+
+				squatter := attacker("web01", "squat", "web01", "t")
+				squatter.UID, squatter.Finalizers = "uid-squatter", nil
+				squatter.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour)) // older than any restore
+				squatter.Spec.Pillar = rawDoc(map[string]any{"roles": []string{"admin"}})
+				if err := h.c.Create(ctx, squatter); err != nil {
+					t.Fatal(err)
+				}
+				h.reconcile("squat", "web01")
+				if got := reason(h.get("squat", "web01")); got != v1alpha1.DuplicateMinionIDReason {
+					t.Fatalf("the claimant while the victim holds: %s", got)
+				}
+
+				if tt.retain {
+					h.deleteAndFinalize("salt", "web01")
+				} else {
+					old := h.get("salt", "web01")
+					patch := client.MergeFrom(old.DeepCopy())
+					old.Finalizers = nil
+					if err := h.c.Patch(ctx, old, patch); err != nil {
+						t.Fatal(err)
+					}
+					if err := h.c.Delete(ctx, old); err != nil {
+						t.Fatal(err)
+					}
+				}
+				h.v.ResetCalls()
+				if tt.gap {
+					h.reconcile("squat", "web01")
+					if got := reason(h.get("squat", "web01")); got != v1alpha1.MinionIDRetainedReason || h.v.Writes() != 0 {
+						t.Fatalf("the claimant in the gap: %s, %d writes (%s)", got, h.v.Writes(), h.events())
+					}
+				}
+				restored := attacker("web01", "salt", "web01", "t")
+				restored.UID, restored.Finalizers = "uid-restored", nil
+				restored.Spec.Pillar = rawDoc(map[string]any{"roles": []string{"web"}})
+				if err := h.c.Create(ctx, restored); err != nil {
+					t.Fatal(err)
+				}
+				order := [][2]string{{"salt", "web01"}, {"squat", "web01"}}
+				if squatterFirst {
+					order[0], order[1] = order[1], order[0]
+				}
+				for range 2 {
+					for _, k := range order {
+						h.reconcile(k[0], k[1])
+					}
+				}
+				if got := reason(h.get("salt", "web01")); got != v1alpha1.SucceededReason {
+					t.Fatalf("the restored binding: %s (%s)", got, h.events())
+				}
+				if got := reason(h.get("squat", "web01")); got != v1alpha1.DuplicateMinionIDReason {
+					t.Errorf("the claimant: %s", got)
+				}
+				after := stateOf(t, h.v, "web01", "salt_minion_web01")
+				if after.roleID != victim.roleID || after.entityID != victim.entityID || after.metadata["roles"] != "web" {
+					t.Errorf("the restored binding did not get its minion back: %+v -> %+v", victim, after)
+				}
+				if m, _ := ownership.ParseMarker(after.metadata[ownership.MarkerKey]); m.UID != "uid-restored" {
+					t.Errorf("marker %q", after.metadata[ownership.MarkerKey])
+				}
+				if sq := h.get("squat", "web01"); len(sq.Finalizers) != 0 || sq.Status.AppRole != nil {
+					t.Errorf("the claimant was recorded as a writer: %v %+v", sq.Finalizers, sq.Status.AppRole)
+				}
+			})
+		}
 	}
 }

@@ -64,6 +64,13 @@ const (
 	// in this cluster is gone.
 	MinionIDConflictReason = "MinionIDConflict"
 
+	// MinionIDRetainedReason: the minion's objects in Vault were retained
+	// (deletionPolicy Retain) for a MinionBinding that was deleted: they
+	// are kept for that binding, created again under its namespace and
+	// name (a restore), and handed to no other. Deleting the minion's
+	// AppRole role and entity in Vault releases the minion ID.
+	MinionIDRetainedReason = "MinionIDRetained"
+
 	// NotOwnedReason: the minion's entity or AppRole role exists in Vault
 	// without the operator's owner marker (made by a Salt master, by hand,
 	// or by a login), and the template does not set adoptMinions. Nothing

@@ -78,11 +78,35 @@ type Source interface {
 }
 
 // Admitted is a binding that passed: its template, the compiled template
-// and what the binding renders to.
+// and what the binding renders to, and the other bindings that claim its
+// minion ID.
 type Admitted struct {
 	Template *v1alpha1.MinionTemplate
 	Compiled *render.Compiled
 	Result   *render.Result
+	// Ahead is the claimant that comes first in the claim order when it is
+	// not this binding and has not written the minion's objects yet. The
+	// cluster cannot tell then whose the minion is; Vault can: this
+	// binding may only keep or take back objects Vault proves its own (the
+	// binding they were written for, created again by a restore, comes
+	// back before any claimant that waited). Callers that do not read
+	// Vault treat it as refused (Contested).
+	Ahead *v1alpha1.MinionBinding
+	// Rivals are the other bindings that claim the minion ID.
+	Rivals []*v1alpha1.MinionBinding
+}
+
+// Contested reports whether another claimant comes first (Ahead): the
+// verdict of a caller that does not read Vault.
+func (a *Admitted) Contested() *Verdict {
+	if a == nil || a.Ahead == nil {
+		return nil
+	}
+	return duplicate(a.Ahead)
+}
+
+func duplicate(owner *v1alpha1.MinionBinding) *Verdict {
+	return stall(v1alpha1.DuplicateMinionIDReason, "minion ID %q is already bound by MinionBinding %s/%s", owner.Spec.MinionID, owner.Namespace, owner.Name)
 }
 
 // check is one step of the chain. It reads and fills in a; a non-nil
@@ -146,10 +170,15 @@ func NamespaceAllowed(tpl *v1alpha1.MinionTemplate, ns string, lbls map[string]s
 	return nil
 }
 
-func holdsMinionID(ctx context.Context, src Source, b *v1alpha1.MinionBinding, _ *Admitted) error {
+func holdsMinionID(ctx context.Context, src Source, b *v1alpha1.MinionBinding, a *Admitted) error {
 	claimants, err := src.Claimants(ctx, b.Spec.MinionID)
 	if err != nil {
 		return err
+	}
+	for _, c := range claimants {
+		if !sameBinding(c, b) {
+			a.Rivals = append(a.Rivals, c)
+		}
 	}
 	owner := Owner(claimants)
 	switch {
@@ -161,8 +190,11 @@ func holdsMinionID(ctx context.Context, src Source, b *v1alpha1.MinionBinding, _
 		// wakes this binding.
 		return wait(v1alpha1.MinionIDReleasingReason, "minion ID %q is being released by MinionBinding %s/%s, which is being deleted",
 			b.Spec.MinionID, owner.Namespace, owner.Name)
+	case Holds(owner):
+		return duplicate(owner)
 	}
-	return stall(v1alpha1.DuplicateMinionIDReason, "minion ID %q is already bound by MinionBinding %s/%s", b.Spec.MinionID, owner.Namespace, owner.Name)
+	a.Ahead = owner
+	return nil
 }
 
 func compiles(ctx context.Context, src Source, _ *v1alpha1.MinionBinding, a *Admitted) error {
@@ -231,7 +263,7 @@ func claimsBefore(a, b *v1alpha1.MinionBinding) bool {
 	// Creation times have a resolution of one second: without this, a
 	// binding created in the same second with a name sorting first would
 	// take over from one that has written Vault already.
-	if ha, hb := holds(a), holds(b); ha != hb {
+	if ha, hb := Holds(a), Holds(b); ha != hb {
 		return ha
 	}
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
@@ -240,10 +272,10 @@ func claimsBefore(a, b *v1alpha1.MinionBinding) bool {
 	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 }
 
-// holds: the operator recorded, in status (which a tenant cannot write),
-// that the binding wrote its minion's role. A finalizer says nothing: a
-// tenant can set it by hand.
-func holds(b *v1alpha1.MinionBinding) bool {
+// Holds reports whether the operator recorded, in status (which a tenant
+// cannot write), that the binding wrote its minion's role. A finalizer
+// says nothing: a tenant can set it by hand.
+func Holds(b *v1alpha1.MinionBinding) bool {
 	return b.Status.AppRole != nil && b.Status.AppRole.RoleID != ""
 }
 

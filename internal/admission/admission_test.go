@@ -100,6 +100,9 @@ func TestAdmit(t *testing.T) {
 		wantKind   Kind // 0: admitted
 		wantReason string
 		wantErr    bool // the source's own failure, not a verdict
+		// ahead: admitted, contested by this claimant (namespace/name),
+		// which comes first and has written nothing
+		ahead string
 	}{
 		{name: "admitted", b: self},
 		{name: "template missing", facts: facts{templates: map[string]*v1alpha1.MinionTemplate{}}, b: self,
@@ -112,10 +115,10 @@ func TestAdmit(t *testing.T) {
 			wantKind: Stalled, wantReason: v1alpha1.NamespaceNotAllowedReason},
 		{name: "invalid selector", facts: facts{templates: map[string]*v1alpha1.MinionTemplate{"t": badSelector}}, b: self,
 			wantKind: Stalled, wantReason: v1alpha1.NamespaceNotAllowedReason},
-		{name: "older claim wins", facts: facts{bindings: []*v1alpha1.MinionBinding{binding("other", "web01", "WEB01", t0, "web")}},
-			b: binding("salt", "web01", "web01", later, "web"), wantKind: Stalled, wantReason: v1alpha1.DuplicateMinionIDReason},
+		{name: "older claim comes first (it wrote nothing yet: Vault decides)", facts: facts{bindings: []*v1alpha1.MinionBinding{binding("other", "web01", "WEB01", t0, "web")}},
+			b: binding("salt", "web01", "web01", later, "web"), ahead: "other/web01"},
 		{name: "same second: name order", facts: facts{bindings: []*v1alpha1.MinionBinding{binding("a", "web01", "web01", t0, "web")}},
-			b: binding("b", "web01", "web01", t0, "web"), wantKind: Stalled, wantReason: v1alpha1.DuplicateMinionIDReason},
+			b: binding("b", "web01", "web01", t0, "web"), ahead: "a/web01"},
 		{name: "newer claim loses to us", facts: facts{bindings: []*v1alpha1.MinionBinding{binding("other", "web01", "web01", later, "web")}},
 			b: self},
 		{name: "holder keeps it against an older claim", facts: facts{bindings: []*v1alpha1.MinionBinding{holder}},
@@ -155,6 +158,16 @@ func TestAdmit(t *testing.T) {
 				}
 				if a.Result == nil || a.Compiled == nil || a.Template == nil {
 					t.Fatalf("admitted without its render: %+v", a)
+				}
+				got := ""
+				if a.Ahead != nil {
+					got = a.Ahead.Namespace + "/" + a.Ahead.Name
+				}
+				if got != tc.ahead || (tc.ahead != "") != (a.Contested() != nil) || len(a.Rivals) != len(f.bindings)-1 {
+					t.Fatalf("ahead %q, contested %v, %d rivals; want ahead %q", got, a.Contested(), len(a.Rivals), tc.ahead)
+				}
+				if v := a.Contested(); v != nil && (v.Reason != v1alpha1.DuplicateMinionIDReason || v.Kind != Stalled) {
+					t.Fatalf("contested: %+v", v)
 				}
 			default:
 				if !isVerdict || v.Kind != tc.wantKind || (tc.wantReason != "" && v.Reason != tc.wantReason) || v.Message == "" {

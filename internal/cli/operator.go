@@ -181,7 +181,8 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		}
 		sa = types.NamespacedName{Namespace: ns, Name: name}
 	}
-	so := SetupOptions{ServiceAccount: sa, Concurrency: o.Concurrency, Interval: o.Interval, Controllers: o.Controllers, ClusterID: o.ClusterID}
+	so := SetupOptions{ServiceAccount: sa, Concurrency: o.Concurrency, Interval: o.Interval, Controllers: o.Controllers, ClusterID: o.ClusterID,
+		Shard: o.WatchNamespace != "" || o.LabelSelector != ""}
 	if err := Setup(ctx, mgr, so); err != nil {
 		return err
 	}
@@ -209,6 +210,9 @@ type SetupOptions struct {
 	// ClusterID names this cluster in the owner markers written to Vault
 	// (default: the UID of the kube-system namespace).
 	ClusterID string
+	// Shard: the bindings controller sees some namespaces or labels only,
+	// not every MinionBinding of the cluster.
+	Shard bool
 }
 
 // clusterIdentity is the cluster's identity in owner markers: the flag's,
@@ -265,7 +269,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
 		if err := (&controllers.MinionBindingReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
 			Connections: conns, Templates: templates, Metrics: metrics, DefaultInterval: interval,
-			ClusterID: clusterID, APIReader: mgr.GetAPIReader(),
+			ClusterID: clusterID, APIReader: mgr.GetAPIReader(), SeesAllBindings: !so.Shard,
 		}).SetupWithManager(mgr, opts); err != nil {
 			return err
 		}
@@ -273,7 +277,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
 	if run(controllerTemplates) {
 		if err := (&controllers.MinionTemplateReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
-			Connections: conns, Templates: templates, DefaultInterval: interval,
+			Connections: conns, Templates: templates, DefaultInterval: interval, ClusterID: clusterID,
 		}).SetupWithManager(mgr, opts); err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/internal/manifest"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -43,6 +44,7 @@ type planOptions struct {
 	k8sMount     string
 	jwtFile      string
 	secretIDFile string
+	clusterID    string
 	timeout      time.Duration
 }
 
@@ -99,6 +101,7 @@ or when the operator would refuse a binding or template (printed).`,
 	f.StringVar(&o.k8sMount, "kubernetes-mount", vault.DefaultKubernetesMount, "kubernetes auth mount for --kubernetes-role")
 	f.StringVar(&o.jwtFile, "jwt-file", "/var/run/secrets/kubernetes.io/serviceaccount/token", "the ServiceAccount token for --kubernetes-role")
 	f.StringVar(&o.secretIDFile, "secret-id-file", "", "file holding the AppRole secret ID (default: VAULT_SECRET_ID)")
+	f.StringVar(&o.clusterID, "cluster-id", "", "the operator's cluster identity (its --cluster-id, or the UID of kube-system), which the ACL policies' ownership headers name (default: the one cluster the headers of a template's policies name)")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -111,6 +114,9 @@ type planInput struct {
 	connections map[string]*v1alpha1.VaultConnection
 	namespaces  map[string]map[string]string // name -> labels
 	configMaps  convert.ConfigMapData
+	// cluster is the operator's cluster identity ("": learned from the
+	// policies' headers).
+	cluster string
 }
 
 type templateDoc struct {
@@ -171,6 +177,7 @@ func runPlan(ctx context.Context, o planOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	in.cluster = o.clusterID
 	if len(in.templates) == 0 {
 		return errors.New("no MinionTemplate among the manifests")
 	}
@@ -239,7 +246,7 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 		if !b.DeletionTimestamp.IsZero() {
 			// Being deleted: its finalizer's removals, no admission, no
 			// policy documents.
-			bp, err := planVault(ctx, dry, in, b, templateNamed(in, b.Spec.TemplateRef.Name), nil)
+			bp, err := planVault(ctx, dry, in, b, &admission.Admitted{Template: templateNamed(in, b.Spec.TemplateRef.Name)})
 			if err != nil {
 				return nil, err
 			}
@@ -282,7 +289,11 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 			}
 			plan.Bindings = append(plan.Bindings, bp)
 		}
-		tp, err := planPolicies(ctx, dry, tpl, rendered, managed[tpl.Name])
+		cluster, managedHere, warning := managed.of(tpl.Name, in.cluster)
+		if warning != "" {
+			plan.Warnings = append(plan.Warnings, warning)
+		}
+		tp, err := planPolicies(ctx, dry, tpl, cluster, rendered, managedHere)
 		if err != nil {
 			return nil, err
 		}
@@ -297,7 +308,7 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 
 // planPolicies runs the template reconciler's policy step for the
 // documents its bindings render against the dry run.
-func planPolicies(ctx context.Context, dry planClient, tpl *v1alpha1.MinionTemplate, rendered []controllers.RenderedBinding, managed []string) (TemplatePlan, error) {
+func planPolicies(ctx context.Context, dry planClient, tpl *v1alpha1.MinionTemplate, cluster string, rendered []controllers.RenderedBinding, managed []string) (TemplatePlan, error) {
 	tp := TemplatePlan{Name: tpl.Name, Changes: []vault.Change{}}
 	desired, conflict := controllers.CollectPolicies(rendered)
 	if conflict != "" {
@@ -305,7 +316,7 @@ func planPolicies(ctx context.Context, dry planClient, tpl *v1alpha1.MinionTempl
 		return tp, nil
 	}
 	mark := len(dry.Changes())
-	notOwned, err := controllers.ApplyPolicies(ctx, dry, tpl, desired, managed)
+	notOwned, err := controllers.ApplyPolicies(ctx, dry, tpl, cluster, desired, managed)
 	if err != nil {
 		return tp, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
 	}
@@ -369,25 +380,24 @@ func planBinding(ctx context.Context, dry planClient, facts *manifestFacts, b *v
 		}
 		return BindingPlan{}, nil, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	tpl, res := a.Template, a.Result
-	bp, err := planVault(ctx, dry, facts.in, b, tpl, res)
+	bp, err := planVault(ctx, dry, facts.in, b, a)
 	if bp.Refused != nil || err != nil {
 		return bp, nil, err
 	}
-	return bp, res, nil
+	return bp, a.Result, nil
 }
 
 // planVault prints the binding reconciler's own plan (observe, then
 // planBinding) for b: its actions that write, in the order the reconciler
 // makes them.
-func planVault(ctx context.Context, vc vault.Client, in *planInput, b *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result) (BindingPlan, error) {
+func planVault(ctx context.Context, vc vault.Client, in *planInput, b *v1alpha1.MinionBinding, a *admission.Admitted) (BindingPlan, error) {
 	ns := ""
-	if tpl != nil {
-		if conn := in.connections[tpl.Spec.ConnectionRef.Name]; conn != nil {
+	if a.Template != nil {
+		if conn := in.connections[a.Template.Spec.ConnectionRef.Name]; conn != nil {
 			ns = conn.Spec.Namespace
 		}
 	}
-	plan, err := controllers.PlanBinding(ctx, vc, ns, b, tpl, res)
+	plan, err := controllers.PlanBinding(ctx, vc, ns, b, a)
 	if err != nil {
 		if reason, msg, ok := controllers.Refusal(err); ok {
 			return refusedBinding(b, reason, msg), nil
@@ -419,15 +429,15 @@ func refusedBinding(b *v1alpha1.MinionBinding, reason, msg string) BindingPlan {
 	return bp
 }
 
-// ownedPolicies lists Vault's ACL policies and returns, per template, the
-// ones whose ownership header names it: what the template reconciler
-// would delete when no binding renders them any more.
-func ownedPolicies(ctx context.Context, dry planClient) (map[string][]string, error) {
+// ownedPolicies lists Vault's ACL policies and returns the ones whose
+// ownership header names a template: what the template reconciler would
+// delete when no binding renders them any more.
+func ownedPolicies(ctx context.Context, dry planClient) (policyHeaders, error) {
 	names, err := dry.ListPolicies(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]string{}
+	out := policyHeaders{}
 	for _, name := range names {
 		if name == "root" || name == "default" {
 			continue
@@ -436,11 +446,49 @@ func ownedPolicies(ctx context.Context, dry planClient) (map[string][]string, er
 		if err != nil {
 			return nil, err
 		}
-		if owner, ok := controllers.PolicyManagedBy(hcl); found && ok {
-			out[owner] = append(out[owner], name)
+		if owner, ok := ownership.ParseHeader(hcl); found && ok {
+			if out[owner.Template] == nil {
+				out[owner.Template] = map[string][]string{}
+			}
+			out[owner.Template][owner.Cluster] = append(out[owner.Template][owner.Cluster], name)
 		}
 	}
 	return out, nil
+}
+
+// policyHeaders are the policies with an ownership header, by template
+// and cluster ("" for a header of the previous release).
+type policyHeaders map[string]map[string][]string
+
+// planPolicyCluster names the cluster of a plan that was given none and finds
+// none in the headers (it only shows in the header of a new policy).
+const planPolicyCluster = "this-cluster"
+
+// of returns the cluster a template's policies are planned for (cluster,
+// or else the one cluster its policies' headers name), and the policies it
+// owns there (the previous release's headers included). Headers of two
+// clusters and no --cluster-id: a warning, and none is taken as ours.
+func (h policyHeaders) of(template, cluster string) (string, []string, string) {
+	warning := ""
+	if cluster == "" {
+		var seen []string
+		for c := range h[template] {
+			if c != "" {
+				seen = append(seen, c)
+			}
+		}
+		slices.Sort(seen)
+		switch len(seen) {
+		case 0:
+			cluster = planPolicyCluster
+		case 1:
+			cluster = seen[0]
+		default:
+			cluster = planPolicyCluster
+			warning = fmt.Sprintf("the ACL policies of MinionTemplate %s name clusters %s in their ownership headers: pass --cluster-id to plan for one", template, strings.Join(seen, ", "))
+		}
+	}
+	return cluster, append(slices.Clone(h[template][cluster]), h[template][""]...), warning
 }
 
 // actionOrder is the order of a template's changes in a plan.

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers"
 	"github.com/minionvault/minion-vault-operator/internal/localenv"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
 // What the quickstart prints once everything is Ready.
@@ -64,7 +64,7 @@ func (r *Runner) report(ctx context.Context, cfg *rest.Config, kc client.Client,
 	for _, p := range all {
 		mark := " "
 		if hcl, err := v.Client.Sys().GetPolicyWithContext(ctx, p); err == nil {
-			if _, ok := controllers.PolicyManagedBy(hcl); ok {
+			if _, ok := ownership.ParseHeader(hcl); ok {
 				mark = "*"
 				managed = append(managed, p)
 			}

@@ -7,15 +7,22 @@ type Decision int
 
 const (
 	// Create: the object does not exist; create it (an entity with the
-	// marker, a role with the role ID of the binding's alias).
+	// marker, a role with a role ID that proves it the binding's).
 	Create Decision = iota
 	// Keep: the object is the binding's, proven.
 	Keep
-	// Take: the object becomes the binding's now: an entity gets the
-	// marker written (the previous release's own entity, an adopted one, or
-	// one whose holder in this cluster is gone); a role gets linked to the
-	// binding's entity (its alias renamed or moved to the role's role ID).
+	// Take: the object becomes the binding's now, keeping what it holds:
+	// an entity gets the marker written (the binding's earlier
+	// incarnation's, the previous release's, one whose marker was wiped
+	// while its role proves it ours, or an adopted one); a role gets
+	// linked to the binding's entity (its alias renamed or moved to the
+	// role's role ID).
 	Take
+	// Replace: the object was another binding's, which is gone: it is
+	// deleted and created anew, so that nothing of the old holder's
+	// credentials passes on (a role's secret IDs go with it, and the
+	// tokens of an entity's logins stop working with it).
+	Replace
 	// Wait: the holder of the minion in this cluster is being deleted; its
 	// finalizer is removing the objects.
 	Wait
@@ -24,23 +31,82 @@ const (
 )
 
 func (d Decision) String() string {
-	return [...]string{"create", "keep", "take", "wait", "refuse"}[d]
+	return [...]string{"create", "keep", "take", "replace", "wait", "refuse"}[d]
 }
 
-// HolderState is what the API server says of the binding a marker names,
+// Reason is why a decision is Wait or Refuse.
+type Reason int
+
+const (
+	ReasonNone Reason = iota
+	// ReasonNotOwned: nothing of the operator's marks the object.
+	ReasonNotOwned
+	// ReasonConflict: another binding (of this cluster or another) holds
+	// it.
+	ReasonConflict
+	// ReasonDuplicate: another binding that claims the minion ID comes
+	// first.
+	ReasonDuplicate
+	// ReasonReleasing: its holder is being deleted.
+	ReasonReleasing
+	// ReasonRetained: its holder was deleted with deletionPolicy Retain;
+	// it is kept for that binding.
+	ReasonRetained
+)
+
+// Verdict is a decision and, for Wait and Refuse, why.
+type Verdict struct {
+	Decision
+	Reason Reason
+	Why    string
+}
+
+func refuse(r Reason, format string, args ...any) Verdict {
+	return Verdict{Decision: Refuse, Reason: r, Why: fmt.Sprintf(format, args...)}
+}
+
+// HolderState is what the API server says of the binding a claim names,
 // when it is in this cluster.
 type HolderState int
 
 const (
-	// HolderUnknown: not looked up (another cluster, or no marker).
+	// HolderUnknown: not looked up (another cluster, an owner that cannot
+	// be named, or no claim).
 	HolderUnknown HolderState = iota
-	// HolderLive: it exists with the marker's UID.
+	// HolderLive: it exists with the claim's UID.
 	HolderLive
 	// HolderDeleting: it exists and is being deleted.
 	HolderDeleting
 	// HolderGone: no binding of that name and UID exists any more.
 	HolderGone
 )
+
+// Rivals is what the cluster says of the other bindings that claim the
+// minion ID (the admission gate's claim order).
+type Rivals struct {
+	// Ahead names the claimant that comes first in the claim order, when
+	// it is not this binding and has written nothing yet: this binding
+	// may then only keep or take back what Vault proves its own (it is
+	// the binding the objects were written for, coming back).
+	Ahead *Owner
+	// Others are the other claimants.
+	Others []Owner
+}
+
+// named returns the claimant with o's namespace and name in o's cluster:
+// the binding o was, created again.
+func (r Rivals) named(o Owner) (Owner, bool) {
+	for _, c := range r.Others {
+		if c.SameName(o) {
+			return c, true
+		}
+	}
+	return Owner{}, false
+}
+
+func (r Rivals) aheadVerdict(what string) Verdict {
+	return refuse(ReasonDuplicate, "%s: MinionBinding %s/%s claims the minion ID first", what, r.Ahead.Namespace, r.Ahead.Name)
+}
 
 // EntityFacts is what the controller read about the entity a binding
 // renders.
@@ -51,40 +117,69 @@ type EntityFacts struct {
 	// operator's previous release recorded in the binding's status (which
 	// only the operator may write): that release's own entity.
 	ProvenByStatus bool
-	// Holder: for a marker naming another binding of this cluster.
+	// LinkedRole: the entity holds the alias of the binding's role, whose
+	// role ID proves it the binding's: a marker wiped or edited by hand is
+	// the binding's own entity still.
+	LinkedRole bool
+	// Holder: for a claim naming another binding of this cluster.
 	Holder HolderState
 	// Adopt: the template's adoptMinions rule.
-	Adopt bool
+	Adopt  bool
+	Rivals Rivals
 }
 
-// DecideEntity says what may be done with the binding's entity, and why
-// when the answer is Wait or Refuse.
-func DecideEntity(f EntityFacts) (Decision, string) {
-	switch f.Claim.Holder {
-	case HolderNone:
-		return Create, ""
-	case HolderSelf:
-		return Keep, ""
-	case HolderUnmarked:
-		if f.ProvenByStatus || f.Adopt {
-			return Take, ""
-		}
-		return Refuse, fmt.Sprintf("entity %s exists in Vault and was not created by the operator for this MinionBinding (it has no %s marker); set adoptMinions on the MinionTemplate to take it over", f.Name, MarkerKey)
+// DecideEntity says what may be done with the binding's entity.
+func DecideEntity(f EntityFacts) Verdict {
+	what := "entity " + f.Name
+	c := f.Claim
+	switch {
+	case c.Holder == HolderNone && f.Rivals.Ahead != nil:
+		return f.Rivals.aheadVerdict(what)
+	case c.Holder == HolderNone:
+		return Verdict{Decision: Create}
+	case c.Holder == HolderSelf && c.Previous:
+		return Verdict{Decision: Take}
+	case c.Holder == HolderSelf:
+		return Verdict{Decision: Keep}
+	case c.Holder == HolderUnmarked && (f.ProvenByStatus || f.LinkedRole),
+		edited(c) && f.LinkedRole:
+		// Its marker was wiped or edited; status or the role proves it ours.
+		return Verdict{Decision: Take}
+	case c.Holder == HolderUnmarked && f.Rivals.Ahead != nil:
+		return f.Rivals.aheadVerdict(what)
+	case c.Holder == HolderUnmarked && f.Adopt:
+		return Verdict{Decision: Take}
+	case c.Holder == HolderUnmarked:
+		return refuse(ReasonNotOwned, "%s exists in Vault and was not created by the operator for this MinionBinding (it has no %s marker); set adoptMinions on the MinionTemplate to take it over", what, MarkerKey)
 	}
-	return decideOther(f.Holder, fmt.Sprintf("entity %s", f.Name), f.Claim)
+	return decideOther(f.Holder, what, c, f.Rivals)
 }
 
-// decideOther handles an object held by another binding: in this cluster a
-// holder that is gone hands over, one being deleted is waited for; anything
-// else (a live holder, another cluster, an unreadable marker) refuses.
-func decideOther(h HolderState, what string, c Claim) (Decision, string) {
+// decideOther handles an object held by another binding: in this cluster
+// a holder being deleted is waited for, and one that is gone hands the
+// minion over, starting clean, unless the binding it was comes back under
+// its name (it keeps them), its objects were retained for it, or another
+// claimant comes first; anything else (a live holder, another cluster, an
+// owner that cannot be named) refuses.
+func decideOther(h HolderState, what string, c Claim, r Rivals) Verdict {
 	switch h {
 	case HolderGone:
-		return Take, ""
+		if back, ok := r.named(c.Other); ok {
+			return refuse(ReasonDuplicate, "%s belongs to %s, which was created again as MinionBinding %s/%s (uid %s): it keeps the minion",
+				what, c.Describe(), back.Namespace, back.Name, back.UID)
+		}
+		if c.Retained {
+			return refuse(ReasonRetained, "%s was retained in Vault for %s when it was deleted (deletionPolicy Retain): it is kept for that MinionBinding "+
+				"coming back under its name; delete the minion's AppRole role and entity in Vault to hand the minion ID over", what, c.Describe())
+		}
+		if r.Ahead != nil {
+			return r.aheadVerdict(what)
+		}
+		return Verdict{Decision: Replace, Why: fmt.Sprintf("%s belonged to %s, which is gone", what, c.Describe())}
 	case HolderDeleting:
-		return Wait, fmt.Sprintf("%s belongs to %s, which is being deleted", what, c.Describe())
+		return Verdict{Decision: Wait, Reason: ReasonReleasing, Why: fmt.Sprintf("%s belongs to %s, which is being deleted", what, c.Describe())}
 	}
-	return Refuse, fmt.Sprintf("%s belongs to %s", what, c.Describe())
+	return refuse(ReasonConflict, "%s belongs to %s", what, c.Describe())
 }
 
 // RoleFacts is what the controller read about the binding's AppRole role
@@ -94,6 +189,13 @@ type RoleFacts struct {
 	Exists      bool
 	// RoleID is the role's role ID, when it exists.
 	RoleID string
+	// ID is whose the role ID says the role is (RoleIDProof): HolderSelf,
+	// HolderOther (a claimant's, another cluster's, or a gone binding's of
+	// this cluster), or HolderUnmarked when the operator did not choose it
+	// (Vault did, for a Salt master or an administrator, or the operator's
+	// previous release did): then its alias tells.
+	ID       Claim
+	IDHolder HolderState
 	// Alias: who holds the entity alias named RoleID on the mount (the
 	// link from a login with this role to an entity): HolderSelf when it
 	// is on an entity marked for this binding.
@@ -102,39 +204,89 @@ type RoleFacts struct {
 	Holder HolderState
 	// SlotHeld: the binding's entity has an alias on the mount already,
 	// named otherwise: the binding held a role of this name there, which
-	// was deleted and created again since (by hand, or re-created by a
-	// restore). The minion ID is the binding's: the role is re-linked.
+	// was deleted and created again since (by hand, or by a Salt master).
+	// The minion ID is the binding's: the role is re-linked.
 	SlotHeld bool
 	// ProvenByStatus: the role ID is the one the operator's previous
 	// release recorded in the binding's status.
 	ProvenByStatus bool
 	Adopt          bool
+	Rivals         Rivals
 }
 
 // DecideRole says what may be done with the binding's role: a role is the
-// binding's only while it is linked to the binding's marked entity, or when
-// it is created now.
-func DecideRole(f RoleFacts) (Decision, string) {
+// binding's when its role ID proves it, when it is linked to the binding's
+// marked entity, or when it is created now.
+func DecideRole(f RoleFacts) Verdict {
 	if !f.Exists {
-		return Create, ""
+		return Verdict{Decision: Create}
 	}
 	what := fmt.Sprintf("AppRole role %s/%s", f.Mount, f.Name)
+	switch f.ID.Holder {
+	case HolderSelf:
+		return Verdict{Decision: Keep}
+	case HolderOther:
+		return decideOther(f.IDHolder, what, f.ID, f.Rivals)
+	}
 	switch f.Alias.Holder {
 	case HolderSelf:
-		return Keep, ""
+		return Verdict{Decision: Keep}
 	case HolderOther:
-		return decideOther(f.Holder, what+" (its role ID's entity alias)", f.Alias)
+		return decideOther(f.Holder, what+" (its role ID's entity alias)", f.Alias, f.Rivals)
 	}
 	// Nobody's login links the role, or only an unmarked entity (a login
 	// made it up, or a Salt master).
-	if f.SlotHeld || f.ProvenByStatus || f.Adopt {
-		return Take, ""
+	switch {
+	case f.SlotHeld || f.ProvenByStatus:
+		return Verdict{Decision: Take}
+	case f.Rivals.Ahead != nil:
+		return f.Rivals.aheadVerdict(what)
+	case f.Adopt:
+		return Verdict{Decision: Take}
 	}
-	return Refuse, fmt.Sprintf("%s exists in Vault and is not linked to an entity of this MinionBinding; set adoptMinions on the MinionTemplate to take it over", what)
+	return refuse(ReasonNotOwned, "%s exists in Vault and is not linked to an entity of this MinionBinding; set adoptMinions on the MinionTemplate to take it over", what)
 }
 
-// Deletable says whether an object may be deleted for a binding being
-// deleted or moved: only what is proven its own.
-func Deletable(c Claim, provenByStatus bool) bool {
-	return c.Holder == HolderSelf || (c.Holder == HolderUnmarked && provenByStatus)
+// Deletable says whether an entity may be deleted for a binding being
+// deleted or moved: only what is proven its own (its marker, or for an
+// entity whose marker is missing or edited, status or the binding's role
+// linked to it).
+func Deletable(c Claim, provenByStatus, linkedRole bool) bool {
+	switch c.Holder {
+	case HolderSelf:
+		return true
+	case HolderUnmarked:
+		return provenByStatus || linkedRole
+	case HolderOther:
+		return edited(c) && linkedRole
+	}
+	return false
+}
+
+// edited: a marker that cannot be read (edited by hand).
+func edited(c Claim) bool {
+	return c.Holder == HolderOther && c.Other.UID == "" && (c.Unnamed == "" || c.Unnamed == UnnamedEdited)
+}
+
+// RoleClaim is whose a role is by its role ID, as seen by self: its own,
+// a candidate's (the other claimants of the minion ID in this cluster),
+// another binding's of this cluster that is no candidate, another
+// cluster's, or unmarked when the operator did not choose the role ID.
+// byName: a plan of manifests, which knows no cluster, takes a role ID
+// chosen for the binding's namespace and name as its own.
+func RoleClaim(p RoleIDProof, self Owner, byName bool, candidates []Owner) Claim {
+	switch {
+	case !p.Chosen:
+		return Claim{Holder: HolderUnmarked}
+	case p.For(self, byName):
+		return Claim{Holder: HolderSelf}
+	case !p.Cluster && !byName:
+		return Claim{Holder: HolderOther, Unnamed: UnnamedForeign}
+	}
+	for _, c := range candidates {
+		if p.Cluster && p.For(c, false) {
+			return Claim{Holder: HolderOther, Other: c}
+		}
+	}
+	return Claim{Holder: HolderOther, Unnamed: UnnamedGone}
 }

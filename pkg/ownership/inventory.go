@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Placement is where a binding's Vault objects live: the AppRole role
@@ -101,8 +102,28 @@ func Decode(raw string) (Inventory, error) {
 		if (p.Connection == "" && p.Vault == "") || p.Mount == "" || p.Entity == "" {
 			return nil, fmt.Errorf("%w: every entry needs a connection or a vault, a mount and an entity", ErrRecord)
 		}
+		if !pathName(p.Entity, false) || !pathName(strings.Trim(p.Mount, "/"), true) {
+			return nil, fmt.Errorf("%w: entity %q on mount %q cannot name an object in Vault", ErrRecord, p.Entity, p.Mount)
+		}
 	}
 	return out, nil
+}
+
+// pathName reports whether a name can be the operator's own entity name
+// (one segment of a Vault API path) or mount (multi: segments joined by
+// "/"): what the renderer never writes, such as "..", cannot name
+// anything the operator wrote.
+func pathName(name string, multi bool) bool {
+	segs := []string{name}
+	if multi {
+		segs = strings.Split(name, "/")
+	}
+	for _, s := range segs {
+		if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/?#%\\") || strings.ContainsFunc(s, unicode.IsControl) {
+			return false
+		}
+	}
+	return true
 }
 
 // Encode writes the record; "" for an empty inventory.

@@ -20,6 +20,11 @@ func TestDecode(t *testing.T) {
 		{name: "no mount", raw: `[{"connection":"a","entity":"e"}]`, err: "every entry needs"},
 		{name: "neither vault nor connection", raw: `[{"mount":"m","entity":"e"}]`, err: "every entry needs"},
 		{name: "too many", raw: "[" + strings.Repeat(`{"vault":"v","mount":"m","entity":"e"},`, MaxPlacements) + `{"vault":"v","mount":"m","entity":"e"}]`, err: "placements, at most"},
+		{name: "an entity named ..", raw: `[{"vault":"v","mount":"m","entity":".."}]`, err: "cannot name an object"},
+		{name: "an entity path", raw: `[{"vault":"v","mount":"m","entity":"a/b"}]`, err: "cannot name an object"},
+		{name: "a mount that climbs", raw: `[{"vault":"v","mount":"m/../sys","entity":"e"}]`, err: "cannot name an object"},
+		{name: "a control character", raw: `[{"vault":"v","mount":"m","entity":"e\u0000"}]`, err: "cannot name an object"},
+		{name: "a nested mount", raw: `[{"vault":"v","mount":"/team/salt-minions/","entity":"e"}]`, want: 1},
 		{name: "200 KB", raw: `[{"vault":"v","mount":"m","entity":"` + strings.Repeat("e", 200<<10) + `"}]`, err: "bytes, at most"},
 	}
 	for _, tt := range tests {

@@ -18,6 +18,13 @@ const MarkerKey = ReservedKeyPrefix + "owner"
 // outside Vault.
 const KeysKey = ReservedKeyPrefix + "keys"
 
+// RetainedKey is the entity metadata key the operator writes when it
+// leaves a binding's objects in Vault under deletionPolicy Retain (its
+// value: when). Objects retained for a binding are kept for it: only the
+// binding of that namespace and name, created again (a restore), takes
+// them; no other claimant of the minion ID is handed them.
+const RetainedKey = ReservedKeyPrefix + "retained"
+
 // ReservedKeyPrefix starts every metadata key the operator keeps for
 // itself.
 const ReservedKeyPrefix = "minionvault-"
@@ -59,6 +66,14 @@ func (o Owner) Marker() string {
 // UID (namespace and name follow from the UID).
 func (o Owner) Same(p Owner) bool {
 	return o.Cluster == p.Cluster && o.UID == p.UID && o.UID != ""
+}
+
+// SameName reports whether two owners are one binding's namespace and name
+// in one cluster: the same binding, or it and an earlier one of that name
+// (deleted and created again, as a restore or a GitOps re-create does).
+// No two live bindings share a name, so this is the binding coming back.
+func (o Owner) SameName(p Owner) bool {
+	return o.SameCluster(p) && o.Namespace == p.Namespace && o.Name == p.Name && o.Namespace != ""
 }
 
 // SameCluster reports whether the two owners live in one cluster.
@@ -103,19 +118,23 @@ func ParseMarker(s string) (o Owner, ok bool) {
 	return o, true
 }
 
-// Holder is who an entity belongs to, by its marker.
+// Holder is who a Vault object belongs to: for an entity by its marker,
+// for a role by its role ID (RoleIDProof) or its alias.
 type Holder int
 
 const (
-	// HolderNone: there is no such entity.
+	// HolderNone: there is no such object.
 	HolderNone Holder = iota
-	// HolderSelf: the marker names this binding.
+	// HolderSelf: it is this binding's (Claim.Previous: written for an
+	// earlier binding of this namespace and name, which is the same
+	// binding coming back).
 	HolderSelf
-	// HolderUnmarked: the entity has no marker (made by a Salt master, by
-	// hand, by a minion's login, or by the operator's previous release).
+	// HolderUnmarked: nothing of the operator's says whose it is (made by
+	// a Salt master, by hand, by a minion's login, or by the operator's
+	// previous release).
 	HolderUnmarked
-	// HolderOther: the marker names another binding, or cannot be read
-	// (then Claim.Other is zero).
+	// HolderOther: another binding's (Claim.Other), or an owner the
+	// operator cannot name (Claim.Unnamed says which kind).
 	HolderOther
 )
 
@@ -123,13 +142,29 @@ func (h Holder) String() string {
 	return [...]string{"none", "self", "unmarked", "other"}[h]
 }
 
-// Claim is what an entity's metadata says of its owner.
+// Claim is what Vault says of an object's owner.
 type Claim struct {
 	Holder Holder
-	// Other is the owner the marker names, for HolderOther (zero when the
-	// marker cannot be read).
+	// Other is the owner, for HolderOther (zero when it cannot be named).
 	Other Owner
+	// Previous: HolderSelf, written for an earlier binding of this
+	// namespace and name (Other holds it).
+	Previous bool
+	// Unnamed describes an owner of HolderOther that cannot be named: a
+	// marker edited by hand, a role ID of another cluster's operator, one
+	// of this cluster's for a binding that claims the minion no more.
+	Unnamed string
+	// Retained: the holder was deleted with deletionPolicy Retain, and
+	// the objects are kept for it (RetainedKey).
+	Retained bool
 }
+
+// Owners the operator cannot name, for Claim.Unnamed.
+const (
+	UnnamedEdited  = "an owner the operator cannot read (its " + MarkerKey + " marker was edited)"
+	UnnamedForeign = "the operator of another Kubernetes cluster (its role ID says so)"
+	UnnamedGone    = "a MinionBinding of this cluster that no longer claims the minion ID (its role ID says so)"
+)
 
 // ClaimOf reads the marker of an entity with metadata md (nil: the entity
 // does not exist; pass exists false) as seen by self.
@@ -142,25 +177,34 @@ func ClaimOf(exists bool, md map[string]string, self Owner) Claim {
 		return Claim{Holder: HolderUnmarked}
 	}
 	o, ok := ParseMarker(raw)
+	retained := md[RetainedKey] != ""
 	switch {
 	case !ok:
-		return Claim{Holder: HolderOther}
+		return Claim{Holder: HolderOther, Unnamed: UnnamedEdited}
 	case o.Same(self):
-		return Claim{Holder: HolderSelf}
+		return Claim{Holder: HolderSelf, Retained: retained}
+	case o.SameName(self):
+		return Claim{Holder: HolderSelf, Previous: true, Other: o, Retained: retained}
 	}
-	return Claim{Holder: HolderOther, Other: o}
+	return Claim{Holder: HolderOther, Other: o, Retained: retained}
 }
 
 // Describe says who holds it, for messages.
 func (c Claim) Describe() string {
 	switch c.Holder {
 	case HolderSelf:
+		if c.Previous {
+			return "this MinionBinding's earlier incarnation (" + c.Other.String() + ")"
+		}
 		return "this MinionBinding"
 	case HolderUnmarked:
 		return "nobody the operator knows (no " + MarkerKey + " marker)"
 	case HolderOther:
 		if c.Other.UID == "" {
-			return "an owner the operator cannot read (its " + MarkerKey + " marker was edited)"
+			if c.Unnamed != "" {
+				return c.Unnamed
+			}
+			return UnnamedEdited
 		}
 		return c.Other.String()
 	}

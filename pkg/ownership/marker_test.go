@@ -49,29 +49,35 @@ func TestParseMarkerRefusesWhatTheOperatorDoesNotWrite(t *testing.T) {
 
 func TestClaimOf(t *testing.T) {
 	tests := []struct {
-		name   string
-		exists bool
-		md     map[string]string
-		want   Holder
-		other  Owner
+		name     string
+		exists   bool
+		md       map[string]string
+		want     Holder
+		other    Owner
+		previous bool
+		retained bool
 	}{
 		{name: "absent", want: HolderNone},
 		{name: "no metadata", exists: true, want: HolderUnmarked},
 		{name: "someone's keys, no marker", exists: true, md: map[string]string{"roles": "web"}, want: HolderUnmarked},
 		{name: "ours", exists: true, md: map[string]string{MarkerKey: self.Marker()}, want: HolderSelf},
-		{name: "same name and namespace, another UID (deleted and created again)", exists: true,
-			md: map[string]string{MarkerKey: Owner{Cluster: "c-1", Namespace: "team-a", Name: "web01", UID: "u-old"}.Marker()}, want: HolderOther,
-			other: Owner{Cluster: "c-1", Namespace: "team-a", Name: "web01", UID: "u-old"}},
+		{name: "same name and namespace, another UID: the binding created again (a restore)", exists: true,
+			md: map[string]string{MarkerKey: Owner{Cluster: "c-1", Namespace: "team-a", Name: "web01", UID: "u-old"}.Marker()}, want: HolderSelf,
+			other: Owner{Cluster: "c-1", Namespace: "team-a", Name: "web01", UID: "u-old"}, previous: true},
+		{name: "same name and namespace in another cluster", exists: true,
+			md: map[string]string{MarkerKey: Owner{Cluster: "c-2", Namespace: "team-a", Name: "web01", UID: "u-old"}.Marker()}, want: HolderOther,
+			other: Owner{Cluster: "c-2", Namespace: "team-a", Name: "web01", UID: "u-old"}},
 		{name: "another binding of this cluster", exists: true, md: map[string]string{MarkerKey: sibling.Marker()}, want: HolderOther, other: sibling},
 		{name: "another cluster, same UID by chance", exists: true,
 			md: map[string]string{MarkerKey: Owner{Cluster: "c-2", Namespace: "team-a", Name: "web01", UID: "u-1"}.Marker()}, want: HolderOther,
 			other: Owner{Cluster: "c-2", Namespace: "team-a", Name: "web01", UID: "u-1"}},
 		{name: "an edited marker is nobody's we know, never ours", exists: true, md: map[string]string{MarkerKey: "mine now"}, want: HolderOther},
+		{name: "retained for another binding", exists: true, md: map[string]string{MarkerKey: sibling.Marker(), RetainedKey: "2026-12-05T10:00:00Z"}, want: HolderOther, other: sibling, retained: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := ClaimOf(tt.exists, tt.md, self)
-			if c.Holder != tt.want || c.Other != tt.other {
+			if c.Holder != tt.want || c.Other != tt.other || c.Previous != tt.previous || c.Retained != tt.retained {
 				t.Errorf("ClaimOf = %+v (%s), want %s %+v", c, c.Describe(), tt.want, tt.other)
 			}
 		})

@@ -350,10 +350,21 @@ func TestOperator(t *testing.T) {
 		}
 	})
 
-	s.run("the duplicate takes over when the owner is gone", func(t *testing.T) {
+	s.run("objects retained for the owner are not handed to the duplicate; released by hand, they are, clean", func(t *testing.T) {
+		b := s.waitReason("salt", "dup", v1alpha1.MinionIDRetainedReason)
+		if c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); !strings.Contains(c.Message, "salt/web01") {
+			t.Errorf("the refusal does not name the binding the objects are kept for: %q", c.Message)
+		}
+		oldRoleID := fmt.Sprint(s.vaultRead("auth/salt-minions/role/web01/role-id")["role_id"])
+		// An administrator releases the minion ID: deletes role and entity.
+		_, err := s.root.Logical().DeleteWithContext(ctx, "auth/salt-minions/role/web01")
+		s.must(err)
+		_, err = s.root.Logical().DeleteWithContext(ctx, "identity/entity/name/salt_minion_web01")
+		s.must(err)
+		s.requestReconcile("salt", "dup")
 		s.waitReady("salt", "dup")
-		if s.vaultRead("auth/salt-minions/role/web01") == nil {
-			t.Error("no role for the new owner")
+		if roleID := fmt.Sprint(s.vaultRead("auth/salt-minions/role/web01/role-id")["role_id"]); roleID == oldRoleID || roleID == "<nil>" {
+			t.Errorf("the new owner's role ID %s (the old one %s)", roleID, oldRoleID)
 		}
 	})
 

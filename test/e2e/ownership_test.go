@@ -37,7 +37,7 @@ func TestOwnership(t *testing.T) {
 	s.must(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "own"}}))
 	s.must(s.c.Create(ctx, tokenConnection("own-vault", s.env.Vault.Addr, "vault-token")))
 	// A second AppRole mount, for switches between mounts.
-	s.must(s.root.Sys().EnableAuthWithOptionsWithContext(ctx, "salt-minions-b", &vaultapi.EnableAuthOptions{Type: "approle"}))
+	s.enableMount(t, "salt-minions-b")
 	s.must(s.root.Sys().PutPolicyWithContext(ctx, "minionvault-operator",
 		strings.ReplaceAll(operatorPolicy(t), "auth/salt-minions/", "auth/+/")))
 	ownTemplate := func(name, mount, entity string) *v1alpha1.MinionTemplate {

@@ -124,7 +124,8 @@ func (s *suite) runProcess(t *testing.T, bin, user string, args ...string) func(
 
 // TestUpgradeFromThePreviousRelease runs the previous commit's operator
 // (its own process) until its bindings are Ready, then this one: each
-// binding's entity is marked with exactly one write, nothing else is
+// binding's entity is marked with exactly one write, each policy's
+// ownership header gets the cluster with one write, nothing else is
 // written, no record is rewritten, and a restart after that writes
 // nothing. Writes are counted from Vault's audit log.
 func TestUpgradeFromThePreviousRelease(t *testing.T) {
@@ -140,6 +141,10 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 	s.must(s.c.Create(ctx, tokenConnection("up-vault", s.env.Vault.Addr, "vault-token")))
 	tpl := connTemplate("up-t", "up-vault")
 	tpl.Spec.NamespaceSelector = nil
+	tpl.Spec.Policies.Assign = []string{"saltstack/{minion}", "up_role_{pillar[roles]}"}
+	tpl.Spec.AllowedPolicies = []string{"saltstack/*", "up_role_*"}
+	tpl.Spec.PolicyDocuments = []v1alpha1.PolicyDocument{{Name: "up_role_{pillar[roles]}", Rules: []v1alpha1.PolicyRule{
+		{Path: "salt/data/roles/{pillar[roles]}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}}}
 	s.must(s.c.Create(ctx, tpl))
 	stopPrevious := s.runPrevious(t, bin)
 	for i := range n {
@@ -178,16 +183,25 @@ func TestUpgradeFromThePreviousRelease(t *testing.T) {
 	audit.settle(t)
 	calls := audit.since(t, mark, operator)
 	t.Logf("upgrade of %d bindings: %d reads, %d writes", n, calls.Reads, calls.Writes)
-	entityWrites := 0
+	entityWrites, headers := 0, map[string]int{}
 	for _, p := range calls.Paths {
-		if strings.HasPrefix(p, "update identity/entity/name/salt_minion_up") || strings.HasPrefix(p, "create identity/entity/name/salt_minion_up") {
+		switch {
+		case strings.HasPrefix(p, "update identity/entity/name/salt_minion_up") || strings.HasPrefix(p, "create identity/entity/name/salt_minion_up"):
 			entityWrites++
-			continue
+		case p == "update sys/policies/acl/up_role_web" || p == "update sys/policies/acl/up_role_db":
+			headers[p]++
+		default:
+			t.Errorf("the upgrade wrote %s", p)
 		}
-		t.Errorf("the upgrade wrote %s", p)
 	}
-	if entityWrites != n {
-		t.Errorf("%d entity writes for %d bindings, want one each", entityWrites, n)
+	if entityWrites != n || len(headers) != 2 || headers["update sys/policies/acl/up_role_web"] != 1 || headers["update sys/policies/acl/up_role_db"] != 1 {
+		t.Errorf("%d entity writes for %d bindings (want one each), policy writes %v (want one header rewrite each)", entityWrites, n, headers)
+	}
+	for _, name := range []string{"up_role_web", "up_role_db"} {
+		hcl := fmt.Sprint(s.vaultRead("sys/policies/acl/" + name)["policy"])
+		if owner, ok := ownership.ParseHeader(hcl); !ok || owner.Template != "up-t" || owner.Cluster == "" {
+			t.Errorf("%s after the upgrade: %q", name, hcl)
+		}
 	}
 	for i := range n {
 		m := fmt.Sprintf("up%02d", i)
