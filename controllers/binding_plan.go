@@ -141,7 +141,7 @@ func planBinding(res *render.Result, o *observed, mode planMode) (bindingPlan, e
 	// logging in before anything else changes.
 	if d.role.Decision == ownership.Replace {
 		p.replaced(vaultAction{kind: actDelete, object: objRole, call: callDeleteRole, what: "AppRole " + o.mount + "/" + o.name,
-			mount: o.mount, name: o.name, before: o.roleID}, d.role.Why)
+			mount: o.mount, name: o.name}, d.role.Why)
 	}
 	entity := o.entity
 	if !p.entity(res.EntityName, d.entity, o, desired) {

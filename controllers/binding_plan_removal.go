@@ -26,8 +26,9 @@ type placeObserved struct {
 	// roleProven: the old role's role ID proves it the binding's.
 	roleProven bool
 	// retain: the place is left in Vault (deletionPolicy Retain); only
-	// its entity was read, to mark it retained.
+	// its entity was read, at, to mark it retained.
 	retain bool
+	at     time.Time
 	// roleHolder is the entity holding the alias named roleID, looked up
 	// when the entities read do not link the role.
 	roleHolder *vault.Entity
@@ -77,7 +78,7 @@ func planRetain(po placeObserved, pr proof) []vaultAction {
 		return nil
 	}
 	md := maps.Clone(e.Metadata)
-	md[ownership.RetainedKey] = pr.now().UTC().Format(time.RFC3339)
+	md[ownership.RetainedKey] = po.at.UTC().Format(time.RFC3339)
 	return []vaultAction{{kind: actRetain, object: objEntity, call: callWriteEntity, what: "entity " + po.place.Entity,
 		why: "retained (deletionPolicy Retain): kept for this binding", name: po.place.Entity, metadata: md, before: e.Metadata}}
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -150,4 +151,29 @@ func readyMessageOf(b *v1alpha1.MinionBinding) string {
 		return c.Message
 	}
 	return ""
+}
+
+// Retaining never waits for Vault: with its connection unable to log in,
+// a binding whose template retains is let go all the same, the objects
+// left unmarked, and a warning says what that means.
+func TestRetainDoesNotWaitForVault(t *testing.T) {
+	objs := fixtures(map[string]any{"roles": []string{"web"}})
+	objs[2].(*v1alpha1.MinionTemplate).Spec.DeletionPolicy = v1alpha1.DeletionPolicyRetain
+	h := newHarness(t, objs...)
+	ctx := context.Background()
+	h.reconcile("salt", "web01")
+	h.events()
+	h.r.Connections.NewClient = func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) {
+		return nil, waiting(waitingForCredential, "Secret ops/token does not exist")
+	}
+	h.deleteAndFinalize("salt", "web01")
+	if r, _ := h.v.ReadRole(ctx, "salt-minions", "web01"); r == nil {
+		t.Error("Retain deleted the role")
+	}
+	if e, _ := h.v.ReadEntityByName(ctx, "salt_minion_web01"); e == nil || e.Metadata[ownership.RetainedKey] != "" {
+		t.Errorf("entity %+v", e)
+	}
+	if evs := h.events(); !strings.Contains(evs, "RetainedUnmarked") || !strings.Contains(evs, "Secret ops/token does not exist") {
+		t.Errorf("events %q", evs)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +27,9 @@ type stalePlace struct {
 	// (deletionPolicy Retain), or in a Vault no connection reaches.
 	gone bool
 	err  error // reaching or reading it failed: it stays recorded
+	// retain: left in Vault by deletionPolicy Retain; only its entity's
+	// retained mark is written, when Vault can be reached.
+	retain bool
 	// index is its place in the plan (observed.places index plus one).
 	index int
 }
@@ -35,18 +39,22 @@ type stalePlace struct {
 // current its entity as observed (nil: the binding is being deleted). A
 // place retained by the deletion policy is read too: its entity is marked
 // retained, so that the objects are kept for this binding (see
-// ownership.RetainedKey).
+// ownership.RetainedKey). Retaining never waits for Vault: a place whose
+// Vault cannot be reached or read is forgotten unmarked, with a warning.
 func (r *MinionBindingReconciler) observePlaces(ctx context.Context, obj *v1alpha1.MinionBinding, stale []ownership.Placement,
 	cur *ownership.Placement, current *vault.Entity, policy func(ownership.Placement) v1alpha1.DeletionPolicy, pr proof, sc *bindingScope) ([]stalePlace, []placeObserved) {
 	var places []stalePlace
 	var observed []placeObserved
 	for _, p := range stale {
-		sp := stalePlace{p: p}
 		retain := policy(p) == v1alpha1.DeletionPolicyRetain
+		sp := stalePlace{p: p, retain: retain}
 		if retain {
 			sc.retained = append(sc.retained, p.String())
 		}
 		sp.vc, sp.err = r.clientFor(ctx, p)
+		if sp.err != nil && retain {
+			sp.gone, sp.err = true, sc.unmarked(p, sp.err)
+		}
 		if sp.err != nil && isGone(sp.err) {
 			var g errConnectionGone
 			if errors.As(sp.err, &g) && g.replaced {
@@ -61,9 +69,12 @@ func (r *MinionBindingReconciler) observePlaces(ctx context.Context, obj *v1alph
 		if sp.err == nil && !sp.gone {
 			var po placeObserved
 			po, sp.err = observePlace(ctx, sp.vc, p, cur, current, strings.ToLower(obj.Spec.MinionID), pr, retain)
-			if sp.err != nil {
+			switch {
+			case sp.err != nil && retain:
+				sp.gone, sp.err = true, sc.unmarked(p, sp.err)
+			case sp.err != nil:
 				sp.gone, sp.err = r.unreachable(ctx, sp, sp.err, sc)
-			} else {
+			default:
 				observed = append(observed, po)
 				sp.index = len(observed)
 			}
@@ -79,6 +90,7 @@ func (r *MinionBindingReconciler) observePlaces(ctx context.Context, obj *v1alph
 func observePlace(ctx context.Context, vc vault.Client, p ownership.Placement, cur *ownership.Placement, current *vault.Entity, roleName string, pr proof, retain bool) (placeObserved, error) {
 	po := placeObserved{place: p, roleName: roleName, retain: retain, roleStale: cur == nil || !p.SameRole(*cur), entityStale: cur == nil || !p.SameEntity(*cur)}
 	if retain {
+		po.at = time.Now()
 		var err error
 		if po.entityStale {
 			if po.entity, err = vc.ReadEntityByName(ctx, p.Entity); err != nil {
@@ -141,9 +153,12 @@ func (r *MinionBindingReconciler) removeAt(ctx context.Context, places []stalePl
 		if sp.err == nil && !sp.gone {
 			ex, err := execute(ctx, sp.vc, plan.at(sp.index))
 			sc.done = append(sc.done, ex.done...)
-			if err != nil {
+			switch {
+			case err != nil && sp.retain:
+				sp.gone, sp.err = true, sc.unmarked(sp.p, err)
+			case err != nil:
 				sp.gone, sp.err = r.unreachable(ctx, sp, err, sc)
-			} else {
+			default:
 				sp.gone = true
 			}
 		}
@@ -180,6 +195,13 @@ func statusPlacement(ctx context.Context, c client.Client, obj *v1alpha1.MinionB
 	p := ownership.Placement{Connection: st.Connection, Mount: st.AppRole.Mount, Entity: st.Entity.Name, DeletionPolicy: string(st.DeletionPolicy)}
 	p.Vault = connectionVault(ctx, c, st.Connection)
 	return ownership.Inventory{p}
+}
+
+// unmarked notes a retained place whose entity could not be marked
+// retained; the place is forgotten all the same (nil error).
+func (sc *bindingScope) unmarked(p ownership.Placement, err error) error {
+	sc.unmarkedRetain = append(sc.unmarkedRetain, fmt.Sprintf("%s: %v", p, err))
+	return nil
 }
 
 // errConnectionGone: no VaultConnection reaches a placement's Vault any
@@ -313,10 +335,9 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 		}
 	}
 	// A connection that exists but cannot log in yet (its Secret is
-	// missing): wait rather than leave an AppRole that still works, or
-	// retained objects any other binding could be handed.
+	// missing): wait rather than leave an AppRole that still works.
 	for _, p := range inv {
-		if _, _, err := r.Connections.Get(ctx, p.Connection); waitingOn(err, waitingForCredential) {
+		if _, _, err := r.Connections.Get(ctx, p.Connection); waitingOn(err, waitingForCredential) && policy(p) != v1alpha1.DeletionPolicyRetain {
 			sc.wait(v1alpha1.DeletionBlockedReason, "waiting to delete the Vault objects: "+err.Error())
 			return nil
 		}

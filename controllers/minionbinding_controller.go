@@ -63,6 +63,9 @@ type bindingScope struct {
 	// them the binding's, with why.
 	notOwned []string
 	retained []string // places left by deletionPolicy Retain
+	// unmarkedRetain are retained places whose entity could not be marked
+	// retained (Vault not reached), with why.
+	unmarkedRetain []string
 	// unreachable are places in a Vault no connection reaches any more.
 	unreachable []string
 	// brokenRecord says why the deletion could not read the binding's

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,15 +29,6 @@ type proof struct {
 	// and name as its own.
 	byName           bool
 	entityID, roleID string // status's
-	// clock is the time a retained mark records (nil: time.Now).
-	clock func() time.Time
-}
-
-func (pr proof) now() time.Time {
-	if pr.clock != nil {
-		return pr.clock()
-	}
-	return time.Now()
 }
 
 func (r *MinionBindingReconciler) proofOf(obj *v1alpha1.MinionBinding) proof {
@@ -152,14 +142,24 @@ func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, 
 		}
 	}
 	o.deriveClaims()
-	if o.entityHolder, err = r.claimState(ctx, o.entityClaim, o.proof.self); err != nil {
+	// The claims often name one holder: asked of the API server once.
+	states := map[ownership.Claim]ownership.HolderState{}
+	state := func(c ownership.Claim) (ownership.HolderState, error) {
+		if st, ok := states[c]; ok {
+			return st, nil
+		}
+		st, err := r.claimState(ctx, c, o.proof.self)
+		states[c] = st
+		return st, err
+	}
+	if o.entityHolder, err = state(o.entityClaim); err != nil {
 		return nil, err
 	}
 	if o.role != nil {
-		if o.aliasHolderState, err = r.claimState(ctx, o.aliasClaim, o.proof.self); err != nil {
+		if o.aliasHolderState, err = state(o.aliasClaim); err != nil {
 			return nil, err
 		}
-		if o.roleHolder, err = r.claimState(ctx, o.roleClaim, o.proof.self); err != nil {
+		if o.roleHolder, err = state(o.roleClaim); err != nil {
 			return nil, err
 		}
 	}

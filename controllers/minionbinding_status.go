@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
 func typesName(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
@@ -109,6 +110,10 @@ func (r *MinionBindingReconciler) removalEvents(obj *v1alpha1.MinionBinding, sc 
 	}
 	for _, p := range sc.retained {
 		emit(r.Recorder, obj, "Normal", "Retained", "Reconcile", "%s retained (deletionPolicy Retain)", p)
+	}
+	for _, p := range sc.unmarkedRetain {
+		emit(r.Recorder, obj, "Warning", "RetainedUnmarked", "Reconcile",
+			"%s: retained, but not marked %s in Vault: another binding of the minion ID would be handed it", p, ownership.RetainedKey)
 	}
 	for _, p := range sc.unreachable {
 		emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault", p)

@@ -165,7 +165,7 @@ func TestOwnershipNeverPassesByAccident(t *testing.T) {
 		s.must(s.c.Create(ctx, retain))
 		squatterClient := s.tenantClient(t, "rs-squatter", "rs-squat")
 		for i, how := range []string{"deleted with deletionPolicy Retain, restored later", "finalizer stripped, restored while the operator was down"} {
-			minion := fmt.Sprintf("rs%02d", i)
+			minion := fmt.Sprintf("rst%02d", i)
 			victim := hoBinding("rs-victim", minion, minion, "rs-t", "web")
 			s.must(s.c.Create(ctx, victim.DeepCopy()))
 			s.waitReady("rs-victim", minion)
