@@ -276,7 +276,7 @@ func TestOwnershipNeverPassesByAccident(t *testing.T) {
 		tenant := s.tenantClient(t, "rec-tenant", "rec")
 		s.must(tenant.Create(ctx, hoBinding("rec", "web", "rec01", "rec-t", "web")))
 		s.waitReady("rec", "web")
-		broken := `[{"vault":"v","connection":"ho-vault","mount":"salt-minions","entity":".."}]`
+		broken := `[{"vault":"` + s.vaultKey(t, "ho-vault") + `","connection":"ho-vault","mount":"salt-minions","entity":".."}]`
 		setRecord := func(raw string) {
 			b := &v1alpha1.MinionBinding{}
 			s.must(tenant.Get(ctx, client.ObjectKey{Namespace: "rec", Name: "web"}, b))
