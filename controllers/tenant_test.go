@@ -81,6 +81,21 @@ func (h *harness) deleteAndFinalize(ns, name string) {
 	}
 }
 
+// deleteWithoutFinalizer is a tenant stripping its binding's finalizer
+// and deleting it: the operator removes nothing.
+func (h *harness) deleteWithoutFinalizer(ns, name string) {
+	h.t.Helper()
+	b := h.get(ns, name)
+	patch := client.MergeFrom(b.DeepCopy())
+	b.Finalizers = nil
+	if err := h.c.Patch(context.Background(), b, patch); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.c.Delete(context.Background(), b); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func reason(b *v1alpha1.MinionBinding) string {
 	if c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); c != nil {
 		return c.Reason
@@ -324,15 +339,7 @@ func TestTakeOverFromAGoneHolder(t *testing.T) {
 					t.Fatalf("retained without its mark: %+v", got)
 				}
 			} else {
-				old := h.get("salt", "web01")
-				patch := client.MergeFrom(old.DeepCopy())
-				old.Finalizers = nil
-				if err := h.c.Patch(context.Background(), old, patch); err != nil {
-					t.Fatal(err)
-				}
-				if err := h.c.Delete(context.Background(), old); err != nil {
-					t.Fatal(err)
-				}
+				h.deleteWithoutFinalizer("salt", "web01")
 			}
 
 			next := attacker(tt.binding, tt.ns, "web01", "t")
@@ -545,15 +552,7 @@ func TestRestoredBindingOutranksAWaitingClaimant(t *testing.T) {
 				if tt.retain {
 					h.deleteAndFinalize("salt", "web01")
 				} else {
-					old := h.get("salt", "web01")
-					patch := client.MergeFrom(old.DeepCopy())
-					old.Finalizers = nil
-					if err := h.c.Patch(ctx, old, patch); err != nil {
-						t.Fatal(err)
-					}
-					if err := h.c.Delete(ctx, old); err != nil {
-						t.Fatal(err)
-					}
+					h.deleteWithoutFinalizer("salt", "web01")
 				}
 				h.v.ResetCalls()
 				if tt.gap {
