@@ -3,6 +3,7 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -17,25 +18,63 @@ import (
 
 // roleDiffers compares the rendered AppRole parameters with what Vault
 // returns for the role. Vault answers TTLs in seconds and keeps policy lists
-// as written, so numbers compare by value and lists exactly.
+// as written, so numbers compare by value and lists exactly. The why names
+// every parameter that differs, in the template's order, so that a
+// rewrite by someone else (a Salt master's, with its own token_policies)
+// shows whole, not only its first field.
 func roleDiffers(desired []render.Param, actual map[string]any) (bool, string) {
 	if actual == nil {
 		return true, "role does not exist"
 	}
+	var diffs []string
 	for _, p := range desired {
 		got, ok := actual[p.Name]
 		if !ok {
-			return true, fmt.Sprintf("%s is missing", p.Name)
+			diffs = append(diffs, p.Name+" is missing")
+			continue
 		}
 		want := p.Value
 		if cidrParams[p.Name] {
 			want, got = canonicalCIDRs(want), canonicalCIDRs(got)
 		}
 		if !sameParam(want, got) {
-			return true, fmt.Sprintf("%s is %v, want %v", p.Name, compact(got), compact(p.Value))
+			diffs = append(diffs, paramDiff(p.Name, got, p.Value))
 		}
 	}
-	return false, ""
+	return len(diffs) > 0, strings.Join(diffs, "; ")
+}
+
+// paramDiff says how a parameter differs: for a list of names (policies),
+// which were added and which removed, or that only the order differs.
+func paramDiff(name string, got, want any) string {
+	g, gok := stringList(got)
+	w, wok := want.([]string)
+	if !gok || !wok {
+		return fmt.Sprintf("%s is %v, want %v", name, compact(got), compact(want))
+	}
+	var parts []string
+	if extra := missingFrom(g, w); len(extra) > 0 {
+		parts = append(parts, "has "+strings.Join(extra, ", ")+" extra")
+	}
+	if lacking := missingFrom(w, g); len(lacking) > 0 {
+		parts = append(parts, "lacks "+strings.Join(lacking, ", "))
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("%s is %v, want %v (order or repeats)", name, compact(got), compact(want))
+	}
+	return name + " " + strings.Join(parts, " and ")
+}
+
+// missingFrom lists the elements of a that are not in b, once each, in
+// a's order.
+func missingFrom(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if !slices.Contains(b, s) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // cidrParams are the role parameters Vault parses as CIDR blocks and
@@ -161,24 +200,43 @@ func roleParams(ps []render.Param) map[string]any {
 	return out
 }
 
-// metadataDiffers compares two metadata maps.
+// metadataDiffers compares two metadata maps. The why names every key
+// that differs, in key order (the same for the same difference, whatever
+// the maps' iteration order): changed, missing, then not rendered any more,
+// at most metadataDiffsShown of each and how many more.
 func metadataDiffers(desired, actual map[string]string) (bool, string) {
-	for k, v := range desired {
+	var changed, missing, extra []string
+	for _, k := range slices.Sorted(maps.Keys(desired)) {
 		got, ok := actual[k]
-		if !ok {
-			return true, fmt.Sprintf("metadata %q is missing", k)
-		}
-		if got != v {
-			return true, fmt.Sprintf("metadata %q is %q, want %q", k, got, v)
+		switch {
+		case !ok:
+			missing = append(missing, strconv.Quote(k))
+		case got != desired[k]:
+			changed = append(changed, fmt.Sprintf("%q is %q, want %q", k, got, desired[k]))
 		}
 	}
-	for k := range actual {
+	for _, k := range slices.Sorted(maps.Keys(actual)) {
 		if _, ok := desired[k]; !ok {
-			return true, fmt.Sprintf("metadata %q is not rendered any more", k)
+			extra = append(extra, strconv.Quote(k))
 		}
 	}
-	return false, ""
+	var parts []string
+	parts = append(parts, firstN(changed, metadataDiffsShown)...)
+	if len(missing) > 0 {
+		parts = append(parts, strings.Join(firstN(missing, metadataDiffsShown), ", ")+" missing")
+	}
+	if len(extra) > 0 {
+		parts = append(parts, strings.Join(firstN(extra, metadataDiffsShown), ", ")+" not rendered any more")
+	}
+	if len(parts) == 0 {
+		return false, ""
+	}
+	return true, "metadata " + strings.Join(parts, "; ")
 }
+
+// metadataDiffsShown bounds how many keys one message names of each kind
+// of difference (a map replaced whole differs in every key).
+const metadataDiffsShown = 8
 
 // policyDiffers compares a desired policy text with Vault's, ignoring
 // trailing whitespace differences Vault may introduce.

@@ -2,10 +2,11 @@ package controllers
 
 import (
 	"encoding/json"
-	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -127,5 +128,56 @@ func TestRoleDiffersCIDRs(t *testing.T) {
 				t.Errorf("roleDiffers = %v (%s), want %v", got, why, c.wantDiffering)
 			}
 		})
+	}
+}
+
+// A rewrite by someone else (a Salt master's role write, an entity
+// metadata map replaced) is named whole, in a stable order: every
+// parameter and policy that differs, every metadata key.
+func TestDriftIsSaidWhole(t *testing.T) {
+	desired := []render.Param{
+		{Name: "token_num_uses", Value: int64(10)},
+		{Name: "token_policies", Value: []string{"saltstack/minions", "salt_role_web"}},
+		{Name: "token_ttl", Value: int64(3600)},
+	}
+	tests := []struct {
+		name   string
+		actual map[string]any
+		want   string
+	}{
+		{"a Salt master's rewrite", map[string]any{"token_num_uses": json.Number("5"), "token_policies": []any{"saltstack/minions", "salt_role_web", "salt_role_build"}, "token_ttl": json.Number("3600")},
+			"token_num_uses is 5, want 10; token_policies has salt_role_build extra"},
+		{"a policy swapped, a field gone", map[string]any{"token_num_uses": json.Number("10"), "token_policies": []any{"saltstack/minions", "salt_role_db"}},
+			"token_policies has salt_role_db extra and lacks salt_role_web; token_ttl is missing"},
+		{"only the order", map[string]any{"token_num_uses": json.Number("10"), "token_policies": []any{"salt_role_web", "saltstack/minions"}, "token_ttl": json.Number("3600")},
+			`token_policies is ["salt_role_web","saltstack/minions"], want ["saltstack/minions","salt_role_web"] (order or repeats)`},
+	}
+	for _, tt := range tests {
+		if differs, why := roleDiffers(desired, tt.actual); !differs || why != tt.want {
+			t.Errorf("%s: roleDiffers = %v %q, want %q", tt.name, differs, why, tt.want)
+		}
+	}
+
+	rendered := map[string]string{"minion-id": "web01", "roles": "web", "roles__0": "web", ownership.MarkerKey: "cluster=c binding=a/b uid=u", ownership.KeysKey: "minion-id,roles"}
+	replaced := map[string]string{"minion-id": "web01", "roles": "db", "saltstack": "x"}
+	want := `metadata "roles" is "db", want "web"; "minionvault-keys", "minionvault-owner", "roles__0" missing; "saltstack" not rendered any more`
+	for range 20 { // maps iterate in a new order each time
+		if differs, why := metadataDiffers(rendered, replaced); !differs || why != want {
+			t.Fatalf("metadataDiffers = %q, want %q", why, want)
+		}
+	}
+	many := map[string]string{}
+	for i := range 12 {
+		many[fmt.Sprintf("k%02d", i)] = "v"
+	}
+	if _, why := metadataDiffers(many, map[string]string{}); !strings.HasSuffix(why, `"k07", and 4 more missing`) {
+		t.Errorf("12 missing keys: %q", why)
+	}
+	changedMany := map[string]string{}
+	for k := range many {
+		changedMany[k] = "w"
+	}
+	if _, why := metadataDiffers(many, changedMany); !strings.HasSuffix(why, `"k07" is "w", want "v"; and 4 more`) {
+		t.Errorf("12 changed keys: %q", why)
 	}
 }

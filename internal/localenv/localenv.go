@@ -189,6 +189,13 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if toolsDir == "" && root != "" {
 		toolsDir = filepath.Join(root, "bin")
 	}
+	if toolsDir != "" {
+		// The servers start in folders of their own: a relative tools
+		// folder (--tools-dir bin) would name nothing there.
+		if abs, err := filepath.Abs(toolsDir); err == nil {
+			toolsDir = abs
+		}
+	}
 	getenv := os.Getenv
 	if opts.IgnoreEnv {
 		getenv = func(string) string { return "" }

@@ -81,6 +81,11 @@ func devCmd(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, strin
 	t.Helper()
 	bin, root, tools := binary(t)
 	state := t.TempDir()
+	// As docs/getting-started.md has it (--tools-dir bin): relative to the
+	// folder the command runs in, which is not the servers'.
+	if rel, err := filepath.Rel(root, tools); err == nil && !strings.HasPrefix(rel, "..") {
+		tools = rel
+	}
 	args = append([]string{"dev", "--tools-dir", tools, "--state-dir", state}, args...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = root
