@@ -81,12 +81,17 @@ func TestResultFor(t *testing.T) {
 		{"stalled", outcome{kind: outcomeStalled, message: "bad"}, &errInvalidInput{err: boom}, 0, true, true},
 		{"stalled without error", outcome{kind: outcomeStalled, message: "bad"}, nil, 0, true, true},
 		{"waiting", outcome{kind: outcomeWaiting}, waiting(waitingForConnection, "x"), waitAfter, false, false},
+		{"waiting, looked at sooner", outcome{kind: outcomeWaiting}, nil, 5 * time.Second, false, false},
 		{"failed", outcome{kind: outcomeFailed}, boom, 0, true, false},
 		{"suspended", outcome{kind: outcomeSuspended}, nil, time.Hour, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := resultFor(tc.o, tc.err, time.Hour)
+			next := time.Hour
+			if tc.wantAfter > 0 && tc.wantAfter < waitAfter {
+				next = tc.wantAfter
+			}
+			res, err := resultFor(tc.o, tc.err, next)
 			if res.RequeueAfter != tc.wantAfter || (err != nil) != tc.wantErr || errors.Is(err, reconcile.TerminalError(nil)) != tc.wantTerminl {
 				t.Errorf("resultFor = %+v, %v", res, err)
 			}

@@ -164,10 +164,6 @@ func (r *MinionTemplateReconciler) finishStatus(ctx context.Context, tpl *v1alph
 		// template's bindings asks for a status refresh, and each would log
 		// the same error again. The condition says it once.
 		return ctrl.Result{}, nil
-	case sc.outcome.kind == outcomeWaiting && retErr == nil && sc.requeue > 0 && sc.requeue < waitAfter:
-		// Policies someone else holds are looked at again sooner than a
-		// wait's default (recheckNotOwned).
-		return ctrl.Result{RequeueAfter: sc.requeue}, nil
 	}
 	return resultFor(sc.outcome, retErr, sc.requeue)
 }

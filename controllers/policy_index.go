@@ -327,23 +327,19 @@ func (idx *policyIndex) discoveredOwned(template string, found []string) {
 const notOwnedFirst = 5 * time.Second
 
 // recheckNotOwned marks the names found someone else's dirty again when
-// their wait is over: their owner (another template, another cluster, an
-// administrator) may have deleted them since, and nothing else would
-// tell. It returns how long until the next recheck (0: none is due).
-func (idx *policyIndex) recheckNotOwned(template string) time.Duration {
+// their wait is over (untilRecheck): their owner (another template,
+// another cluster, an administrator) may have deleted them since, and
+// nothing else would tell.
+func (idx *policyIndex) recheckNotOwned(template string) {
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
 	tp := idx.templates[template]
-	if tp == nil || len(tp.notOwned) == 0 {
-		return 0
-	}
-	if left := tp.notOwnedWait - time.Since(tp.notOwnedSeen); left > 0 {
-		return left
+	if tp == nil || len(tp.notOwned) == 0 || time.Since(tp.notOwnedSeen) < tp.notOwnedWait {
+		return
 	}
 	for n := range tp.notOwned {
 		tp.dirty[n] = true
 	}
-	return 0
 }
 
 // untilRecheck is the time until names found someone else's are looked at

@@ -62,8 +62,10 @@ func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) er
 
 // resultFor is what controller-runtime is told after a reconcile that
 // ended in o with err: Stalled is terminal (logged, never retried until
-// something changes); Waiting looks again after waitAfter; Failed returns
-// the error for backoff; otherwise the next resync is after next.
+// something changes); Waiting looks again after waitAfter, or after next
+// when that is sooner (a template rechecking policies someone else holds);
+// Failed returns the error for backoff; otherwise the next resync is after
+// next.
 func resultFor(o outcome, err error, next time.Duration) (ctrl.Result, error) {
 	switch o.kind {
 	case outcomeStalled:
@@ -72,6 +74,9 @@ func resultFor(o outcome, err error, next time.Duration) (ctrl.Result, error) {
 		}
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	case outcomeWaiting:
+		if next > 0 && next < waitAfter {
+			return ctrl.Result{RequeueAfter: next}, nil
+		}
 		return ctrl.Result{RequeueAfter: waitAfter}, nil
 	case outcomeFailed:
 		if err == nil {

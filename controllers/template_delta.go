@@ -150,7 +150,7 @@ func (r *MinionTemplateReconciler) policiesOfBinding(ctx context.Context, b *v1a
 		return nil, nil
 	}
 	a, err := admit(ctx, r.Client, r.Templates, b)
-	if _, refused := admission.AsVerdict(err); refused || a.Contested() != nil {
+	if _, refused := admission.AsVerdict(err); refused || a.Ahead != nil {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("admitting MinionBinding %s/%s: %w", b.Namespace, b.Name, err)

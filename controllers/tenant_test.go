@@ -81,6 +81,21 @@ func (h *harness) deleteAndFinalize(ns, name string) {
 	}
 }
 
+// heldMinion is salt/web01 holding its minion (its template retaining or
+// not), with namespace ns for another binding, and the minion's state.
+func heldMinion(t *testing.T, retain bool, ns string) (*harness, minionState) {
+	t.Helper()
+	objs := fixtures(map[string]any{"roles": []string{"web"}})
+	if retain {
+		objs[2].(*v1alpha1.MinionTemplate).Spec.DeletionPolicy = v1alpha1.DeletionPolicyRetain
+	}
+	objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	h := newHarness(t, objs...)
+	h.r.APIReader = h.c
+	h.reconcile("salt", "web01")
+	return h, stateOf(t, h.v, "web01", "salt_minion_web01")
+}
+
 // deleteWithoutFinalizer is a tenant stripping its binding's finalizer
 // and deleting it: the operator removes nothing.
 func (h *harness) deleteWithoutFinalizer(ns, name string) {
@@ -324,15 +339,7 @@ func TestTakeOverFromAGoneHolder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs := fixtures(map[string]any{"roles": []string{"web"}})
-			if tt.retain {
-				objs[2].(*v1alpha1.MinionTemplate).Spec.DeletionPolicy = v1alpha1.DeletionPolicyRetain
-			}
-			objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
-			h := newHarness(t, objs...)
-			h.r.APIReader = h.c
-			h.reconcile("salt", "web01")
-			before := stateOf(t, h.v, "web01", "salt_minion_web01")
+			h, before := heldMinion(t, tt.retain, "other")
 			if tt.retain {
 				h.deleteAndFinalize("salt", "web01")
 				if got := stateOf(t, h.v, "web01", "salt_minion_web01"); got.metadata[ownership.RetainedKey] == "" || got.roleID != before.roleID {
@@ -527,15 +534,7 @@ func TestRestoredBindingOutranksAWaitingClaimant(t *testing.T) {
 		for _, squatterFirst := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s, claimant reconciled first %v", tt.name, squatterFirst), func(t *testing.T) {
 				ctx := context.Background()
-				objs := fixtures(map[string]any{"roles": []string{"web"}})
-				if tt.retain {
-					objs[2].(*v1alpha1.MinionTemplate).Spec.DeletionPolicy = v1alpha1.DeletionPolicyRetain
-				}
-				objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "squat"}})
-				h := newHarness(t, objs...)
-				h.r.APIReader = h.c
-				h.reconcile("salt", "web01")
-				victim := stateOf(t, h.v, "web01", "salt_minion_web01")
+				h, victim := heldMinion(t, tt.retain, "squat")
 
 				squatter := attacker("web01", "squat", "web01", "t")
 				squatter.UID, squatter.Finalizers = "uid-squatter", nil

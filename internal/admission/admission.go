@@ -90,19 +90,10 @@ type Admitted struct {
 	// binding may only keep or take back objects Vault proves its own (the
 	// binding they were written for, created again by a restore, comes
 	// back before any claimant that waited). Callers that do not read
-	// Vault treat it as refused (Contested).
+	// Vault treat the binding as refused.
 	Ahead *v1alpha1.MinionBinding
 	// Rivals are the other bindings that claim the minion ID.
 	Rivals []*v1alpha1.MinionBinding
-}
-
-// Contested reports whether another claimant comes first (Ahead): the
-// verdict of a caller that does not read Vault.
-func (a *Admitted) Contested() *Verdict {
-	if a == nil || a.Ahead == nil {
-		return nil
-	}
-	return duplicate(a.Ahead)
 }
 
 func duplicate(owner *v1alpha1.MinionBinding) *Verdict {

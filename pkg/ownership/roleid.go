@@ -3,6 +3,7 @@ package ownership
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"encoding/hex"
 	"strings"
 )
@@ -106,9 +107,7 @@ func tag(n int, fields ...string) string {
 	h := sha256.New()
 	h.Write([]byte("minionvault role-id v1"))
 	for _, f := range fields {
-		var l [4]byte
-		l[0], l[1], l[2], l[3] = byte(len(f)>>24), byte(len(f)>>16), byte(len(f)>>8), byte(len(f))
-		h.Write(l[:])
+		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(f))))
 		h.Write([]byte(f))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:n]

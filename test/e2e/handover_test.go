@@ -35,17 +35,7 @@ func TestOwnershipNeverPassesByAccident(t *testing.T) {
 		strings.ReplaceAll(operatorPolicy(t), "auth/salt-minions/", "auth/+/")))
 	s.must(client.IgnoreAlreadyExists(s.c.Create(ctx, tokenConnection("ho-vault", s.env.Vault.Addr, "vault-token"))))
 	hoTemplate := func(name, mount, prefix string) *v1alpha1.MinionTemplate {
-		tpl := connTemplate(name, "ho-vault")
-		tpl.Spec.NamespaceSelector = nil
-		tpl.Spec.AppRole = &v1alpha1.MinionAppRoleSpec{Mount: mount}
-		tpl.Spec.EntityName = prefix + "_{minion}"
-		tpl.Spec.Policies.Assign = []string{prefix + "_minion_{minion}", prefix + "_role_{pillar[roles]}"}
-		tpl.Spec.AllowedPolicies = []string{prefix + "_*"}
-		tpl.Spec.PolicyDocuments = []v1alpha1.PolicyDocument{
-			{Name: prefix + "_minion_{minion}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/minions/{minion}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}},
-			{Name: prefix + "_role_{pillar[roles]}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/roles/{pillar[roles]}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}},
-		}
-		return tpl
+		return minionTemplate(name, "ho-vault", mount, prefix)
 	}
 	hoBinding := func(ns, name, minion, tpl string, roles ...string) *v1alpha1.MinionBinding {
 		b := binding(ns, name, minion, map[string]any{"roles": roles})
@@ -301,6 +291,23 @@ func TestOwnershipNeverPassesByAccident(t *testing.T) {
 			t.Error("the deletion left the minion's role or entity")
 		}
 	})
+}
+
+// minionTemplate is a template of its own names, every namespace may bind:
+// entities <prefix>_<minion> on mount, a policy per minion
+// (<prefix>_minion_<minion>) and one per role (<prefix>_role_<role>).
+func minionTemplate(name, conn, mount, prefix string) *v1alpha1.MinionTemplate {
+	tpl := connTemplate(name, conn)
+	tpl.Spec.NamespaceSelector = nil
+	tpl.Spec.AppRole = &v1alpha1.MinionAppRoleSpec{Mount: mount}
+	tpl.Spec.EntityName = prefix + "_{minion}"
+	tpl.Spec.Policies.Assign = []string{prefix + "_minion_{minion}", prefix + "_role_{pillar[roles]}"}
+	tpl.Spec.AllowedPolicies = []string{prefix + "_*"}
+	tpl.Spec.PolicyDocuments = []v1alpha1.PolicyDocument{
+		{Name: prefix + "_minion_{minion}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/minions/{minion}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}},
+		{Name: prefix + "_role_{pillar[roles]}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/roles/{pillar[roles]}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}},
+	}
+	return tpl
 }
 
 // enableMount enables an AppRole mount, unless it is there already (the

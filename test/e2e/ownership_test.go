@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	vaultpolicy "github.com/minionvault/minion-vault-operator/config/vault"
@@ -346,13 +347,20 @@ func (s *suite) patchTemplate(name string, f func(*v1alpha1.MinionTemplate)) err
 // waitReason waits for Ready=False with the reason.
 func (s *suite) waitReason(ns, name, reason string) *v1alpha1.MinionBinding {
 	s.t.Helper()
+	return waitReasonIn(s.t, s.c, ns, name, reason)
+}
+
+// waitReasonIn waits for a binding of the API server c to have the Ready
+// reason.
+func waitReasonIn(t *testing.T, c client.Client, ns, name, reason string) *v1alpha1.MinionBinding {
+	t.Helper()
 	var b *v1alpha1.MinionBinding
-	eventually(s.t, 30*time.Second, "binding "+name+" "+reason, func() error {
-		b = s.binding(ns, name)
-		if b == nil {
-			return fmt.Errorf("not found")
+	eventually(t, 30*time.Second, "binding "+name+" "+reason, func() error {
+		b = &v1alpha1.MinionBinding{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
+			return err
 		}
-		if c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); c == nil || c.Reason != reason {
+		if r := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); r == nil || r.Reason != reason {
 			return fmt.Errorf("conditions %+v", b.Status.Conditions)
 		}
 		return nil
@@ -362,11 +370,18 @@ func (s *suite) waitReason(ns, name, reason string) *v1alpha1.MinionBinding {
 
 func (s *suite) waitGone(ns, name string) {
 	s.t.Helper()
-	eventually(s.t, 30*time.Second, "binding "+name+" gone", func() error {
-		if b := s.binding(ns, name); b != nil {
-			return fmt.Errorf("still there: finalizers %v, conditions %+v", b.Finalizers, b.Status.Conditions)
+	waitGoneIn(s.t, s.c, ns, name)
+}
+
+// waitGoneIn waits until a binding of the API server c is gone.
+func waitGoneIn(t *testing.T, c client.Client, ns, name string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "binding "+name+" gone", func() error {
+		b := &v1alpha1.MinionBinding{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
+			return client.IgnoreNotFound(err)
 		}
-		return nil
+		return fmt.Errorf("still there: finalizers %v, conditions %+v", b.Finalizers, b.Status.Conditions)
 	})
 }
 

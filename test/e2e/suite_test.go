@@ -24,6 +24,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -38,6 +39,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/internal/cli"
 	"github.com/minionvault/minion-vault-operator/internal/localenv"
 	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
 func TestMain(m *testing.M) {
@@ -162,28 +164,8 @@ func (s *suite) startOperator(t testing.TB) error {
 		cfg = rest.CopyConfig(cfg)
 		cfg.Wrap(s.wrapAPI)
 	}
-	// The operator's own cache and client configuration.
-	cacheOpts, err := cli.CacheOptions(cli.OperatorOptions{})
-	must(t, err)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  s.env.Scheme,
-		Metrics: metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", port)},
-		// Each test runs its own manager with the same controllers.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      cacheOpts,
-		Client:     cli.ClientOptions(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := operatorManager(ctx, t, cfg, s.env.Scheme, fmt.Sprintf("127.0.0.1:%d", port), s.writes)
 	s.mgr = mgr
-	so := cli.SetupOptions{
-		Concurrency: 2, Interval: time.Hour, Observer: s.writes,
-		ServiceAccount: types.NamespacedName{Namespace: operatorNamespace, Name: operatorServiceAccount},
-	}
-	if err := cli.Setup(ctx, mgr, so); err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	for deadline := time.Now().Add(time.Minute); ; {
@@ -211,6 +193,30 @@ func (s *suite) startOperator(t testing.TB) error {
 		s.stopOperator = func() {}
 	}
 	return nil
+}
+
+// operatorManager is a manager with the operator's own cache and client
+// configuration and its controllers, on the API server of cfg; obs (may
+// be nil) also sees every Vault request.
+func operatorManager(ctx context.Context, t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, metricsAddr string, obs vault.Observer) ctrl.Manager {
+	t.Helper()
+	cacheOpts, err := cli.CacheOptions(cli.OperatorOptions{})
+	must(t, err)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: metricsAddr},
+		// Each test runs its own manager with the same controllers.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:      cacheOpts,
+		Client:     cli.ClientOptions(),
+	})
+	must(t, err)
+	so := cli.SetupOptions{
+		Concurrency: 2, Interval: time.Hour, Observer: obs,
+		ServiceAccount: types.NamespacedName{Namespace: operatorNamespace, Name: operatorServiceAccount},
+	}
+	must(t, cli.Setup(ctx, mgr, so))
+	return mgr
 }
 
 // restartOperator stops the operator and starts a new one: a restart.
@@ -315,18 +321,27 @@ func (s *suite) event(name, reason string) {
 	})
 }
 
-// requestReconcile asks for a reconcile through the annotation and waits
-// until the binding reports it handled.
-func (s *suite) requestReconcile(ns, name string) {
-	s.t.Helper()
+// requestIn asks for a reconcile of a binding of the API server c through
+// its annotation, and returns the annotation's value.
+func requestIn(t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
 	stamp := time.Now().Format(time.RFC3339Nano)
-	b := s.binding(ns, name)
+	b := &v1alpha1.MinionBinding{}
+	must(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, b))
 	patch := client.MergeFrom(b.DeepCopy())
 	if b.Annotations == nil {
 		b.Annotations = map[string]string{}
 	}
 	b.Annotations[v1alpha1.ReconcileRequestAnnotation] = stamp
-	s.must(s.c.Patch(context.Background(), b, patch))
+	must(t, c.Patch(context.Background(), b, patch))
+	return stamp
+}
+
+// requestReconcile asks for a reconcile through the annotation and waits
+// until the binding reports it handled.
+func (s *suite) requestReconcile(ns, name string) {
+	s.t.Helper()
+	stamp := requestIn(s.t, s.c, ns, name)
 	eventually(s.t, 20*time.Second, "reconcile of "+name, func() error {
 		if got := s.binding(ns, name).Status.LastHandledReconcileAt; got != stamp {
 			return fmt.Errorf("lastHandledReconcileAt %q", got)

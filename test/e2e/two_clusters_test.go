@@ -14,14 +14,9 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/cli"
 	"github.com/minionvault/minion-vault-operator/internal/testenv"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
@@ -51,18 +46,7 @@ func TestTwoClustersOnOneVault(t *testing.T) {
 	defer stopB()
 	opA, opB := s.accessorOf(t, s.token), s.accessorOf(t, tokenB)
 
-	tpl := func() *v1alpha1.MinionTemplate {
-		tpl := connTemplate("tc", "tc-vault")
-		tpl.Spec.NamespaceSelector = nil
-		tpl.Spec.EntityName = "tc_{minion}"
-		tpl.Spec.Policies.Assign = []string{"tc_minion_{minion}", "tc_role_{pillar[roles]}"}
-		tpl.Spec.AllowedPolicies = []string{"tc_*"}
-		tpl.Spec.PolicyDocuments = []v1alpha1.PolicyDocument{
-			{Name: "tc_minion_{minion}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/minions/{minion}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}},
-			{Name: "tc_role_{pillar[roles]}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/roles/{pillar[roles]}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}},
-		}
-		return tpl
-	}
+	tpl := func() *v1alpha1.MinionTemplate { return minionTemplate("tc", "tc-vault", "salt-minions", "tc") }
 	bindingIn := func(roles ...string) *v1alpha1.MinionBinding {
 		b := binding("tc", "web", "tc01", map[string]any{"roles": roles})
 		b.Spec.TemplateRef.Name = "tc"
@@ -182,17 +166,7 @@ func runSecondOperator(t *testing.T, env *testenv.Env, token string) (stop func(
 	c := env.Client
 	must(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})))
 	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vault-token", Namespace: operatorNamespace}, StringData: map[string]string{"token": token}}))
-	cacheOpts, err := cli.CacheOptions(cli.OperatorOptions{})
-	must(t, err)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      cacheOpts, Client: cli.ClientOptions(),
-	})
-	must(t, err)
-	so := cli.SetupOptions{Concurrency: 2, Interval: time.Hour,
-		ServiceAccount: types.NamespacedName{Namespace: operatorNamespace, Name: operatorServiceAccount}}
-	must(t, cli.Setup(ctx, mgr, so))
+	mgr := operatorManager(ctx, t, env.Config, env.Scheme, "0", nil)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	stopped := false
@@ -206,42 +180,4 @@ func runSecondOperator(t *testing.T, env *testenv.Env, token string) (stop func(
 			t.Errorf("the second operator: %v", err)
 		}
 	}
-}
-
-func waitReasonIn(t *testing.T, c client.Client, ns, name, reason string) {
-	t.Helper()
-	eventually(t, 30*time.Second, "binding "+name+" "+reason, func() error {
-		b := &v1alpha1.MinionBinding{}
-		if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, b); err != nil {
-			return err
-		}
-		if r := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition); r == nil || r.Reason != reason {
-			return fmt.Errorf("conditions %+v", b.Status.Conditions)
-		}
-		return nil
-	})
-}
-
-func waitGoneIn(t *testing.T, c client.Client, ns, name string) {
-	t.Helper()
-	eventually(t, 30*time.Second, "binding "+name+" gone", func() error {
-		err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.MinionBinding{})
-		if err == nil {
-			return fmt.Errorf("still there")
-		}
-		return client.IgnoreNotFound(err)
-	})
-}
-
-// requestIn asks for a reconcile of a binding through its annotation.
-func requestIn(t *testing.T, c client.Client, ns, name string) {
-	t.Helper()
-	b := &v1alpha1.MinionBinding{}
-	must(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, b))
-	patch := client.MergeFrom(b.DeepCopy())
-	if b.Annotations == nil {
-		b.Annotations = map[string]string{}
-	}
-	b.Annotations[v1alpha1.ReconcileRequestAnnotation] = time.Now().Format(time.RFC3339Nano)
-	must(t, c.Patch(context.Background(), b, patch))
 }
