@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
 // The comparisons of desired and actual Vault state are small pure
@@ -82,10 +82,8 @@ func missingFrom(a, b []string) []string {
 var cidrParams = map[string]bool{"token_bound_cidrs": true, "secret_id_bound_cidrs": true}
 
 // canonicalCIDRs writes a list of CIDR blocks as Vault answers it
-// (go-sockaddr's String): a single address without its /32 or /128, IPv6 in
-// its compressed form, host bits kept; entries that are not addresses stay
-// as they are. Applied to both sides, it is harmless where Vault keeps the
-// text as written.
+// (vault.CanonicalCIDR). Applied to both sides, it is harmless where Vault
+// keeps the text as written.
 func canonicalCIDRs(v any) any {
 	list, ok := stringList(v)
 	if !ok {
@@ -93,17 +91,7 @@ func canonicalCIDRs(v any) any {
 	}
 	out := make([]string, len(list))
 	for i, s := range list {
-		s = strings.TrimSpace(s)
-		out[i] = s
-		if p, err := netip.ParsePrefix(s); err == nil {
-			if p.Bits() == p.Addr().BitLen() {
-				out[i] = p.Addr().String()
-			} else {
-				out[i] = p.Addr().String() + "/" + strconv.Itoa(p.Bits())
-			}
-		} else if a, err := netip.ParseAddr(s); err == nil {
-			out[i] = a.String()
-		}
+		out[i] = vault.CanonicalCIDR(s)
 	}
 	return out
 }

@@ -18,6 +18,7 @@ type Metrics struct {
 	vaultLatency  *prometheus.HistogramVec
 	logins        *prometheus.CounterVec
 	drift         *prometheus.CounterVec
+	recurring     prometheus.Counter
 	renderFails   *prometheus.CounterVec
 }
 
@@ -41,6 +42,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minionvault_drift_total", Help: "Vault drift found in bindings: corrected, or detected only.",
 		}, []string{"action"}),
+		recurring: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "minionvault_drift_recurring_total",
+			Help: "Bindings whose Vault objects were rewritten again after the operator corrected them (another writer, such as a Salt master with write rights); counted once per run of corrections.",
+		}),
 		renderFails: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minionvault_render_failures_total", Help: "Bindings refused: render errors and guard-rail violations, by reason.",
 		}, []string{"reason"}),
@@ -51,6 +56,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.vaultLatency = register(reg, m.vaultLatency)
 	m.logins = register(reg, m.logins)
 	m.drift = register(reg, m.drift)
+	m.recurring = register(reg, m.recurring)
 	m.renderFails = register(reg, m.renderFails)
 	return m
 }
@@ -98,6 +104,9 @@ func (m *Metrics) observeBinding(obj *v1alpha1.MinionBinding, sc *bindingScope) 
 			action = "corrected"
 		}
 		m.drift.WithLabelValues(action).Inc()
+	}
+	if sc.driftRun == driftRunStarted {
+		m.recurring.Inc()
 	}
 	if sc.outcome.kind == outcomeStalled {
 		m.renderFails.WithLabelValues(sc.outcome.reason).Inc()

@@ -44,6 +44,15 @@ type MinionBindingReconciler struct {
 	matchByName bool
 	// random is the randomness of a new role ID (crypto/rand).
 	random func() [16]byte
+	// clock is the time of runs of drift corrections (time.Now).
+	clock func() time.Time
+}
+
+func (r *MinionBindingReconciler) now() time.Time {
+	if r.clock != nil {
+		return r.clock()
+	}
+	return time.Now()
 }
 
 // bindingScope records what one reconcile saw and did; status and events
@@ -71,11 +80,14 @@ type bindingScope struct {
 	// brokenRecord says why the deletion could not read the binding's
 	// record of where it wrote (it then looks only where status says).
 	brokenRecord string
-	created      bool // first successful write of this binding
-	entityID     string
-	roleID       string
-	metadata     map[string]string // the entity metadata keys the operator owns, as written
-	requeue      time.Duration
+	// driftRun says whether this reconcile's corrections made, or
+	// continued, a run of drift that keeps coming back.
+	driftRun driftRun
+	created  bool // first successful write of this binding
+	entityID string
+	roleID   string
+	metadata map[string]string // the entity metadata keys the operator owns, as written
+	requeue  time.Duration
 	// beforeWrite records where apply is about to write (nil: nothing to
 	// record, as in a plan).
 	beforeWrite func() error

@@ -58,12 +58,33 @@ func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *
 		if len(drift) > 0 && !corrected {
 			sc.outcome = outcome{kind: outcomeReady, reason: "DriftDetected", message: "Vault differs from the binding (detect-only): " + strings.Join(drift, "; ")}
 		}
+		sc.driftRun = trackDrift(st, sc.correctedObjects(), r.now())
 	}
 	if v := obj.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]; v != "" {
 		st.LastHandledReconcileAt = v
 	}
 	st.ObservedGeneration = obj.Generation
 	setConditions(obj, sc.outcome)
+	if drift, corrected := sc.drift(); corrected {
+		setDriftRecurring(obj, drift)
+	} else {
+		setDriftRecurring(obj, nil)
+	}
+}
+
+// correctedObjects names the objects this reconcile wrote back after
+// someone else changed them.
+func (sc *bindingScope) correctedObjects() []string {
+	if sc.outcome.kind != outcomeReady {
+		return nil
+	}
+	var out []string
+	for _, a := range sc.actions {
+		if a.drift && !a.held && !slices.Contains(out, a.what) {
+			out = append(out, a.what)
+		}
+	}
+	return out
 }
 
 // events reports transitions, not every resync: updates, drift, removals,
@@ -76,6 +97,11 @@ func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindin
 	after := readyCondition(obj)
 	drift, corrected := sc.drift()
 	switch {
+	case len(drift) > 0 && corrected && sc.driftRun == driftRunStarted:
+		// Said once per run, not at every resync of a fight: the
+		// condition carries the count and the latest difference.
+		emit(r.Recorder, obj, "Warning", v1alpha1.DriftRecurringCondition, "Reconcile", "%s", driftRecurringMessage(obj.Status.DriftCorrections, drift))
+	case len(drift) > 0 && corrected && sc.driftRun == driftRunRecurring:
 	case len(drift) > 0 && corrected:
 		emit(r.Recorder, obj, "Warning", "DriftCorrected", "Reconcile", "Vault had drifted and was corrected: %s", strings.Join(drift, "; "))
 	case len(drift) > 0:

@@ -136,6 +136,32 @@ type MinionBindingStatus struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+
+	// driftCorrections counts the corrections of drift in a row, each
+	// within a day of the one before: Vault rewritten by someone else
+	// although nothing changed on the binding's side. Two or more make the
+	// DriftRecurring condition: another writer keeps rewriting the
+	// minion's objects (most likely a Salt master allowed to write roles
+	// or entities). Cleared a day after the last correction.
+	// +optional
+	DriftCorrections *DriftCorrectionsStatus `json:"driftCorrections,omitempty"`
+}
+
+// DriftCorrectionsStatus is the current run of drift corrections.
+type DriftCorrectionsStatus struct {
+	// count of corrections in the run.
+	// +kubebuilder:validation:Minimum=1
+	Count int32 `json:"count"`
+
+	// lastTime is when the last correction was written.
+	LastTime metav1.Time `json:"lastTime"`
+
+	// objects are the Vault objects the last correction rewrote.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +listType=atomic
+	// +optional
+	Objects []string `json:"objects,omitempty"`
 }
 
 // EntityStatus is the minion's identity entity as written to Vault.

@@ -20,12 +20,23 @@ const (
 	// configuration, policy refused by a guard rail, ...). Stalled objects are
 	// not retried until they change.
 	StalledCondition = "Stalled"
+
+	// DriftRecurringCondition is True on a MinionBinding while Vault keeps
+	// being rewritten after the operator corrected it: another writer with
+	// rights to the minion's role or entity (most likely a Salt master with
+	// saltext-vault's stock policy, or AppRole parameters unlike the
+	// template's). Present only while true; it does not change Ready.
+	DriftRecurringCondition = "DriftRecurring"
 )
 
 // Condition reasons, in CamelCase as metav1.Condition requires.
 const (
 	// SucceededReason: the desired state was applied (Ready=True).
 	SucceededReason = "Succeeded"
+
+	// OtherWriterReason: the minion's objects in Vault were rewritten again
+	// after the operator corrected them (DriftRecurring=True).
+	OtherWriterReason = "OtherWriter"
 
 	// ProgressingReason: reconciliation is under way (Reconciling=True).
 	ProgressingReason = "Progressing"

@@ -103,22 +103,9 @@ var vaultKeys = []string{
 // later values win), and converts the vault: configuration and the vault
 // ext_pillar entries. A file may also hold just the vault mapping.
 func ParseConfig(files ...File) (*Config, error) {
-	merged := value.NewMap(nil)
-	for _, f := range files {
-		v, err := value.DecodeYAML(f.Data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.Name, err)
-		}
-		if v.IsNull() {
-			continue
-		}
-		if !v.IsMap() {
-			return nil, fmt.Errorf("%s: the configuration is a %s, not a mapping", f.Name, v.Kind().PyType())
-		}
-		if isBareVault(v) {
-			v = value.NewMap([]value.Pair{{Key: value.NewString("vault"), Val: v}})
-		}
-		merged = mergeMaps(merged, v)
+	merged, err := MergeFiles(files...)
+	if err != nil {
+		return nil, err
 	}
 	vault, ok := merged.GetString("vault")
 	if !ok || vault.IsNull() {
@@ -137,6 +124,31 @@ func ParseConfig(files ...File) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// MergeFiles reads Salt master configuration files (YAML or JSON) in order
+// and merges them as Salt merges master.d files: mappings recursively,
+// later values win. A file holding just the vault mapping is read as the
+// vault: key.
+func MergeFiles(files ...File) (value.Value, error) {
+	merged := value.NewMap(nil)
+	for _, f := range files {
+		v, err := value.DecodeYAML(f.Data)
+		if err != nil {
+			return value.Value{}, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		if v.IsNull() {
+			continue
+		}
+		if !v.IsMap() {
+			return value.Value{}, fmt.Errorf("%s: the configuration is a %s, not a mapping", f.Name, v.Kind().PyType())
+		}
+		if isBareVault(v) {
+			v = value.NewMap([]value.Pair{{Key: value.NewString("vault"), Val: v}})
+		}
+		merged = mergeMaps(merged, v)
+	}
+	return merged, nil
 }
 
 func isBareVault(m value.Value) bool {

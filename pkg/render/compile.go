@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -155,6 +156,10 @@ func decodeFiles(files map[string]value.Value) (map[string]value.Value, error) {
 
 // Template returns the template the Compiled was made from.
 func (c *Compiled) Template() *Template { return &c.t }
+
+// AppRoleParams are the AppRole role parameters every binding of the
+// template writes, token_policies aside, in the fixed order of Result.
+func (c *Compiled) AppRoleParams() []Param { return slices.Clone(c.appRole) }
 
 // Problems are the template's own errors (an invalid pattern or TTL), found
 // while compiling: every binding of the template is refused with them.

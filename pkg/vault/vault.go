@@ -10,10 +10,29 @@ package vault
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 )
+
+// CanonicalCIDR writes a CIDR block as Vault answers token_bound_cidrs
+// (go-sockaddr's String): a single address without its /32 or /128, IPv6
+// in its compressed form, host bits kept; text that is not an address
+// stays as it is, trimmed.
+func CanonicalCIDR(s string) string {
+	s = strings.TrimSpace(s)
+	if p, err := netip.ParsePrefix(s); err == nil {
+		if p.Bits() == p.Addr().BitLen() {
+			return p.Addr().String()
+		}
+		return p.Addr().String() + "/" + strconv.Itoa(p.Bits())
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.String()
+	}
+	return s
+}
 
 // Client is what the controllers may do in Vault. Reads of absent objects
 // return nil (or "", false) and no error.
