@@ -167,6 +167,8 @@ fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).
 	$(call fuzz-target,FuzzDecode,./pkg/ownership,100000x)
 	$(call fuzz-target,FuzzProveRoleID,./pkg/ownership,100000x)
 	$(call fuzz-target,FuzzParseHeader,./pkg/ownership,100000x)
+	$(call fuzz-target,FuzzParseIssueParams,./internal/saltmaster,50000x)
+	$(call fuzz-target,FuzzMasterCheck,./internal/mastercheck,20000x)
 
 .PHONY: vectors
 vectors: build ## Also run the vectors through the project's reference runner, when ../shared has it.

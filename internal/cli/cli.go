@@ -32,7 +32,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.AddCommand(newRenderCmd(stdout), newOperatorCmd(), newPlanCmd(stdout, stderr))
 	root.AddCommand(newDevCmd(stdout))
-	root.AddCommand(newImportCmd(stdout, stderr))
+	root.AddCommand(newImportCmd(stdout, stderr), newMasterCheckCmd(stdout, stderr))
 	root.AddCommand(newAuditCmd(stdout))
 	cmd, err := root.ExecuteC()
 	if err == nil {

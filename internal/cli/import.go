@@ -5,16 +5,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/importer"
+	"github.com/minionvault/minion-vault-operator/internal/manifest"
+	"github.com/minionvault/minion-vault-operator/internal/mastercheck"
 )
 
 type importOptions struct {
 	configs              []string
 	grains, pillar       string
 	output               string
+	masterDir            string
 	opts                 importer.Options
 	allGrains, allPillar bool
 }
@@ -49,6 +54,14 @@ any other is lowercased, other characters become '-', and "-" plus 8 hex
 digits of the ID's SHA-256 is appended (Web_01 -> web-01-92939705).
 spec.minionID keeps the real ID. See docs/migration.md.
 
+The master's side of running beside the operator is written next to the
+manifests (the folder of -o, or --master-dir): salt-master-vault.conf, the
+master's vault: and peer_run: settings that only issue credentials, and
+salt-master-policy.hcl, its Vault policy; every setting of the master's
+configuration that would fight the operator is a warning (the offline part
+of "minionvault master-check"; docs/operations.md, "Running beside a Salt
+master").
+
 Exit status: 0 when the manifests were written (warnings or not), 2 when
 the input could not be converted.`,
 		Args: cobra.NoArgs,
@@ -66,6 +79,7 @@ the input could not be converted.`,
 	f.BoolVar(&o.allGrains, "all-grains", false, "keep every grain (default: id and the grains the patterns read)")
 	f.BoolVar(&o.allPillar, "all-pillar", false, "keep the whole pillar (default: the top-level keys the patterns read)")
 	f.StringVarP(&o.output, "output", "o", "-", "output file, - for stdout")
+	f.StringVar(&o.masterDir, "master-dir", "", "folder for the master's "+mastercheck.MasterConfigFile+" and "+mastercheck.MasterPolicyFile+" (default: the folder of --output; none with stdout)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
@@ -116,8 +130,70 @@ func runImport(o importOptions, stdout, stderr io.Writer) error {
 		// 0600: bindings carry pillar data.
 		return err
 	}
+	masterWarnings, err := writeMasterSide(o, in.Config, buf.Bytes())
+	if err != nil {
+		return err
+	}
+	warnings = append(warnings, masterWarnings...)
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "minionvault import: warning: %s\n", oneLine(w))
 	}
 	return nil
+}
+
+// writeMasterSide writes the master's issue-only configuration and Vault
+// policy for the imported template next to the manifests, and returns the
+// master's settings that would fight the operator as warnings.
+func writeMasterSide(o importOptions, config []importer.File, stream []byte) ([]string, error) {
+	m, err := mastercheck.Parse(config...)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := manifest.Parse(stream)
+	if err != nil {
+		return nil, err
+	}
+	var t *mastercheck.Template
+	for _, d := range docs {
+		if d.Kind != "MinionTemplate" {
+			continue
+		}
+		var mt v1alpha1.MinionTemplate
+		if err := d.Decode(&mt); err != nil {
+			return nil, err
+		}
+		if t, err = mastercheck.FromTemplate(&mt); err != nil {
+			return nil, err
+		}
+	}
+	if t == nil {
+		return nil, nil
+	}
+	_, findings, err := m.Check([]*mastercheck.Template{t})
+	if err != nil {
+		return nil, err
+	}
+	var warnings []string
+	for _, f := range findings {
+		if f.Severity == mastercheck.Fight {
+			warnings = append(warnings, fmt.Sprintf("the master's %s %s (fix: %s)", f.Key, f.Problem, f.Fix))
+		}
+	}
+	dir := o.masterDir
+	if dir == "" && o.output != "-" && o.output != "" {
+		dir = filepath.Dir(o.output)
+	}
+	if dir == "" {
+		return append(warnings, "the master's "+mastercheck.MasterConfigFile+" and "+mastercheck.MasterPolicyFile+" were not written: the manifests went to stdout (set --master-dir)"), nil
+	}
+	masterConfig, err := mastercheck.Config(m, t)
+	if err != nil {
+		return nil, err
+	}
+	for name, data := range map[string][]byte{mastercheck.MasterConfigFile: masterConfig, mastercheck.MasterPolicyFile: mastercheck.Policy(t)} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return warnings, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -127,18 +128,23 @@ func ParseConfig(files ...File) (*Config, error) {
 }
 
 // MergeFiles reads Salt master configuration files (YAML or JSON) in order
-// and merges them as Salt merges master.d files: mappings recursively,
-// later values win. A file holding just the vault mapping is read as the
-// vault: key.
+// and merges them as Salt does (salt.config.master_config): the included
+// files (master.d) one after the other with salt.utils.dictupdate.update
+// and merge_lists (mappings recursively, lists extended by the items they
+// lack, anything else replaced); when the first of several files is named
+// "master", it is the main file, whose top-level keys the includes then
+// replace whole (dict.update). A file holding just the vault mapping is
+// read as the vault: key.
 func MergeFiles(files ...File) (value.Value, error) {
+	var main *value.Value
 	merged := value.NewMap(nil)
-	for _, f := range files {
+	for i, f := range files {
 		v, err := value.DecodeYAML(f.Data)
 		if err != nil {
 			return value.Value{}, fmt.Errorf("%s: %w", f.Name, err)
 		}
 		if v.IsNull() {
-			continue
+			v = value.NewMap(nil)
 		}
 		if !v.IsMap() {
 			return value.Value{}, fmt.Errorf("%s: the configuration is a %s, not a mapping", f.Name, v.Kind().PyType())
@@ -146,9 +152,20 @@ func MergeFiles(files ...File) (value.Value, error) {
 		if isBareVault(v) {
 			v = value.NewMap([]value.Pair{{Key: value.NewString("vault"), Val: v}})
 		}
+		if i == 0 && len(files) > 1 && filepath.Base(f.Name) == "master" {
+			main = &v
+			continue
+		}
 		merged = mergeMaps(merged, v)
 	}
-	return merged, nil
+	if main == nil {
+		return merged, nil
+	}
+	out := *main
+	for _, p := range merged.Pairs() {
+		out = out.Set(p.Key, p.Val)
+	}
+	return out, nil
 }
 
 func isBareVault(m value.Value) bool {
@@ -163,18 +180,29 @@ func isBareVault(m value.Value) bool {
 	return false
 }
 
-// mergeMaps is salt.utils.dictupdate.update: mappings merge recursively,
-// anything else is replaced.
+// mergeMaps is salt.utils.dictupdate.update with merge_lists, as Salt's
+// include_config calls it: mappings merge recursively, a list is extended
+// by the items it lacks, anything else is replaced.
 func mergeMaps(dst, src value.Value) value.Value {
 	if dst.Len() == 0 {
 		return src
 	}
 	for _, p := range src.Pairs() {
-		if old, ok := dst.Get(p.Key); ok && old.IsMap() && p.Val.IsMap() {
+		old, ok := dst.Get(p.Key)
+		switch {
+		case ok && old.IsMap() && p.Val.IsMap():
 			dst = dst.Set(p.Key, mergeMaps(old, p.Val))
-			continue
+		case ok && old.IsList() && p.Val.IsList():
+			items := slices.Clone(old.Items())
+			for _, it := range p.Val.Items() {
+				if !slices.ContainsFunc(items, func(x value.Value) bool { return value.Equal(x, it) }) {
+					items = append(items, it)
+				}
+			}
+			dst = dst.Set(p.Key, value.NewList(items))
+		default:
+			dst = dst.Set(p.Key, p.Val)
 		}
-		dst = dst.Set(p.Key, p.Val)
 	}
 	return dst
 }

@@ -1,0 +1,103 @@
+package mastercheck
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/convert"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// Template is what the check needs of a MinionTemplate: where its roles
+// are, and how Vault answers a read of a role the operator wrote.
+type Template struct {
+	Name         string
+	Mount        string
+	BindSecretID bool
+	// Role is a role of the template as Vault 1.21 answers its read
+	// (token_policies aside, which saltext does not compare): what the
+	// master compares its issue parameters with, offline.
+	Role map[string]any
+}
+
+// FromTemplate reads a MinionTemplate's AppRole settings.
+func FromTemplate(tpl *v1alpha1.MinionTemplate) (*Template, error) {
+	rt, err := convert.Template(tpl.Name, &tpl.Spec, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("template %s: %w", tpl.Name, err)
+	}
+	c := render.Compile(rt)
+	for _, p := range c.Problems() {
+		if p.Field == "appRole" {
+			return nil, fmt.Errorf("template %s: appRole: %s", tpl.Name, p.Message)
+		}
+	}
+	t := &Template{Name: tpl.Name, Mount: rt.AppRole.Mount, BindSecretID: true, Role: roleDefaults()}
+	if t.Mount == "" {
+		t.Mount = render.DefaultAppRoleMount
+	}
+	for _, p := range c.AppRoleParams() {
+		switch v := p.Value.(type) {
+		case bool:
+			if p.Name == "bind_secret_id" {
+				t.BindSecretID = v
+			}
+			t.Role[p.Name] = v
+		case int64:
+			t.Role[p.Name] = v
+		case []string:
+			list := make([]any, len(v))
+			for i, s := range v {
+				// Vault keeps secret_id_bound_cidrs as written and answers
+				// token_bound_cidrs in go-sockaddr's notation.
+				if p.Name == "token_bound_cidrs" {
+					s = vault.CanonicalCIDR(s)
+				}
+				list[i] = s
+			}
+			t.Role[p.Name] = list
+		default:
+			t.Role[p.Name] = v
+		}
+	}
+	return t, nil
+}
+
+// roleDefaults is a role read of Vault 1.21 (path_role.go) for what the
+// operator does not set.
+func roleDefaults() map[string]any {
+	m := map[string]any{
+		"bind_secret_id":          true,
+		"local_secret_ids":        false,
+		"secret_id_bound_cidrs":   nil,
+		"token_bound_cidrs":       []any{},
+		"token_no_default_policy": false,
+		"token_type":              "default",
+	}
+	for _, k := range []string{"secret_id_num_uses", "secret_id_ttl", "token_explicit_max_ttl", "token_max_ttl", "token_num_uses", "token_period", "token_ttl"} {
+		m[k] = int64(0)
+	}
+	return m
+}
+
+// templatesOn are the templates whose roles are on mount, by name.
+func templatesOn(ts []*Template, mount string) []*Template {
+	var out []*Template
+	for _, t := range ts {
+		if t.Mount == mount {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Template) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
