@@ -63,6 +63,10 @@ type vaultCalls struct {
 	Reads, Writes int
 	Paths         []string       // "operation path" of the writes
 	ReadPaths     map[string]int // how often each path was read
+	// Denied counts the requests Vault refused (403), reads and writes,
+	// DeniedPaths names them ("operation path").
+	Denied      int
+	DeniedPaths []string
 }
 
 // readTwice lists the paths read more than once (at most n of them).
@@ -139,12 +143,17 @@ func (a *auditLog) count(t testing.TB, offset int64, counted func(accessor strin
 				Operation string `json:"operation"`
 				Path      string `json:"path"`
 			} `json:"request"`
+			Error string `json:"error"`
 		}
 		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Type != "response" || !counted(e.Auth.Accessor) {
 			continue
 		}
 		if strings.HasPrefix(e.Request.Path, "auth/token/") {
 			continue
+		}
+		if strings.Contains(e.Error, "permission denied") {
+			out.Denied++
+			out.DeniedPaths = append(out.DeniedPaths, e.Request.Operation+" "+e.Request.Path)
 		}
 		switch e.Request.Operation {
 		case "read", "list":
