@@ -540,16 +540,71 @@ peer_run:
 				t.Fatal(err)
 			}
 		}
-		rewrites := 0
-		if master, _ := logCalls(t, "C3", mark, cm); true {
-			for _, p := range master.Paths {
-				if p == "update auth/"+smMount+"/role/sm-new01" {
-					rewrites++
-				}
-			}
+		master, _ = logCalls(t, "C3", mark, cm)
+		if rewrites := countPath(master.Paths, "update auth/"+smMount+"/role/sm-new01"); rewrites != 2 {
+			t.Errorf("role rewrites over a /32 in two cache hours: %d, want 2: %q", rewrites, master.Paths)
 		}
-		if rewrites != 2 {
-			t.Errorf("role rewrites over a /32 in two cache hours: %d, want 2", rewrites)
+
+		// C8: minion overrides allowed: a minion's issue_params rewrite its
+		// role at every cache refresh after the operator's correction, even
+		// with the master's nulls.
+		overrides := strings.Replace(recommended, "allow_minion_override_params: false", "allow_minion_override_params: true", 1)
+		om := s.newSaltMaster(t, "sm-master-quickstart", overrides, pillar)
+		mark = audit.mark(t)
+		for _, d := range []time.Duration{0, 3601 * time.Second} {
+			om.now = om.now.Add(d)
+			if _, err := om.GetConfig("sm-web01", false, map[string]any{"token_num_uses": 3}); err != nil {
+				t.Fatal(err)
+			}
+			s.requestReconcile(smNS, "sm-web01")
+		}
+		master, _ = logCalls(t, "C8", mark, om)
+		if n := countPath(master.Paths, "update auth/"+smMount+"/role/sm-web01"); n != 2 {
+			t.Errorf("role rewrites forced by a minion's issue_params in two cache hours: %d, want 2", n)
+		}
+
+		// C7: a role that needs no secret ID (here a hand edit) under a
+		// master that issues them: generate_secret_id answers expire_cache.
+		_, err = s.root.Logical().WriteWithContext(ctx, "auth/"+smMount+"/role/sm-web01", map[string]any{"bind_secret_id": false, "token_bound_cidrs": []string{"127.0.0.1"}})
+		s.must(err)
+		fresh := s.newSaltMaster(t, "sm-master-quickstart", recommended, pillar)
+		ans, err := fresh.GenerateSecretID("sm-web01", false, nil)
+		if err == nil || ans["expire_cache"] != true || !strings.Contains(fmt.Sprint(ans["error"]), "does not require a secret ID") {
+			t.Errorf("generate_secret_id for a role without secret IDs: %v, %v", ans, err)
+		}
+		s.requestReconcile(smNS, "sm-web01")
+
+		// C6: a custom entity name: sync_entities makes salt_minion_<id>, a
+		// second entity, and moves the alias to it; logins land there until
+		// the operator links the alias back at its resync.
+		custom := smTemplate()
+		custom.Name, custom.Spec.EntityName = "sm-custom", "sm_custom_{minion}"
+		s.must(s.c.Create(ctx, custom))
+		cb := smBinding("sm-cust01")
+		cb.Spec.TemplateRef.Name = "sm-custom"
+		s.must(s.c.Create(ctx, cb))
+		opEntity := s.waitReady(smNS, "sm-cust01").Status.Entity.ID
+		s.must(quiet.SyncEntities([]string{"sm-cust01"}))
+		masterEntity := s.vaultRead("identity/entity/name/salt_minion_sm-cust01")
+		if masterEntity == nil || fmt.Sprint(masterEntity["id"]) == opEntity {
+			t.Fatalf("sync_entities made no second entity: %v", masterEntity)
+		}
+		if _, login, err := s.issue(t, quiet, "sm-cust01", false); err != nil || login.EntityID != fmt.Sprint(masterEntity["id"]) {
+			t.Errorf("a login after sync_entities: %v, entity %v, want the master's %v", err, login, masterEntity["id"])
+		}
+		s.requestReconcile(smNS, "sm-cust01")
+		if _, login, err := s.issue(t, quiet, "sm-cust01", false); err != nil || login.EntityID != opEntity {
+			t.Errorf("a login after the operator's resync: %v, entity %v, want the operator's %s", err, login, opEntity)
 		}
 	})
+}
+
+func countPath(paths []string, p string) int {
+	n := 0
+	for _, x := range paths {
+		if x == p {
+			n++
+		}
+	}
+	return n
 }
