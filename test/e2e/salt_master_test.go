@@ -3,9 +3,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,8 +22,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/cli"
 	"github.com/minionvault/minion-vault-operator/internal/importer"
 	"github.com/minionvault/minion-vault-operator/internal/mastercheck"
 	"github.com/minionvault/minion-vault-operator/internal/saltmaster"
@@ -127,6 +133,39 @@ func readyReason(b *v1alpha1.MinionBinding) string {
 		return c.Reason
 	}
 	return ""
+}
+
+// masterCheck runs `minionvault master-check --vault` as an administrator
+// would: the master's configuration, the cluster's template and bindings as
+// manifests, the checking token (root here) reading the roles, and the
+// master token's accessor.
+func (s *suite) masterCheck(t *testing.T, config string, m *saltMaster, minions ...string) (cli.MasterCheckResult, int) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	var docs []string
+	add := func(kind string, obj any) {
+		raw, err := yaml.Marshal(obj)
+		s.must(err)
+		docs = append(docs, "apiVersion: minionvault.dev/v1alpha1\nkind: "+kind+"\n"+string(raw))
+	}
+	tpl := &v1alpha1.MinionTemplate{}
+	s.must(s.c.Get(ctx, types.NamespacedName{Name: "sm"}, tpl))
+	add("MinionTemplate", tpl)
+	for _, mi := range minions {
+		add("MinionBinding", s.binding(smNS, mi))
+	}
+	manifests, conf := filepath.Join(dir, "manifests.yaml"), filepath.Join(dir, "vault.conf")
+	s.must(os.WriteFile(manifests, []byte(strings.Join(docs, "---\n")), 0o644))
+	s.must(os.WriteFile(conf, []byte(config), 0o644))
+	t.Setenv("VAULT_TOKEN", s.root.Token())
+	var out, errOut bytes.Buffer
+	code := cli.Main([]string{"master-check", "--config", conf, "-f", manifests, "--vault", s.env.Vault.Addr, "--master-accessor", m.accessor, "-o", "json"}, &out, &errOut)
+	var res cli.MasterCheckResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("master-check: exit %d, %v\n%s\n%s", code, err, out.String(), errOut.String())
+	}
+	return res, code
 }
 
 // smSnapshot is what the operator owns of a minion, as Vault has it.
@@ -335,6 +374,9 @@ peer_run:
 		if got := s.entityNames(t); !slices.Equal(got, entities) {
 			t.Errorf("entities before %q, after %q", entities, got)
 		}
+		if res, code := s.masterCheck(t, recommended, m, minions...); code != 0 || len(res.Findings) != 0 {
+			t.Errorf("master-check of the written configuration and policy: exit %d, %+v", code, res.Findings)
+		}
 	})
 
 	s.run("B: the written policy fails closed: every write the operator owns is refused, a deletion revokes, a new minion waits for its binding", func(t *testing.T) {
@@ -408,6 +450,22 @@ peer_run:
 		fightPillar := maps.Clone(pillar)
 		fightPillar["sm-web01"] = []string{"web", "build"}
 		m := s.newSaltMaster(t, "sm-master-quickstart", fight, fightPillar)
+		res, code := s.masterCheck(t, fight, m, minions...)
+		var said []string
+		for _, f := range res.Findings {
+			if f.Severity == "fight" {
+				said = append(said, f.Key+" "+f.Problem)
+			}
+		}
+		for _, want := range []string{"may create, rewrite or delete the operator's roles", "may list the roles", "may write entities",
+			"auth/" + smMount + "/role/sm-web01 the master would rewrite it", "token_num_uses 5 != 10", "may run vault.generate_token"} {
+			if !strings.Contains(strings.Join(said, "\n"), want) {
+				t.Errorf("master-check of the quickstart master (exit %d) does not say %q:\n%s", code, want, strings.Join(said, "\n"))
+			}
+		}
+		if code != 1 {
+			t.Errorf("master-check of the quickstart master: exit %d", code)
+		}
 
 		// C1: a parameter mismatch: the master rewrites the role with its
 		// own policies; the operator corrects it at its resync; within the
