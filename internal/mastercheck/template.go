@@ -65,22 +65,9 @@ func FromTemplate(tpl *v1alpha1.MinionTemplate) (*Template, error) {
 	return t, nil
 }
 
-// roleDefaults is a role read of Vault 1.21 (path_role.go) for what the
-// operator does not set.
-func roleDefaults() map[string]any {
-	m := map[string]any{
-		"bind_secret_id":          true,
-		"local_secret_ids":        false,
-		"secret_id_bound_cidrs":   nil,
-		"token_bound_cidrs":       []any{},
-		"token_no_default_policy": false,
-		"token_type":              "default",
-	}
-	for _, k := range []string{"secret_id_num_uses", "secret_id_ttl", "token_explicit_max_ttl", "token_max_ttl", "token_num_uses", "token_period", "token_ttl"} {
-		m[k] = int64(0)
-	}
-	return m
-}
+// roleDefaults is a role read of Vault 1.21 for what the operator does
+// not set.
+func roleDefaults() map[string]any { return normalizeRead(vault.RoleDefaults()) }
 
 // templatesOn are the templates whose roles are on mount, by name.
 func templatesOn(ts []*Template, mount string) []*Template {

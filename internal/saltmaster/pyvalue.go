@@ -64,16 +64,11 @@ func fromAny(x any) value.Value {
 		}
 		return value.NewList(items)
 	case map[string]string:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
+		m := make(map[string]any, len(t))
+		for k, v := range t {
+			m[k] = v
 		}
-		sort.Strings(keys)
-		pairs := make([]value.Pair, len(keys))
-		for i, k := range keys {
-			pairs[i] = value.Pair{Key: value.NewString(k), Val: value.NewString(t[k])}
-		}
-		return value.NewMap(pairs)
+		return fromAny(m)
 	case map[string]any:
 		keys := make([]string, 0, len(t))
 		for k := range t {

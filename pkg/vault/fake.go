@@ -306,7 +306,10 @@ var (
 	fakeRoleLists     = []string{"secret_id_bound_cidrs", "token_bound_cidrs", "token_policies"}
 )
 
-func fakeRoleDefaults() map[string]any {
+// RoleDefaults is the read of a role written with no parameters, as Vault
+// 1.21 answers it (path_role.go; numbers as json.Number): what a role has
+// where its writer set nothing.
+func RoleDefaults() map[string]any {
 	m := map[string]any{
 		"bind_secret_id":          true,
 		"local_secret_ids":        false,
@@ -337,7 +340,7 @@ func (f *Fake) WriteRole(ctx context.Context, mount, name string, params map[str
 	}
 	bad := func(msg string) error { return fakeErr(OpWrite, p, http.StatusBadRequest, msg) }
 	old, exists := f.roles[key]
-	r := fakeRoleDefaults()
+	r := RoleDefaults()
 	if exists {
 		r = cloneJSON(old)
 	}

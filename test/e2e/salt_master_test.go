@@ -188,6 +188,25 @@ func (s *suite) smSnapshot(t *testing.T, minion string) smSnapshot {
 	return snap
 }
 
+func (s *suite) smSnapshots(t *testing.T, minions []string) map[string]smSnapshot {
+	t.Helper()
+	out := map[string]smSnapshot{}
+	for _, mi := range minions {
+		out[mi] = s.smSnapshot(t, mi)
+	}
+	return out
+}
+
+// unchanged fails for each minion whose objects differ from before.
+func (s *suite) unchanged(t *testing.T, before map[string]smSnapshot) {
+	t.Helper()
+	for mi, snap := range before {
+		if after := s.smSnapshot(t, mi); !reflect.DeepEqual(after, snap) {
+			t.Errorf("%s changed:\nbefore %+v\nafter  %+v", mi, snap, after)
+		}
+	}
+}
+
 func (s *suite) entityNames(t *testing.T) []string {
 	t.Helper()
 	sec, err := s.root.Logical().ListWithContext(context.Background(), "identity/entity/name")
@@ -289,10 +308,7 @@ peer_run:
 
 	s.run("A: the written configuration and policy, through a cache expiry: nothing fights", func(t *testing.T) {
 		m := s.newSaltMaster(t, "sm-master-issue-only", recommended, pillar)
-		before := map[string]smSnapshot{}
-		for _, mi := range minions {
-			before[mi] = s.smSnapshot(t, mi)
-		}
+		before := s.smSnapshots(t, minions)
 		entities := s.entityNames(t)
 		writesBefore := s.writes.writes.Load()
 		mark := audit.mark(t)
@@ -358,10 +374,8 @@ peer_run:
 				t.Errorf("the master read %s", p)
 			}
 		}
+		s.unchanged(t, before)
 		for _, mi := range minions {
-			if after := s.smSnapshot(t, mi); !reflect.DeepEqual(after, before[mi]) {
-				t.Errorf("%s changed:\nbefore %+v\nafter  %+v", mi, before[mi], after)
-			}
 			if len(before[mi].aliases) != 1 || !strings.HasSuffix(before[mi].aliases[0], fmt.Sprint(s.binding(smNS, mi).Status.AppRole.RoleID)) {
 				t.Errorf("%s: aliases %q", mi, before[mi].aliases)
 			}
@@ -381,10 +395,7 @@ peer_run:
 
 	s.run("B: the written policy fails closed: every write the operator owns is refused, a deletion revokes, a new minion waits for its binding", func(t *testing.T) {
 		m := s.newSaltMaster(t, "sm-master-issue-only", recommended, pillar)
-		before := map[string]smSnapshot{}
-		for _, mi := range minions {
-			before[mi] = s.smSnapshot(t, mi)
-		}
+		before := s.smSnapshots(t, minions)
 		mark := audit.mark(t)
 		refused := func(what string, err error) {
 			t.Helper()
@@ -401,11 +412,7 @@ peer_run:
 		refused("_manage_entity_alias", m.ManageEntityAlias("sm-web01"))
 		_, err = m.GenerateToken("sm-web01", false, nil, nil)
 		refused("generate_token", err)
-		for _, mi := range minions {
-			if after := s.smSnapshot(t, mi); !reflect.DeepEqual(after, before[mi]) {
-				t.Errorf("%s changed:\nbefore %+v\nafter  %+v", mi, before[mi], after)
-			}
-		}
+		s.unchanged(t, before)
 
 		// A deleted binding stays revoked.
 		s.must(s.c.Delete(ctx, s.binding(smNS, "sm-db01")))
