@@ -74,7 +74,7 @@ Sentinel policies or control groups. See docs/audit.md.`,
 	cmd.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
 		o.versionSet = cmd.Flags().Changed("vault-version")
 	}
-	cmd.AddCommand(newAuditWhoCanCmd(o, stdout), newAuditWhatCanCmd(o, stdout), newAuditDiffCmd(o, stdout), newAuditCheckCmd(o, stdout), newAuditDriftCmd(o, stdout))
+	cmd.AddCommand(newAuditWhoCanCmd(o, stdout), newAuditWhatCanCmd(o, stdout), newAuditDiffCmd(o, stdout), newAuditCheckCmd(o, stdout), newAuditDriftCmd(o, stdout), newAuditPillarCmd(o, stdout))
 	return cmd
 }
 

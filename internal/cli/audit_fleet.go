@@ -47,6 +47,8 @@ type fleetMinion struct {
 	// instead of subject and metadata: a fraction of the memory of the
 	// maps, which fleet.prepared makes for the moment of a comparison.
 	unprepared *unpreparedMinion
+	// pillarPaths are the predicted pillar paths (offline only).
+	pillarPaths []string
 	// Online only: the role ID, and the entity as Vault holds it (nil when
 	// there is none yet), its alias metadata as the last login left it.
 	roleID string
@@ -262,7 +264,7 @@ type unpreparedMinion struct {
 // unpreparedMinion.subject).
 func (f *fleet) addMinion(b *v1alpha1.MinionBinding, name, template string, res *render.Result, o fleetOptions) {
 	id := b.Spec.MinionID
-	m := &fleetMinion{id: id, binding: name, template: template, role: res.AppRole.RoleName}
+	m := &fleetMinion{id: id, binding: name, template: template, role: res.AppRole.RoleName, pillarPaths: res.PillarPaths}
 	u := &unpreparedMinion{tokenPolicies: acl.LoginPolicies(res.Policies, true), entityName: res.EntityName,
 		entityMD: res.EntityMetadata, secretMD: res.SecretMetadata, accessor: o.accessor}
 	if o.unprepared {

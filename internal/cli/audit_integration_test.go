@@ -35,11 +35,12 @@ func TestIntegrationAuditMatchesVault(t *testing.T) {
 	root := env.Client
 	dir := copySamples(t)
 	// A policy the template assigns but does not render, as a file.
-	writeAuditFile(t, dir+"/web01.hcl", "# policy: saltstack/web01\n"+`path "salt/data/minions/web01/*" { capabilities = ["read", "list"] }
+	replaceIn(t, dir+"/miniontemplate.yaml", "      - 'salt_role_{pillar[roles]}'\n", "      - 'salt_role_{pillar[roles]}'\n      - 'saltstack/extra-{minion}'\n")
+	writeAuditFile(t, dir+"/web01.hcl", "# policy: saltstack/extra-web01\n"+`path "salt/data/minions/web01/*" { capabilities = ["read", "list"] }
 path "salt/data/+/web01" { capabilities = ["read"] }
 path "salt/*" { capabilities = ["deny"] }
 `)
-	if err := root.Sys().PutPolicyWithContext(ctx, "saltstack/web01", mustRead(t, dir+"/web01.hcl")); err != nil {
+	if err := root.Sys().PutPolicyWithContext(ctx, "saltstack/extra-web01", mustRead(t, dir+"/web01.hcl")); err != nil {
 		t.Fatal(err)
 	}
 

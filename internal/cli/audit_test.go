@@ -152,7 +152,9 @@ func TestAuditDiff(t *testing.T) {
 	loss := copySamples(t)
 	replaceIn(t, filepath.Join(loss, "minionbinding-web01.yaml"), "roles: [web, db]", "roles: [web]")
 	sudo := copySamples(t)
-	writeAuditFile(t, filepath.Join(sudo, "web01.hcl"), "# policy: saltstack/web01\npath \"sys/*\" {\n  capabilities = [\"sudo\", \"read\"]\n}\n")
+	// A policy the template assigns but does not render, written by hand.
+	replaceIn(t, filepath.Join(sudo, "miniontemplate.yaml"), "      - 'salt_role_{pillar[roles]}'\n", "      - 'salt_role_{pillar[roles]}'\n      - 'saltstack/extra-{minion}'\n")
+	writeAuditFile(t, filepath.Join(sudo, "web01.hcl"), "# policy: saltstack/extra-web01\npath \"sys/*\" {\n  capabilities = [\"sudo\", \"read\"]\n}\n")
 
 	cases := []struct {
 		name       string

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestPillarReadPath(t *testing.T) {
+	cases := []struct {
+		pillar   string
+		versions map[string]int
+		want     string
+	}{
+		{"salt/minions/web01", nil, "salt/data/minions/web01"},
+		{"salt/data/minions/web01", nil, "salt/data/minions/web01"}, // _v2_the_path leaves it
+		{"/salt/minions/web01/", nil, "salt/data/minions/web01"},
+		{"salt/database/x", nil, "salt/data/database/x"}, // "database" is not "data/"
+		{"salt/minions/web01", map[string]int{"salt": 1}, "salt/minions/web01"},
+		{"kv/team/a/minions/web01", map[string]int{"kv/team": 2}, "kv/team/data/a/minions/web01"},
+		{"kv/team/a/x", map[string]int{"kv": 1, "kv/team": 2}, "kv/team/data/a/x"}, // the longest mount
+	}
+	for _, c := range cases {
+		if got := pillarReadPath(c.pillar, c.versions); got != c.want {
+			t.Errorf("pillarReadPath(%q, %v) = %q, want %q", c.pillar, c.versions, got, c.want)
+		}
+	}
+}
+
+// The samples let every minion read its predicted pillar; a template that
+// assigns a per-minion policy no document renders does not, and the check
+// says which path, read as what, and why.
+func TestAuditPillar(t *testing.T) {
+	samples := copySamples(t)
+	noDoc := copySamples(t)
+	replaceIn(t, filepath.Join(noDoc, "miniontemplate.yaml"), "    - name: 'saltstack/{minion}'\n", "    - name: 'saltstack/unused-{minion}'\n")
+	// Only the templated shared policy grants the roles' paths: it reads
+	// them from the entity metadata (roles__0..2).
+	templatedOnly := copySamples(t)
+	replaceIn(t, filepath.Join(templatedOnly, "miniontemplate.yaml"), "    - name: 'salt_role_{pillar[roles]}'\n", "    - name: 'saltstack/unassigned-{pillar[roles]}'\n")
+	// A KV version 1 path: no data/ inserted, and no rule for it; and a
+	// cubbyhole path, which Vault's default policy lets every token read.
+	v1 := copySamples(t)
+	replaceIn(t, filepath.Join(v1, "miniontemplate.yaml"), "    - 'salt/data/minions/{minion}'\n", "    - 'kv1/minions/{minion}'\n    - 'cubbyhole/{minion}'\n")
+
+	cases := []struct {
+		name  string
+		dir   string
+		extra []string
+		code  int
+		want  []string // "minion pillar -> path"
+	}{
+		{"the samples", samples, nil, 0, nil},
+		{"a per-minion policy without a document", noDoc, nil, 1, []string{
+			"build01 salt/data/minions/build01 -> salt/data/minions/build01",
+			"db01 salt/data/minions/db01 -> salt/data/minions/db01",
+			"web01 salt/data/minions/web01 -> salt/data/minions/web01"}},
+		{"roles through templated rules only", templatedOnly, nil, 0, nil},
+		{"KV v1, and the default policy's cubbyhole", v1, []string{"--kv", "kv1=1", "--kv", "cubbyhole=1"}, 1, []string{
+			"build01 kv1/minions/build01 -> kv1/minions/build01",
+			"db01 kv1/minions/db01 -> kv1/minions/db01",
+			"web01 kv1/minions/web01 -> kv1/minions/web01"}},
+		{"every mount KV v2 unless said", v1, nil, 1, []string{
+			"build01 kv1/minions/build01 -> kv1/data/minions/build01",
+			"db01 kv1/minions/db01 -> kv1/data/minions/db01",
+			"web01 kv1/minions/web01 -> kv1/data/minions/web01"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runAudit(t, append([]string{"pillar", "-f", c.dir, "-o", "json"}, c.extra...)...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s%s", code, c.code, out, errOut)
+			}
+			var r PillarReport
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, u := range r.Unreadable {
+				got = append(got, u.Minion+" "+u.Pillar+" -> "+u.Path)
+			}
+			if !slices.Equal(got, c.want) || r.Minions != 3 || r.Paths == 0 {
+				t.Errorf("unreadable %q, want %q (%d minions, %d paths)", got, c.want, r.Minions, r.Paths)
+			}
+		})
+	}
+	code, out, _ := runAudit(t, "pillar", "-f", noDoc)
+	if code != 1 || !strings.Contains(out, "3 of 8 predicted pillar paths of 3 minions cannot be read") || !strings.Contains(out, "no rule matches") {
+		t.Errorf("table: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := runAudit(t, "pillar", "-f", samples, "--kv", "salt=3"); code != 2 || !strings.Contains(errOut, "MOUNT=1 or MOUNT=2") {
+		t.Errorf("--kv salt=3: exit %d %s", code, errOut)
+	}
+}
