@@ -668,29 +668,24 @@ func convErr(v value.Value, what string) error {
 }
 
 func parseDuration(v value.Value) (int64, error) {
-	switch v.Kind() {
-	case value.Bool:
-		return 0, vaultErr(400, "invalid duration")
-	case value.Int:
-		return v.Int(), nil
-	case value.Float:
-		if v.Float() == float64(int64(v.Float())) {
-			return int64(v.Float()), nil
-		}
-	case value.String:
-		if intRE.MatchString(v.Str()) {
-			return strconv.ParseInt(v.Str(), 10, 64)
-		}
+	if v.Kind() == value.String {
 		if m := durationRE.FindStringSubmatch(v.Str()); m != nil {
 			n, _ := strconv.ParseInt(m[1], 10, 64)
 			return n * map[string]int64{"s": 1, "m": 60, "h": 3600, "d": 86400}[m[2]], nil
 		}
 	}
-	return 0, convErr(v, "invalid duration")
+	return parseWhole(v, "invalid duration")
 }
 
-func parseInt(v value.Value) (int64, error) {
+func parseInt(v value.Value) (int64, error) { return parseWhole(v, "invalid integer") }
+
+// parseWhole reads a whole number (an int, a whole float, a string of
+// digits) as Vault's field parsing does; what names the field's type in
+// the error.
+func parseWhole(v value.Value, what string) (int64, error) {
 	switch v.Kind() {
+	case value.Bool:
+		return 0, vaultErr(400, what)
 	case value.Int:
 		return v.Int(), nil
 	case value.Float:
@@ -701,10 +696,8 @@ func parseInt(v value.Value) (int64, error) {
 		if intRE.MatchString(v.Str()) {
 			return strconv.ParseInt(v.Str(), 10, 64)
 		}
-	case value.Bool:
-		return 0, vaultErr(400, "invalid integer")
 	}
-	return 0, convErr(v, "invalid integer")
+	return 0, convErr(v, what)
 }
 
 func parseBool(v value.Value) (bool, error) {
