@@ -446,7 +446,7 @@ func TestSamplesDecode(t *testing.T) {
 		case MinionTemplateKind:
 			var o MinionTemplate
 			readYAML(t, f, &o, true)
-			if o.Name != "salt-minions" || len(o.Spec.PolicyDocuments) != 2 || o.Spec.Parameters == nil {
+			if o.Name != "salt-minions" || len(o.Spec.PolicyDocuments) != 3 || o.Spec.Parameters == nil {
 				t.Errorf("%s: unexpected template %+v", f, o.Spec)
 			}
 			for _, doc := range o.Spec.Parameters.Files {
