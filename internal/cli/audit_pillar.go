@@ -43,8 +43,11 @@ Vault ext_pillar reads them with the minion's own token, so each must be
 readable by the policies the minion's token gets (its token_policies with
 "default", the entity metadata behind templated rules). A path is read as
 saltext's kv.py does: on a KV v2 mount "data/" is inserted after the mount
-unless the path has it already. --kv says a mount's version (repeatable;
-every mount not named is KV v2).
+unless the path has it already ("mount/metadata/..." is read as
+"mount/data/..."). --kv says a mount's version (repeatable; a mount may
+have several segments; every other mount is the path's first segment, KV
+v2). Below the table, the caveats of each answer (an assigned policy that
+does not exist, a templated rule dropped for a missing metadata key).
 
 Exit status: 0 every path is readable, 1 some are not, 2 an error.`,
 		Args: cobra.NoArgs,
@@ -90,10 +93,13 @@ func kvVersions(flags []string) (map[string]int, error) {
 	return out, nil
 }
 
-// pillarReadPath is the path saltext's ext_pillar reads for a pillar path
-// (kv.py: the mount is the longest --kv mount the path is under, else its
-// first segment; _v2_the_path inserts "data/" after a KV v2 mount unless
-// the path has it).
+// pillarReadPath is the path saltext's ext_pillar reads for a pillar path.
+// The mount is the longest --kv mount the path is under, else its first
+// segment (kv.py asks sys/internal/ui/mounts, which offline we cannot).
+// On a KV v2 mount _v2_the_path (kv.py:360-385, ported as
+// saltmaster.v2ThePath) leaves "mount/data/..." as it is, turns
+// "mount/metadata/..." into "mount/data/...", and inserts "data/" after the
+// mount otherwise.
 func pillarReadPath(pillar string, versions map[string]int) string {
 	p := strings.Trim(pillar, "/")
 	mount, _, _ := strings.Cut(p, "/")
@@ -106,8 +112,12 @@ func pillarReadPath(pillar string, versions map[string]int) string {
 		return p
 	}
 	rest := strings.TrimPrefix(strings.TrimPrefix(p, mount), "/")
-	if rest == "data" || strings.HasPrefix(rest, "data/") {
+	under := func(seg string) bool { return rest == seg || strings.HasPrefix(rest, seg+"/") }
+	switch {
+	case under("data"):
 		return p
+	case under("metadata"):
+		return mount + "/data" + strings.TrimPrefix(rest, "metadata")
 	}
 	return mount + "/data/" + rest
 }
@@ -140,6 +150,13 @@ func pillarTable(w io.Writer, r PillarReport) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", u.Minion, u.Pillar, u.Path, caps(u.Capabilities, u.Error), why)
 		}
 		_ = tw.Flush()
+	}
+	// The caveats often are the cause: an assigned policy that does not
+	// exist, a templated rule dropped for a missing metadata key.
+	for _, u := range r.Unreadable {
+		for _, c := range u.Caveats {
+			fmt.Fprintf(w, "  %s %s: %s\n", u.Minion, u.Path, c)
+		}
 	}
 	warnings(w, r.Warnings)
 }

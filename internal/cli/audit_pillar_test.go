@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,9 @@ func TestPillarReadPath(t *testing.T) {
 		{"salt/minions/web01", nil, "salt/data/minions/web01"},
 		{"salt/data/minions/web01", nil, "salt/data/minions/web01"}, // _v2_the_path leaves it
 		{"/salt/minions/web01/", nil, "salt/data/minions/web01"},
+		{"salt/metadata/minions/web01", nil, "salt/data/minions/web01"}, // _v2_the_path flips metadata/ to data/
+		{"salt/data", nil, "salt/data"},
+		{"salt/metadata", nil, "salt/data"},
 		{"salt/database/x", nil, "salt/data/database/x"}, // "database" is not "data/"
 		{"salt/minions/web01", map[string]int{"salt": 1}, "salt/minions/web01"},
 		{"kv/team/a/minions/web01", map[string]int{"kv/team": 2}, "kv/team/data/a/minions/web01"},
@@ -45,6 +49,12 @@ func TestAuditPillar(t *testing.T) {
 	v1 := copySamples(t)
 	replaceIn(t, filepath.Join(v1, "miniontemplate.yaml"), "    - 'salt/data/minions/{minion}'\n", "    - 'kv1/minions/{minion}'\n    - 'cubbyhole/{minion}'\n")
 
+	// A deny on the very pattern that grants: the same pattern merges, and
+	// deny wins.
+	denied := copySamples(t)
+	replaceIn(t, filepath.Join(denied, "miniontemplate.yaml"), "      - 'salt_role_{pillar[roles]}'\n", "      - 'salt_role_{pillar[roles]}'\n      - 'saltstack/extra-{minion}'\n")
+	writeAuditFile(t, filepath.Join(denied, "web01.hcl"), "# policy: saltstack/extra-web01\npath \"salt/data/minions/web01\" {\n  capabilities = [\"deny\"]\n}\n")
+
 	cases := []struct {
 		name  string
 		dir   string
@@ -52,6 +62,7 @@ func TestAuditPillar(t *testing.T) {
 		code  int
 		want  []string // "minion pillar -> path"
 	}{
+		{"a deny on the minion's own path", denied, nil, 1, []string{"web01 salt/data/minions/web01 -> salt/data/minions/web01"}},
 		{"the samples", samples, nil, 0, nil},
 		{"a per-minion policy without a document", noDoc, nil, 1, []string{
 			"build01 salt/data/minions/build01 -> salt/data/minions/build01",
@@ -87,8 +98,14 @@ func TestAuditPillar(t *testing.T) {
 		})
 	}
 	code, out, _ := runAudit(t, "pillar", "-f", noDoc)
-	if code != 1 || !strings.Contains(out, "3 of 8 predicted pillar paths of 3 minions cannot be read") || !strings.Contains(out, "no rule matches") {
+	if code != 1 || !strings.Contains(out, "3 of 8 predicted pillar paths of 3 minions cannot be read") || !strings.Contains(out, "no rule matches") ||
+		!strings.Contains(out, `  web01 salt/data/minions/web01: policy "saltstack/web01" does not exist and is skipped`) {
 		t.Errorf("table: exit %d\n%s", code, out)
+	}
+	// The deciding rule is named, with every policy that has it.
+	code, out, _ = runAudit(t, "pillar", "-f", denied)
+	if code != 1 || !regexp.MustCompile(`(?m)^web01 +salt/data/minions/web01 +salt/data/minions/web01 +deny +saltstack/extra-web01,saltstack/web01 "salt/data/minions/web01" \(exact match\)$`).MatchString(out) {
+		t.Errorf("deny table: exit %d\n%s", code, out)
 	}
 	if code, _, errOut := runAudit(t, "pillar", "-f", samples, "--kv", "salt=3"); code != 2 || !strings.Contains(errOut, "MOUNT=1 or MOUNT=2") {
 		t.Errorf("--kv salt=3: exit %d %s", code, errOut)
