@@ -3,6 +3,7 @@ package mastercheck
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
@@ -77,14 +78,6 @@ func templatesOn(ts []*Template, mount string) []*Template {
 			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Template) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *Template) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

@@ -646,6 +646,17 @@ func (f *FakeVault) maybeWrap(header http.Header, path string, resp *envelope) (
 	}}, nil
 }
 
+// wrappedOf is the wrapped answer of a sys/wrapping request: the token in
+// the body, else the request's own token.
+func (f *FakeVault) wrappedOf(body value.Value, header http.Header) (string, *FakeWrapped, error) {
+	tok := bodyStr(body, "token")
+	if tok == "" {
+		tok = header.Get("X-Vault-Token")
+	}
+	w, err := f.wrapped(tok)
+	return tok, w, err
+}
+
 func (f *FakeVault) wrapped(tok string) (*FakeWrapped, error) {
 	w, ok := f.s.Wrapped[tok]
 	if !ok || f.now() >= w.CreationTime+w.CreationTTL {
@@ -821,11 +832,7 @@ func (f *FakeVault) route(method, path string, header http.Header, body value.Va
 		return f.maybeWrap(header, path, resp)
 	}
 	if path == "sys/wrapping/lookup" && method == "POST" {
-		tok := bodyStr(body, "token")
-		if tok == "" {
-			tok = header.Get("X-Vault-Token")
-		}
-		w, err := f.wrapped(tok)
+		_, w, err := f.wrappedOf(body, header)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -836,11 +843,7 @@ func (f *FakeVault) route(method, path string, header http.Header, body value.Va
 		}}, nil
 	}
 	if path == "sys/wrapping/unwrap" && method == "POST" {
-		tok := bodyStr(body, "token")
-		if tok == "" {
-			tok = header.Get("X-Vault-Token")
-		}
-		w, err := f.wrapped(tok)
+		tok, w, err := f.wrappedOf(body, header)
 		if err != nil {
 			return 0, nil, err
 		}
