@@ -51,6 +51,11 @@ type Connections struct {
 	// waits: connection name -> what config waits for at the versions
 	// of the key, so that a missing Secret key is not a read per reconcile.
 	waits map[string]keyedError
+	// gates: connection name -> its last check; probing: the checks
+	// Verify has under way (connection_gate.go).
+	gates   map[string]connGate
+	probing map[string]chan struct{}
+	wake    func(name string)
 }
 
 type keyedError struct {
@@ -64,6 +69,7 @@ func (c *Connections) Forget(name string) {
 	uid, ok := c.uids[name]
 	delete(c.uids, name)
 	delete(c.waits, name)
+	delete(c.gates, name)
 	c.mu.Unlock()
 	if ok && c.Cache != nil {
 		c.Cache.Forget(string(uid))
@@ -85,34 +91,59 @@ func (c *Connections) track(conn *v1alpha1.VaultConnection) {
 	}
 }
 
-// Get returns the client of the named VaultConnection.
+// Get returns the client of the named VaultConnection, or the wait of a
+// connection whose check fails (connection_gate.go): then without a Vault
+// request, a login included.
 func (c *Connections) Get(ctx context.Context, name string) (vault.Client, *v1alpha1.VaultConnection, error) {
+	vc, conn, _, err := c.client(ctx, name, true)
+	return vc, conn, err
+}
+
+// client is Get, past the gate unless gated, with the client's cache key.
+func (c *Connections) client(ctx context.Context, name string, gated bool) (vault.Client, *v1alpha1.VaultConnection, string, error) {
 	conn := &v1alpha1.VaultConnection{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, conn); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, waiting(waitingForConnection, "VaultConnection %q does not exist", name)
+			return nil, nil, "", waiting(waitingForConnection, "VaultConnection %q does not exist", name)
 		}
-		return nil, nil, err
+		return nil, nil, "", err
+	}
+	gate := func(key string) error {
+		if !gated {
+			return nil
+		}
+		return c.gated(name, key)
 	}
 	if c.NewClient != nil {
+		if err := gate(""); err != nil {
+			return nil, conn, "", err
+		}
 		vc, err := c.NewClient(ctx, conn)
-		return vc, conn, err
+		return vc, conn, "", err
 	}
 	c.track(conn)
 	seen, vc, err := c.current(ctx, conn)
+	if err == nil && vc != nil {
+		if err = gate(seen); err != nil {
+			vc = nil
+		}
+	}
 	if vc != nil || err != nil {
-		return vc, conn, err
+		return vc, conn, seen, err
 	}
 	cfg, key, err := c.config(ctx, conn)
 	c.noteWait(conn.Name, seen, err)
+	if err == nil {
+		err = gate(key) // before a login
+	}
 	if err != nil {
-		return nil, conn, err
+		return nil, conn, key, err
 	}
 	vc, err = c.Cache.Get(ctx, key, cfg, c.Observer)
 	if err != nil {
-		return nil, conn, fmt.Errorf("connecting to Vault at %s: %w", conn.Spec.Address, err)
+		return nil, conn, key, fmt.Errorf("connecting to Vault at %s: %w", conn.Spec.Address, err)
 	}
-	return vc, conn, nil
+	return vc, conn, key, nil
 }
 
 // current is the cached client when the connection's generation and its

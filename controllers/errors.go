@@ -31,8 +31,9 @@ const waitAfter = 2 * time.Minute
 // errWaiting is something that must appear before the work can go on.
 // Its kind says what, so that callers need not guess it from context.
 type errWaiting struct {
-	what waitingFor
-	msg  string
+	what   waitingFor
+	msg    string
+	reason string // the condition's reason, when not ConnectionNotReady's
 }
 
 type waitingFor int
@@ -41,6 +42,7 @@ const (
 	waitingForConnection waitingFor = iota // the VaultConnection does not exist
 	waitingForCredential                   // a Secret (or key, or auth method) of the connection is missing
 	waitingForConfigMap                    // a ConfigMap of the parameter stack is missing
+	waitingForHealth                       // the connection's check fails (token refused, Vault sealed or unreachable)
 )
 
 func (e errWaiting) Error() string { return e.msg }
@@ -129,7 +131,10 @@ func outcomeFor(err error) outcome {
 		return outcome{kind: outcomeStalled, reason: v1alpha1.ValidationFailedReason, message: err.Error()}
 	case errors.As(err, &wait):
 		reason := v1alpha1.ConnectionNotReadyReason
-		if wait.what == waitingForConfigMap {
+		switch {
+		case wait.reason != "":
+			reason = wait.reason
+		case wait.what == waitingForConfigMap:
 			reason = v1alpha1.RenderFailedReason
 		}
 		return outcome{kind: outcomeWaiting, reason: reason, message: err.Error()}

@@ -166,7 +166,7 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 	}
 	sc.conn = tpl.Spec.ConnectionRef.Name
 	if sc.vault, err = vaultKey(ctx, vc, conn); err != nil {
-		return err
+		return r.Connections.Verify(ctx, sc.conn, err)
 	}
 
 	// Where we are about to write is recorded, with the finalizer, after
@@ -176,7 +176,9 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
 	sc.beforeWrite = func() error { return r.recordBeforeWriting(ctx, obj, inv, cur) }
 	if err := r.apply(ctx, vc, obj, tpl, res, r.rivals(a), inv, cur, sc); err != nil {
-		return err
+		// A refusal or outage that is the connection's makes the binding
+		// wait on it, and its siblings with it, without trying Vault.
+		return r.Connections.Verify(ctx, sc.conn, err)
 	}
 	sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: readyMessage(res)}
 	sc.requeue = jitter(templateInterval(tpl, r.DefaultInterval))

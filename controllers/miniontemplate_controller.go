@@ -205,7 +205,9 @@ func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.M
 func (r *MinionTemplateReconciler) deletePolicies(ctx context.Context, tpl *v1alpha1.MinionTemplate, sc *templateScope) error {
 	vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 	switch {
-	case err != nil && isWaiting(err):
+	case err != nil && isWaiting(err) && !waitingOn(err, waitingForHealth):
+		// No connection to delete through: the policies stay. One that
+		// fails its check is waited for, as any Vault failure.
 		sc.left = err.Error()
 		return nil
 	case err != nil:

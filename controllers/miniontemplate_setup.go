@@ -65,7 +65,7 @@ func (r *MinionTemplateReconciler) setupScan(mgr ctrl.Manager, opts controller.O
 		// changes (Templates.Compile), never cached.
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConfigMap)).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConnection),
-			builder.WithPredicates(identityChanged)).
+			builder.WithPredicates(predicate.Or(identityChanged, becameReady))).
 		WatchesRawSource(source.TypedChannel(refreshes, delayed)).
 		WithOptions(opts).
 		Named("miniontemplate").

@@ -118,6 +118,7 @@ func (r *MinionTemplateReconciler) syncDirty(ctx context.Context, tpl *v1alpha1.
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("Syncing ACL policies", "template", tpl.Name, "wanted", len(work.desired), "stale", len(work.stale))
 		pass, err := syncPolicies(ctx, vc, r.policyOwner(tpl), tpl.Spec.AdoptPolicies, work.desired, work.stale, reader)
+		err = r.Connections.Verify(ctx, tpl.Spec.ConnectionRef.Name, err)
 		for _, n := range pass.written {
 			// Other templates' first scans need not read these.
 			reader.set(n, r.policyOwner(tpl))

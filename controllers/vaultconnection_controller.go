@@ -17,7 +17,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
@@ -63,10 +65,11 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 			result.RequeueAfter = jitter(conn.EffectiveCheckInterval())
 		}
 	}()
-	vc, _, err := r.Connections.Get(ctx, conn.Name)
-	if err == nil {
-		var info vault.ServerInfo
-		var mounts map[string]vault.AuthMount
+	var info vault.ServerInfo
+	var mounts map[string]vault.AuthMount
+	// The verdict opens or closes the gate of the connection's bindings
+	// and templates (connection_gate.go).
+	err := r.Connections.Probe(ctx, conn.Name, func(vc vault.Client) (err error) {
 		if info, err = vc.ServerInfo(ctx); err == nil {
 			// ServerInfo needs no token: check that the credentials work too.
 			err = vc.CheckToken(ctx)
@@ -74,6 +77,9 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		if err == nil {
 			mounts, err = vc.AuthMounts(ctx)
 		}
+		return err
+	})
+	{
 		if err == nil {
 			st := &conn.Status
 			identity := vaultIdentity(info.ClusterID, mounts)
@@ -96,8 +102,13 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		o = outcome{kind: outcomeWaiting, reason: v1alpha1.ConnectionNotReadyReason, message: err.Error()}
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
+	// Checked again within seconds, not with the work queue's backoff
+	// (from milliseconds up to a quarter of an hour): its bindings and
+	// templates wait on this check alone, so it must notice a Vault that
+	// is back soon, and a dead token costs these few requests only.
 	o = outcomeFor(err)
-	return ctrl.Result{}, err
+	ctrl.LoggerFrom(ctx).Info("Vault connection check failed", "connection", conn.Name, "reason", o.reason, "error", err.Error())
+	return ctrl.Result{RequeueAfter: r.Connections.retryAfter(conn.Name, conn.EffectiveCheckInterval())}, nil
 }
 
 func connectionStatus(c *v1alpha1.VaultConnection) *v1alpha1.VaultConnectionStatus { return &c.Status }
@@ -121,9 +132,19 @@ func vaultIdentity(clusterID string, mounts map[string]vault.AuthMount) string {
 // they read: a new resourceVersion is a new login, and the data itself is
 // read by name (Connections.secret), never cached.
 func (r *VaultConnectionReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	// A binding's failure that the connection's token check confirms
+	// (connection_gate.go) comes in here: the connection is checked now.
+	closed := make(chan event.GenericEvent, 64)
+	r.Connections.onClosed(func(name string) {
+		select {
+		case closed <- event.GenericEvent{Object: &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: name}}}:
+		default: // a check is on its way already
+		}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.VaultConnection{}).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsOfSecret)).
+		WatchesRawSource(source.Channel(closed, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Named("vaultconnection").
 		Complete(r)

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"testing"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,11 +19,10 @@ func TestVaultConnectionStatus(t *testing.T) {
 		name       string
 		fail       error // of CheckToken
 		wantReason string
-		wantErr    bool
 	}{
-		{"credentials work", nil, v1alpha1.SucceededReason, false},
-		{"token revoked", &vault.Error{Op: "login auth/token/lookup-self", StatusCode: 403, Messages: []string{"permission denied"}}, v1alpha1.AccessDeniedReason, true},
-		{"sealed", &vault.Error{Op: "login auth/token/lookup-self", StatusCode: 503, Messages: []string{"Vault is sealed"}}, v1alpha1.VaultUnavailableReason, true},
+		{"credentials work", nil, v1alpha1.SucceededReason},
+		{"token revoked", &vault.Error{Op: "login auth/token/lookup-self", StatusCode: 403, Messages: []string{"permission denied"}}, v1alpha1.AccessDeniedReason},
+		{"sealed", &vault.Error{Op: "login auth/token/lookup-self", StatusCode: 503, Messages: []string{"Vault is sealed"}}, v1alpha1.VaultUnavailableReason},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -33,9 +33,20 @@ func TestVaultConnectionStatus(t *testing.T) {
 				h.v.FailNext("CheckToken", tc.fail)
 			}
 			r := &VaultConnectionReconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections}
-			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "vault"}})
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("err %v, want error %v", err, tc.wantErr)
+			// A failed check is checked again after two seconds, not with
+			// backoff from milliseconds, and gates the bindings; a passing
+			// one at the check interval.
+			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "vault"}})
+			switch {
+			case err != nil:
+				t.Fatalf("reconcile: %v", err)
+			case tc.fail == nil && (res.RequeueAfter < 27*time.Second || res.RequeueAfter > 33*time.Second):
+				t.Fatalf("reconcile: %+v; want the 30s check interval", res)
+			case tc.fail != nil && res.RequeueAfter != 2*time.Second:
+				t.Fatalf("reconcile: %+v; want two seconds", res)
+			}
+			if gated := h.r.Connections.gated("vault", "") != nil; gated != (tc.fail != nil) {
+				t.Errorf("gated %v", gated)
 			}
 			got := &v1alpha1.VaultConnection{}
 			if err := h.c.Get(context.Background(), types.NamespacedName{Name: "vault"}, got); err != nil {

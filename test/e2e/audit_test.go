@@ -120,7 +120,28 @@ func (a *auditLog) sinceExcept(t testing.TB, offset int64, accessor string) vaul
 	return a.count(t, offset, func(acc string) bool { return acc != "" && acc != accessor })
 }
 
-func (a *auditLog) count(t testing.TB, offset int64, counted func(accessor string) bool) vaultCalls {
+// responses counts every response after offset to a request made with
+// any token but the one of accessor, token lookups and refused tokens
+// (no accessor) included: what a dead token costs Vault.
+func (a *auditLog) responses(t testing.TB, offset int64, accessor string) int {
+	t.Helper()
+	n := 0
+	a.scan(t, offset, func(line []byte) {
+		var e struct {
+			Type string `json:"type"`
+			Auth struct {
+				Accessor string `json:"accessor"`
+			} `json:"auth"`
+		}
+		if json.Unmarshal(line, &e) == nil && e.Type == "response" && (accessor == "" || e.Auth.Accessor != accessor) {
+			n++
+		}
+	})
+	return n
+}
+
+// scan calls each with every line of the log after offset.
+func (a *auditLog) scan(t testing.TB, offset int64, each func([]byte)) {
 	t.Helper()
 	f, err := os.Open(a.path)
 	if err != nil {
@@ -130,10 +151,20 @@ func (a *auditLog) count(t testing.TB, offset int64, counted func(accessor strin
 	if _, err := f.Seek(offset, 0); err != nil {
 		t.Fatal(err)
 	}
-	out := vaultCalls{ReadPaths: map[string]int{}}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
+		each(sc.Bytes())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (a *auditLog) count(t testing.TB, offset int64, counted func(accessor string) bool) vaultCalls {
+	t.Helper()
+	out := vaultCalls{ReadPaths: map[string]int{}}
+	a.scan(t, offset, func(line []byte) {
 		var e struct {
 			Type string `json:"type"`
 			Auth struct {
@@ -145,11 +176,11 @@ func (a *auditLog) count(t testing.TB, offset int64, counted func(accessor strin
 			} `json:"request"`
 			Error string `json:"error"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Type != "response" || !counted(e.Auth.Accessor) {
-			continue
+		if json.Unmarshal(line, &e) != nil || e.Type != "response" || !counted(e.Auth.Accessor) {
+			return
 		}
 		if strings.HasPrefix(e.Request.Path, "auth/token/") {
-			continue
+			return
 		}
 		if strings.Contains(e.Error, "permission denied") {
 			out.Denied++
@@ -163,9 +194,6 @@ func (a *auditLog) count(t testing.TB, offset int64, counted func(accessor strin
 			out.Writes++
 			out.Paths = append(out.Paths, e.Request.Operation+" "+e.Request.Path)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return out
 }

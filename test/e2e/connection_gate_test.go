@@ -1,0 +1,146 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	vaultapi "github.com/hashicorp/vault/api"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+)
+
+// gateBindings is how many bindings TestRevokedTokenWaitsAtTheConnection
+// runs (GATE_BINDINGS overrides it).
+func gateBindings() int {
+	if n, err := strconv.Atoi(os.Getenv("GATE_BINDINGS")); err == nil && n > 0 {
+		return n
+	}
+	return 1000
+}
+
+// TestRevokedTokenWaitsAtTheConnection: with the operator's token revoked,
+// its bindings wait on their connection instead of each trying Vault: the
+// operator's Vault requests per 10 s while revoked stay within the rate of
+// a healthy fleet's resync, whatever the fleet's size, even with every
+// binding asked to reconcile; a new token in the connection's Secret lets
+// them all go on within seconds.
+func TestRevokedTokenWaitsAtTheConnection(t *testing.T) {
+	s := start(t)
+	ctx := context.Background()
+	n := gateBindings()
+	const ns, conn, secret = "gate", "gate-vault", "gate-token"
+	newToken := func() string {
+		tok, err := s.root.Auth().Token().CreateWithContext(ctx, &vaultapi.TokenCreateRequest{Policies: []string{"minionvault-operator"}, TTL: "2h", NoDefaultPolicy: true})
+		s.must(err)
+		return tok.Auth.ClientToken
+	}
+	setToken := func(token string) {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: operatorNamespace}}
+		_, err := controllerutil.CreateOrUpdate(ctx, s.c, sec, func() error {
+			sec.StringData = map[string]string{"token": token}
+			return nil
+		})
+		s.must(err)
+	}
+	token := newToken()
+	setToken(token)
+	s.must(client.IgnoreAlreadyExists(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+	s.must(s.c.Create(ctx, tokenConnection(conn, s.env.Vault.Addr, secret)))
+	tpl := minionTemplate("gate", conn, "salt-minions", "gate")
+	s.must(s.c.Create(ctx, tpl))
+	for i := 0; i < n; i++ {
+		b := binding(ns, fmt.Sprintf("g%04d", i), fmt.Sprintf("gate%04d", i), map[string]any{"roles": []string{"web"}})
+		b.Spec.TemplateRef.Name = "gate"
+		s.must(s.c.Create(ctx, b))
+	}
+	ready := func() (readyN, waiting int) {
+		list := &v1alpha1.MinionBindingList{}
+		s.must(s.c.List(ctx, list, client.InNamespace(ns)))
+		for _, b := range list.Items {
+			c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ReadyCondition)
+			switch {
+			case c == nil:
+			case c.Status == metav1.ConditionTrue:
+				readyN++
+			case strings.Contains(c.Message, fmt.Sprintf("VaultConnection %q cannot be used", conn)):
+				waiting++
+			}
+		}
+		return readyN, waiting
+	}
+	begin := time.Now()
+	eventually(t, 10*time.Minute, "every binding Ready", func() error {
+		if r, _ := ready(); r != n {
+			return fmt.Errorf("%d of %d Ready", r, n)
+		}
+		return nil
+	})
+	t.Logf("%d bindings Ready in %s", n, time.Since(begin).Round(time.Second))
+	requests := func() int64 { return s.writes.reads.Load() + s.writes.writes.Load() }
+
+	// The token is revoked, and every binding is asked to reconcile (as a
+	// resync, or a template change, would). The first window counts from
+	// the revocation.
+	audit := s.vaultAudit(t)
+	root := s.accessorOf(t, s.root.Token())
+	windowStart, before, mark := time.Now(), requests(), audit.mark(t)
+	s.must(s.root.Auth().Token().RevokeTreeWithContext(ctx, token))
+	list := &v1alpha1.MinionBindingList{}
+	s.must(s.c.List(ctx, list, client.InNamespace(ns)))
+	stamp := time.Now().Format(time.RFC3339Nano)
+	for i := range list.Items {
+		b := &list.Items[i]
+		patch := client.MergeFrom(b.DeepCopy())
+		if b.Annotations == nil {
+			b.Annotations = map[string]string{}
+		}
+		b.Annotations[v1alpha1.ReconcileRequestAnnotation] = stamp
+		s.must(s.c.Patch(ctx, b, patch))
+	}
+	var windows, audited []int64
+	for w := 0; w < 3; w++ {
+		time.Sleep(time.Until(windowStart.Add(10 * time.Second)))
+		now, at := requests(), audit.mark(t)
+		windows = append(windows, now-before)
+		audited = append(audited, int64(audit.responses(t, mark, root))-int64(audit.responses(t, at, root)))
+		windowStart, before, mark = windowStart.Add(10*time.Second), now, at
+	}
+	_, waiting := ready()
+	// A healthy fleet resyncs each binding with three reads an interval
+	// (1 h): n*3/360 requests per 10 s, and never less than the
+	// connection's own check (every 30 s) and a binding's check of it
+	// (at most every 5 s).
+	limit := int64(max(n*3/360, 1) + 3)
+	t.Logf("revoked token, %d bindings asked to reconcile: per 10 s, operator Vault requests %v, Vault's audit log %v (limit %d); %d bindings waiting on %s", n, windows, audited, limit, waiting, conn)
+	for i := range windows {
+		if windows[i] > limit || audited[i] > limit {
+			t.Errorf("window %d: %d Vault requests (%d audited) in 10 s with the token revoked, more than %d", i, windows[i], audited[i], limit)
+		}
+	}
+	if waiting == 0 {
+		t.Errorf("no binding says it waits on %s", conn)
+	}
+
+	// A new token: the connection's check passes and every binding goes on.
+	setToken(newToken())
+	healed := time.Now()
+	eventually(t, 2*time.Minute, "every binding Ready again", func() error {
+		if r, _ := ready(); r != n {
+			return fmt.Errorf("%d of %d Ready", r, n)
+		}
+		return nil
+	})
+	t.Logf("all %d Ready %s after the new token", n, time.Since(healed).Round(100*time.Millisecond))
+}
