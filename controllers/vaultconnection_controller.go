@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -79,23 +79,9 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		return err
 	})
-	{
-		if err == nil {
-			st := &conn.Status
-			identity := vaultIdentity(info.ClusterID, mounts)
-			if st.Identity != "" && st.Identity != identity && r.Recorder != nil {
-				emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
-					"Vault's identity changed (cluster ID %s, was %s; or an AppRole mount was re-created): reconciling every binding and template of this connection now",
-					info.ClusterID, st.ClusterID)
-			}
-			st.VaultVersion, st.ClusterID, st.Identity = info.Version, info.ClusterID, identity
-			st.LastError = ""
-			if now := metav1.Now(); st.LastLoginTime == nil || now.Sub(st.LastLoginTime.Time) > lastLoginRefresh {
-				st.LastLoginTime = &now
-			}
-			o = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: fmt.Sprintf("connected to Vault %s", info.Version)}
-			return ctrl.Result{}, nil
-		}
+	if err == nil {
+		o = r.connected(conn, info, mounts)
+		return ctrl.Result{}, nil
 	}
 	conn.Status.LastError = truncate(err.Error())
 	if isWaiting(err) {
@@ -109,6 +95,24 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	o = outcomeFor(err)
 	ctrl.LoggerFrom(ctx).Info("Vault connection check failed", "connection", conn.Name, "reason", o.reason, "error", err.Error())
 	return ctrl.Result{RequeueAfter: r.Connections.retryAfter(conn.Name, conn.EffectiveCheckInterval())}, nil
+}
+
+// connected records a passing check in status: Vault's version and
+// identity (a change wakes everything written there), and the login time.
+func (r *VaultConnectionReconciler) connected(conn *v1alpha1.VaultConnection, info vault.ServerInfo, mounts map[string]vault.AuthMount) outcome {
+	st := &conn.Status
+	identity := vaultIdentity(info.ClusterID, mounts)
+	if st.Identity != "" && st.Identity != identity && r.Recorder != nil {
+		emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
+			"Vault's identity changed (cluster ID %s, was %s; or an AppRole mount was re-created): reconciling every binding and template of this connection now",
+			info.ClusterID, st.ClusterID)
+	}
+	st.VaultVersion, st.ClusterID, st.Identity = info.Version, info.ClusterID, identity
+	st.LastError = ""
+	if now := metav1.Now(); st.LastLoginTime == nil || now.Sub(st.LastLoginTime.Time) > lastLoginRefresh {
+		st.LastLoginTime = &now
+	}
+	return outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: fmt.Sprintf("connected to Vault %s", info.Version)}
 }
 
 func connectionStatus(c *v1alpha1.VaultConnection) *v1alpha1.VaultConnectionStatus { return &c.Status }
