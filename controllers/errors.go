@@ -33,6 +33,11 @@ const waitAfter = 2 * time.Minute
 type errWaiting struct {
 	what waitingFor
 	msg  string
+	// stall, when set, is the reason a VaultConnection reports for a wait
+	// that only an edit of the connection ends (its configuration is not
+	// allowed): the connection stalls, while its bindings and templates
+	// wait on it as on any connection that cannot log in.
+	stall string
 }
 
 type waitingFor int
@@ -52,6 +57,16 @@ func waiting(what waitingFor, format string, args ...any) error {
 func isWaiting(err error) bool {
 	var w errWaiting
 	return errors.As(err, &w)
+}
+
+// stalledConnection is the reason a connection is stalled for, when err
+// is a wait that only an edit of the connection ends.
+func stalledConnection(err error) (reason string, ok bool) {
+	var w errWaiting
+	if errors.As(err, &w) && w.stall != "" {
+		return w.stall, true
+	}
+	return "", false
 }
 
 // waitingOn reports whether err is a wait for that.
