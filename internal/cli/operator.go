@@ -157,7 +157,7 @@ func newOperatorCmd() *cobra.Command {
 	f.StringVar(&o.LeaderID, "leader-election-id", "", "name of the leader-election lease (default: one per set of --controllers and watch flags)")
 	f.IntVar(&o.MemoryLimitPercent, "memory-limit-percent", 90, "percent of the container's memory limit (cgroup) the Go runtime keeps its memory under by collecting garbage harder (0: off; GOMEMLIMIT, when set, wins)")
 	f.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(os.Getenv, os.ReadFile),
-		"the only namespace the operator reads Secrets in: VaultConnections must keep their token, AppRole secret ID and CA Secrets there (default: the pod's namespace, from POD_NAMESPACE or the service account's mount, else "+DefaultSecretNamespace+")")
+		"the only namespace the operator reads Secrets in: VaultConnections must keep their token, AppRole secret ID and CA Secrets there; the default is the pod's namespace (POD_NAMESPACE, else the service account's mount, else "+DefaultSecretNamespace+")")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "this cluster's identity in the owner markers the operator writes into Vault (default: the UID of the kube-system namespace); keep it when the cluster is rebuilt from a backup, and make it unique per cluster on one Vault")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(zfs)
