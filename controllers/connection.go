@@ -19,11 +19,12 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// Secrets: list and watch for the metadata watches (the requests ask for
-// PartialObjectMetadata only, but RBAC cannot tell: these verbs would let
-// the operator's ServiceAccount read any Secret, see docs/security.md), get
-// for the data of the Secrets a VaultConnection names, read by name.
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// Secrets: no marker here, so the generated ClusterRole grants none. The
+// operator reads Secrets only in its own namespace (--secret-namespace),
+// through the namespaced Role config/rbac/secret_reader_role.yaml: list and
+// watch for the metadata watches (RBAC cannot tell a metadata-only request
+// from a full one), get for the data of the Secrets a VaultConnection
+// names. See docs/security.md.
 
 // Connections turns VaultConnections into logged-in Vault clients, one per
 // connection, cached and renewed by vault.Cache: reconciles never log in.
@@ -43,6 +44,9 @@ type Connections struct {
 	Observer vault.Observer
 	// ServiceAccount is the operator's own, for kubernetes auth.
 	ServiceAccount types.NamespacedName
+	// SecretNamespace is the only namespace whose Secrets a connection may
+	// name (the operator's RBAC allows no other); "" allows any.
+	SecretNamespace string
 	// NewClient replaces the cache in unit tests.
 	NewClient func(ctx context.Context, conn *v1alpha1.VaultConnection) (vault.Client, error)
 
@@ -152,6 +156,9 @@ func (c *Connections) client(ctx context.Context, name string, gated bool) (vaul
 // read. Otherwise (nil, nil) and config decides; seen is the key of the
 // versions seen ("" without a metadata cache).
 func (c *Connections) current(ctx context.Context, conn *v1alpha1.VaultConnection) (seen string, _ vault.Client, _ error) {
+	if err := c.secretNamespace(conn); err != nil {
+		return "", nil, err
+	}
 	if c.Metadata == nil || c.Cache == nil {
 		return "", nil, nil
 	}
@@ -213,11 +220,57 @@ func secretRefs(conn *v1alpha1.VaultConnection) []v1alpha1.SecretKeyReference {
 	return refs
 }
 
+// secretNamespace refuses, before anything is read, a connection that
+// names a Secret outside SecretNamespace: the operator may not read it (a
+// Get would be forbidden, and retried with backoff for ever), and it should
+// not try. Only an edit of the connection helps, so the connection stalls;
+// its bindings wait on it as on a missing Secret.
+func (c *Connections) secretNamespace(conn *v1alpha1.VaultConnection) error {
+	if c.SecretNamespace == "" {
+		return nil
+	}
+	for _, f := range secretRefFields(conn) {
+		if f.ref.Namespace == c.SecretNamespace {
+			continue
+		}
+		return errWaiting{what: waitingForCredential, stall: v1alpha1.SecretNamespaceNotAllowedReason, msg: fmt.Sprintf(
+			"VaultConnection %q: %s names Secret %s/%s, but the operator reads Secrets only in namespace %q: "+
+				"move the Secret into %q and set the reference's namespace to it (docs/operations.md#connection-secrets-in-the-operators-namespace)",
+			conn.Name, f.field, f.ref.Namespace, f.ref.Name, c.SecretNamespace, c.SecretNamespace)}
+	}
+	return nil
+}
+
+// secretRefField is a Secret reference of a connection, with the field
+// that holds it (for messages).
+type secretRefField struct {
+	field string
+	ref   v1alpha1.SecretReference
+}
+
+// secretRefFields lists the Secret references of a connection's spec.
+func secretRefFields(conn *v1alpha1.VaultConnection) []secretRefField {
+	var out []secretRefField
+	if t := conn.Spec.TLS; t != nil && t.CASecretRef != nil {
+		out = append(out, secretRefField{"spec.tls.caSecretRef", t.CASecretRef.SecretReference})
+	}
+	if a := conn.Spec.Auth; a.Token != nil {
+		out = append(out, secretRefField{"spec.auth.token.secretRef", a.Token.SecretRef.SecretReference})
+	}
+	if a := conn.Spec.Auth; a.AppRole != nil {
+		out = append(out, secretRefField{"spec.auth.appRole.secretIDSecretRef", a.AppRole.SecretIDSecretRef.SecretReference})
+	}
+	return out
+}
+
 // config reads the connection's Secrets. The cache key changes with the
 // connection's generation and the Secrets' versions, so an edited Secret
 // means a new login.
 func (c *Connections) config(ctx context.Context, conn *v1alpha1.VaultConnection) (vault.Config, string, error) {
 	spec := &conn.Spec
+	if err := c.secretNamespace(conn); err != nil {
+		return vault.Config{}, "", err
+	}
 	cfg := vault.Config{Address: spec.Address, Namespace: spec.Namespace, Timeout: 30 * time.Second}
 	if spec.Timeout != nil {
 		cfg.Timeout = spec.Timeout.Duration

@@ -31,9 +31,16 @@ const waitAfter = 2 * time.Minute
 // errWaiting is something that must appear before the work can go on.
 // Its kind says what, so that callers need not guess it from context.
 type errWaiting struct {
-	what   waitingFor
-	msg    string
-	reason string // the condition's reason, when not ConnectionNotReady's
+	what waitingFor
+	msg  string
+	// reason is the condition's reason, when not ConnectionNotReady's
+	// (a gated connection's: its own VaultUnavailable or AccessDenied).
+	reason string
+	// stall, when set, is the reason a VaultConnection reports for a wait
+	// that only an edit of the connection ends (its configuration is not
+	// allowed): the connection stalls, while its bindings and templates
+	// wait on it as on any connection that cannot log in.
+	stall string
 }
 
 type waitingFor int
@@ -54,6 +61,16 @@ func waiting(what waitingFor, format string, args ...any) error {
 func isWaiting(err error) bool {
 	var w errWaiting
 	return errors.As(err, &w)
+}
+
+// stalledConnection is the reason a connection is stalled for, when err
+// is a wait that only an edit of the connection ends.
+func stalledConnection(err error) (reason string, ok bool) {
+	var w errWaiting
+	if errors.As(err, &w) && w.stall != "" {
+		return w.stall, true
+	}
+	return "", false
 }
 
 // waitingOn reports whether err is a wait for that.

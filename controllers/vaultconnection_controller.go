@@ -84,6 +84,12 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, nil
 	}
 	conn.Status.LastError = truncate(err.Error())
+	if reason, ok := stalledConnection(err); ok {
+		// Only an edit of the connection helps: no retry before the next
+		// check (a new generation reconciles at once).
+		o = outcome{kind: outcomeStalled, reason: reason, message: err.Error()}
+		return ctrl.Result{}, nil
+	}
 	if isWaiting(err) {
 		o = outcome{kind: outcomeWaiting, reason: v1alpha1.ConnectionNotReadyReason, message: err.Error()}
 		return ctrl.Result{RequeueAfter: time.Minute}, nil

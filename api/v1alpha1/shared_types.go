@@ -98,8 +98,17 @@ const (
 	TemplateNotFoundReason = "TemplateNotFound"
 
 	// ConnectionNotReadyReason: the referenced VaultConnection does not
-	// exist, or a Secret it names (or a key in it) is missing.
+	// exist, or a Secret it names (or a key in it) is missing, or it is
+	// not allowed to name it (SecretNamespaceNotAllowedReason).
 	ConnectionNotReadyReason = "ConnectionNotReady"
+
+	// SecretNamespaceNotAllowedReason: the VaultConnection names a Secret
+	// outside the namespace the operator reads Secrets in (its own, or its
+	// --secret-namespace). The operator may read Secrets only there, so it
+	// does not try: the connection is Stalled until the reference moves
+	// there (docs/operations.md, Upgrades), and its bindings and templates
+	// wait with ConnectionNotReady.
+	SecretNamespaceNotAllowedReason = "SecretNamespaceNotAllowed"
 
 	// VaultUnavailableReason: Vault could not be reached, or answered with a
 	// transient error; the operator retries with backoff.
@@ -201,7 +210,10 @@ func (d *Document) UnmarshalJSON(data []byte) error {
 }
 
 // SecretReference names a Secret in a named namespace. VaultConnection is
-// cluster-scoped, so the namespace is always explicit.
+// cluster-scoped, so the namespace is always explicit. The operator reads
+// Secrets only in its own namespace (--secret-namespace): the schema cannot
+// say so, since that namespace is chosen at install time, so a reference
+// elsewhere is refused by the operator (SecretNamespaceNotAllowedReason).
 type SecretReference struct {
 	// name of the Secret.
 	// +kubebuilder:validation:MinLength=1

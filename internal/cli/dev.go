@@ -154,7 +154,9 @@ func runDev(stdout io.Writer, o DevOptions, samplesSet bool) error {
 // devOperator runs the operator as `minionvault operator` does, without
 // metrics, probes or leader election.
 func devOperator(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) error {
-	cacheOpts, err := CacheOptions(OperatorOptions{})
+	// The samples keep the connection's Secret where config/default
+	// installs the operator.
+	cacheOpts, err := CacheOptions(OperatorOptions{SecretNamespace: DefaultSecretNamespace})
 	if err != nil {
 		return err
 	}
@@ -169,7 +171,7 @@ func devOperator(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) 
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := Setup(ctx, mgr, SetupOptions{Concurrency: 4, Interval: time.Hour}); err != nil {
+	if err := Setup(ctx, mgr, SetupOptions{Concurrency: 4, Interval: time.Hour, SecretNamespace: DefaultSecretNamespace}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -51,7 +52,11 @@ type OperatorOptions struct {
 	MemoryLimitPercent int
 	// ClusterID names this cluster in the owner markers in Vault.
 	ClusterID string
-	Zap       zap.Options
+	// SecretNamespace is the only namespace whose Secrets the operator
+	// reads and caches (VaultConnection credentials); its RBAC grants
+	// Secrets there only.
+	SecretNamespace string
+	Zap             zap.Options
 }
 
 // The controllers `--controllers` can run.
@@ -62,6 +67,30 @@ const (
 )
 
 var allControllers = []string{controllerBindings, controllerTemplates, controllerConnections}
+
+// DefaultSecretNamespace is --secret-namespace outside a pod: the namespace
+// config/default installs into, where the samples and the quickstart keep
+// the connection's Secret.
+const DefaultSecretNamespace = "minion-vault-system"
+
+// serviceAccountNamespaceFile is where the kubelet mounts the pod's
+// namespace with its service account token.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace is the operator's own namespace: POD_NAMESPACE (the
+// Deployment sets it from the downward API), else the service account
+// mount's, else DefaultSecretNamespace (a process outside a pod).
+func podNamespace(getenv func(string) string, readFile func(string) ([]byte, error)) string {
+	if ns := strings.TrimSpace(getenv("POD_NAMESPACE")); ns != "" {
+		return ns
+	}
+	if b, err := readFile(serviceAccountNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return DefaultSecretNamespace
+}
 
 // checkSharding refuses the one layout that would damage Vault: the
 // template controller deletes the ACL policies no binding renders, so it
@@ -127,6 +156,8 @@ func newOperatorCmd() *cobra.Command {
 	f.StringSliceVar(&o.Controllers, "controllers", allControllers, "controllers to run: bindings, templates, connections (sharding: see docs/operations.md)")
 	f.StringVar(&o.LeaderID, "leader-election-id", "", "name of the leader-election lease (default: one per set of --controllers and watch flags)")
 	f.IntVar(&o.MemoryLimitPercent, "memory-limit-percent", 90, "percent of the container's memory limit (cgroup) the Go runtime keeps its memory under by collecting garbage harder (0: off; GOMEMLIMIT, when set, wins)")
+	f.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(os.Getenv, os.ReadFile),
+		"the only namespace the operator reads Secrets in: VaultConnections must keep their token, AppRole secret ID and CA Secrets there; the default is the pod's namespace (POD_NAMESPACE, else the service account's mount, else "+DefaultSecretNamespace+")")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "this cluster's identity in the owner markers the operator writes into Vault (default: the UID of the kube-system namespace); keep it when the cluster is rebuilt from a backup, and make it unique per cluster on one Vault")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(zfs)
@@ -142,6 +173,11 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 	}
 	if err := o.checkSharding(); err != nil {
 		return err
+	}
+	if o.SecretNamespace == "" {
+		// Empty would mean every namespace, which the installed RBAC
+		// does not grant.
+		return errors.New("--secret-namespace must name the namespace of the VaultConnections' Secrets (the operator's own)")
 	}
 	log := ctrl.Log.WithName("setup")
 	if soft, limit, source := applySoftMemoryLimit(o.MemoryLimitPercent); soft > 0 {
@@ -182,7 +218,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		sa = types.NamespacedName{Namespace: ns, Name: name}
 	}
 	so := SetupOptions{ServiceAccount: sa, Concurrency: o.Concurrency, Interval: o.Interval, Controllers: o.Controllers, ClusterID: o.ClusterID,
-		Shard: o.WatchNamespace != "" || o.LabelSelector != ""}
+		Shard: o.WatchNamespace != "" || o.LabelSelector != "", SecretNamespace: o.SecretNamespace}
 	if err := Setup(ctx, mgr, so); err != nil {
 		return err
 	}
@@ -192,7 +228,8 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("Starting the operator", "version", version.Version, "watchNamespace", o.WatchNamespace, "labelSelector", o.LabelSelector)
+	log.Info("Starting the operator", "version", version.Version, "watchNamespace", o.WatchNamespace, "labelSelector", o.LabelSelector,
+		"secretNamespace", o.SecretNamespace)
 	return mgr.Start(ctx)
 }
 
@@ -213,6 +250,9 @@ type SetupOptions struct {
 	// Shard: the bindings controller sees some namespaces or labels only,
 	// not every MinionBinding of the cluster.
 	Shard bool
+	// SecretNamespace is the only namespace VaultConnections may name
+	// Secrets in ("": any, for tests that grant Secrets cluster-wide).
+	SecretNamespace string
 }
 
 // clusterIdentity is the cluster's identity in owner markers: the flag's,
@@ -244,6 +284,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
 	conns := &controllers.Connections{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: mgr.GetCache(),
 		Cache: &vault.Cache{}, Observer: obs, ServiceAccount: so.ServiceAccount, NewClient: so.NewClient,
+		SecretNamespace: so.SecretNamespace,
 	}
 	if so.Concurrency < 1 {
 		so.Concurrency = 1

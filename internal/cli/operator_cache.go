@@ -17,6 +17,9 @@ import (
 // controllers watch them with WatchesMetadata), stripped to what the
 // watches and the version checks use. A Secret's annotations can hold its
 // data (kubectl apply's last-applied-configuration), so they go too.
+// Secrets are cached from o.SecretNamespace only: the operator's RBAC grants
+// no other, and a cluster-wide informer would fail to list ("" keeps the
+// cache cluster-wide, for tests that grant that).
 func CacheOptions(o OperatorOptions) (cache.Options, error) {
 	bindings := cache.ByObject{}
 	if o.LabelSelector != "" {
@@ -29,10 +32,14 @@ func CacheOptions(o OperatorOptions) (cache.Options, error) {
 	if o.WatchNamespace != "" {
 		bindings.Namespaces = map[string]cache.Config{o.WatchNamespace: {}}
 	}
+	secrets := cache.ByObject{Transform: nameAndVersionOnly}
+	if o.SecretNamespace != "" {
+		secrets.Namespaces = map[string]cache.Config{o.SecretNamespace: {}}
+	}
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&v1alpha1.MinionBinding{}: bindings,
-			&corev1.Secret{}:          {Transform: nameAndVersionOnly},
+			&corev1.Secret{}:          secrets,
 			&corev1.ConfigMap{}:       {Transform: nameAndVersionOnly},
 		},
 		// managedFields are a large part of every object and nothing

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,5 +73,49 @@ func TestCacheOptions(t *testing.T) {
 	}
 	if !disabled["Secret"] || !disabled["ConfigMap"] || len(disabled) != 2 {
 		t.Errorf("uncached reads for %v, want Secret and ConfigMap", disabled)
+	}
+}
+
+// Secrets are cached from the operator's namespace only, still as metadata
+// stripped to name and version; without a namespace (tests) cluster-wide.
+func TestCacheOptionsSecretNamespace(t *testing.T) {
+	tests := []struct {
+		name           string
+		secretNS       string
+		wantNamespaces []string
+	}{
+		{"the operator's namespace", "minion-vault-system", []string{"minion-vault-system"}},
+		{"unset: cluster-wide", "", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts, err := CacheOptions(OperatorOptions{SecretNamespace: tc.secretNS, WatchNamespace: "salt"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for obj, by := range opts.ByObject {
+				var got []string
+				for ns := range by.Namespaces {
+					got = append(got, ns)
+				}
+				switch obj.(type) {
+				case *corev1.Secret:
+					if !slices.Equal(got, tc.wantNamespaces) {
+						t.Errorf("Secrets cached from %v, want %v", got, tc.wantNamespaces)
+					}
+					if by.Transform == nil {
+						t.Error("Secrets are not stripped to metadata")
+					}
+				case *corev1.ConfigMap:
+					if got != nil {
+						t.Errorf("ConfigMaps cached from %v, want every namespace", got)
+					}
+				case *v1alpha1.MinionBinding:
+					if !slices.Equal(got, []string{"salt"}) {
+						t.Errorf("bindings cached from %v, want the watched namespace", got)
+					}
+				}
+			}
+		})
 	}
 }

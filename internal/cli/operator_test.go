@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"context"
+	"os"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/rest"
 )
 
 func TestCheckSharding(t *testing.T) {
@@ -41,5 +45,48 @@ func TestLeaderElectionIDPerShard(t *testing.T) {
 	}
 	if got := (OperatorOptions{LeaderID: "mine"}).leaderElectionID(); got != "mine" {
 		t.Errorf("explicit id %q", got)
+	}
+}
+
+// --secret-namespace defaults to the pod's namespace: POD_NAMESPACE (the
+// Deployment's downward API), else the service account mount, else the
+// namespace config/default installs into.
+func TestPodNamespace(t *testing.T) {
+	tests := []struct {
+		name string
+		env  string
+		file string // "" : no such file
+		want string
+	}{
+		{"POD_NAMESPACE", "ops", "mounted", "ops"},
+		{"the service account mount", "", "mounted\n", "mounted"},
+		{"neither", "", "", DefaultSecretNamespace},
+		{"blank values", "  ", " \n", DefaultSecretNamespace},
+	}
+	for _, tc := range tests {
+		getenv := func(k string) string {
+			if k == "POD_NAMESPACE" {
+				return tc.env
+			}
+			return ""
+		}
+		readFile := func(p string) ([]byte, error) {
+			if tc.file == "" || p != serviceAccountNamespaceFile {
+				return nil, os.ErrNotExist
+			}
+			return []byte(tc.file), nil
+		}
+		if got := podNamespace(getenv, readFile); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// An empty --secret-namespace would mean every namespace, which the
+// installed RBAC does not grant: refused before the manager starts.
+func TestRunOperatorNeedsSecretNamespace(t *testing.T) {
+	err := RunOperator(context.Background(), &rest.Config{Host: "http://127.0.0.1:1"}, OperatorOptions{Controllers: allControllers})
+	if err == nil || !strings.Contains(err.Error(), "--secret-namespace") {
+		t.Errorf("err %v, want a refusal naming --secret-namespace", err)
 	}
 }

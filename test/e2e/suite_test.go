@@ -200,7 +200,7 @@ func (s *suite) startOperator(t testing.TB) error {
 // be nil) also sees every Vault request.
 func operatorManager(ctx context.Context, t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, metricsAddr string, obs vault.Observer) ctrl.Manager {
 	t.Helper()
-	cacheOpts, err := cli.CacheOptions(cli.OperatorOptions{})
+	cacheOpts, err := cli.CacheOptions(cli.OperatorOptions{SecretNamespace: operatorNamespace})
 	must(t, err)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
@@ -213,7 +213,8 @@ func operatorManager(ctx context.Context, t testing.TB, cfg *rest.Config, scheme
 	must(t, err)
 	so := cli.SetupOptions{
 		Concurrency: 2, Interval: time.Hour, Observer: obs,
-		ServiceAccount: types.NamespacedName{Namespace: operatorNamespace, Name: operatorServiceAccount},
+		ServiceAccount:  types.NamespacedName{Namespace: operatorNamespace, Name: operatorServiceAccount},
+		SecretNamespace: operatorNamespace,
 	}
 	must(t, cli.Setup(ctx, mgr, so))
 	return mgr

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 )
@@ -112,11 +113,14 @@ func TestSecretsAndConfigMapsUncached(t *testing.T) {
 	ctx := context.Background()
 	const ns = "uncached"
 	s.must(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "conn"}}}))
-	s.must(s.c.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bystander", Labels: map[string]string{"app": "other"}, Annotations: map[string]string{
+	s.must(client.IgnoreAlreadyExists(s.c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "bystander", Labels: map[string]string{"app": "other"}, Annotations: map[string]string{
 			"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"Ynlz"}}`}},
 		StringData: map[string]string{"password": "bystander-password"},
-	}))
+	})))
+	// Outside the operator's namespace: never listed, watched or cached.
+	s.must(s.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "outsider"},
+		StringData: map[string]string{"password": "outsider-password"}}))
 	s.must(s.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "uncached-token"},
 		StringData: map[string]string{"token": s.token}}))
 	s.must(s.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "params"},
@@ -205,6 +209,8 @@ func TestSecretsAndConfigMapsUncached(t *testing.T) {
 			switch {
 			case r.verb != "get" && !r.metadata:
 				t.Errorf("%s of %s in %q asked for whole objects, not metadata", r.verb, r.resource, r.namespace)
+			case r.resource == "secrets" && r.namespace != operatorNamespace:
+				t.Errorf("%s of Secrets in %q: outside the operator's namespace %s", r.verb, r.namespace, operatorNamespace)
 			case r.verb != "get":
 				lists++
 			case !referenced[r.resource+"/"+r.namespace+"/"+r.name]:
@@ -216,7 +222,7 @@ func TestSecretsAndConfigMapsUncached(t *testing.T) {
 		}
 	})
 
-	s.run("the cache holds Secrets' names and versions, not their annotations", func(t *testing.T) {
+	s.run("the cache holds the names and versions of the operator's namespace's Secrets only", func(t *testing.T) {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
 		s.must(s.mgr.GetCache().List(ctx, list))
@@ -225,7 +231,10 @@ func TestSecretsAndConfigMapsUncached(t *testing.T) {
 			if len(m.Annotations) > 0 || len(m.Labels) > 0 || len(m.ManagedFields) > 0 {
 				t.Errorf("cached Secret %s/%s keeps annotations %v, labels %v, %d managedFields", m.Namespace, m.Name, m.Annotations, m.Labels, len(m.ManagedFields))
 			}
-			if m.Namespace == ns && m.Name == "bystander" {
+			if m.Namespace != operatorNamespace {
+				t.Errorf("cached Secret %s/%s is outside the operator's namespace %s", m.Namespace, m.Name, operatorNamespace)
+			}
+			if m.Namespace == operatorNamespace && m.Name == "bystander" {
 				seen = m.ResourceVersion != ""
 			}
 		}

@@ -241,7 +241,7 @@ func TestDryRunApply(t *testing.T) {
 	// Guard against a render that lost a part (a dropped resources entry).
 	want := map[string]int{
 		"Namespace": 1, "CustomResourceDefinition": 3, "ServiceAccount": 1,
-		"Role": 2, "RoleBinding": 2, "ClusterRole": 7, "ClusterRoleBinding": 1,
+		"Role": 3, "RoleBinding": 3, "ClusterRole": 7, "ClusterRoleBinding": 1,
 		"Service": 1, "Deployment": 1,
 	}
 	for kind, n := range want {
@@ -448,6 +448,9 @@ func TestDeployment(t *testing.T) {
 	if want := "--service-account=" + namespace + "/" + serviceAccount; !slices.Contains(args, want) {
 		t.Errorf("args (variables expanded) = %q, want %s (Vault kubernetes auth)", args, want)
 	}
+	if want := "--secret-namespace=" + namespace; !slices.Contains(args, want) {
+		t.Errorf("args (variables expanded) = %q, want %s (the Role secret-reader's namespace)", args, want)
+	}
 	var out, errOut bytes.Buffer
 	if code := cli.Main(append(slices.Clone(args), "--help"), &out, &errOut); code != 0 {
 		t.Errorf("minionvault %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
@@ -528,9 +531,6 @@ func flatten(rules []rbacv1.PolicyRule) []rule {
 // needs is in namespaced Roles. A new marker fails this test until its
 // permission is added here, with a reason.
 var managerRules = []rbacv1.PolicyRule{
-	// VaultConnection secretRefs (token, AppRole secret ID, CA) in any
-	// namespace, watched so that an edited Secret means a new login.
-	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
 	// MinionTemplate ConfigMap sources.
 	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 	// A binding's namespace labels, for the templates' namespaceSelector.
@@ -559,6 +559,12 @@ var namespacedRules = map[string][]rule{
 	// TokenRequest for its own ServiceAccount only (Vault kubernetes auth).
 	"minion-vault-token-requester": flatten([]rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{serviceAccount}, Verbs: []string{"create"}},
+	}),
+	// VaultConnection secretRefs (token, AppRole secret ID, CA), which
+	// must be in this namespace (--secret-namespace), watched so that an
+	// edited Secret means a new login.
+	"minion-vault-secret-reader": flatten([]rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
 	}),
 }
 
@@ -616,7 +622,7 @@ func TestRBAC(t *testing.T) {
 		}
 	}
 	for _, r := range got {
-		if r.resource == "serviceaccounts/token" || r.resource == "leases" {
+		if r.resource == "serviceaccounts/token" || r.resource == "leases" || r.resource == "secrets" {
 			t.Errorf("ClusterRole %s grants %s cluster-wide: only its own namespace needs it (a namespaced Role grants it)", managerRole, r)
 		}
 	}
@@ -661,7 +667,7 @@ func TestRBAC(t *testing.T) {
 		}
 		bound[ref.Kind+"/"+ref.Name] = true
 	}
-	for _, r := range []string{"ClusterRole/" + managerRole, "Role/minion-vault-leader-election-role", "Role/minion-vault-token-requester"} {
+	for _, r := range []string{"ClusterRole/" + managerRole, "Role/minion-vault-leader-election-role", "Role/minion-vault-token-requester", "Role/minion-vault-secret-reader"} {
 		if !bound[r] {
 			t.Errorf("%s is not bound to the manager", r)
 		}
@@ -738,7 +744,10 @@ func TestPermissions(t *testing.T) {
 		attr authorizationv1.ResourceAttributes
 		want bool
 	}{
-		{"read a Secret of a VaultConnection in another namespace", res("get", "", "secrets", "", "tenant-a", "vault-token"), true},
+		// kubectl auth can-i {get,list,watch} secrets -n <its namespace>
+		{"read a Secret of a VaultConnection in its namespace", res("get", "", "secrets", "", namespace, "vault-token"), true},
+		{"list Secrets in its namespace", res("list", "", "secrets", "", namespace, ""), true},
+		{"watch Secrets in its namespace", res("watch", "", "secrets", "", namespace, ""), true},
 		{"watch MinionBindings everywhere", res("watch", "minionvault.dev", "minionbindings", "", "", ""), true},
 		{"patch a MinionBinding's status", res("patch", "minionvault.dev", "minionbindings", "status", "tenant-a", "web01"), true},
 		{"record an event on a binding", res("create", "events.k8s.io", "events", "", "tenant-a", ""), true},
@@ -749,7 +758,15 @@ func TestPermissions(t *testing.T) {
 		{"request a token for another ServiceAccount of its namespace", res("create", "", "serviceaccounts", "token", namespace, "default"), false},
 		{"request a token for a ServiceAccount elsewhere", res("create", "", "serviceaccounts", "token", "kube-system", "default"), false},
 		{"take a Lease of another namespace", res("update", "coordination.k8s.io", "leases", "", "kube-system", "kube-controller-manager"), false},
+		// kubectl auth can-i {get,list,watch} secrets -A, and -n tenant-a
+		{"list Secrets cluster-wide", res("list", "", "secrets", "", "", ""), false},
+		{"watch Secrets cluster-wide", res("watch", "", "secrets", "", "", ""), false},
+		{"get a Secret in any namespace", res("get", "", "secrets", "", "", "vault-token"), false},
+		{"read a Secret in another namespace", res("get", "", "secrets", "", "tenant-a", "vault-token"), false},
+		{"list Secrets in another namespace", res("list", "", "secrets", "", "tenant-a", ""), false},
+		{"watch Secrets in another namespace", res("watch", "", "secrets", "", "kube-system", ""), false},
 		{"write a Secret", res("update", "", "secrets", "", "tenant-a", "vault-token"), false},
+		{"write a Secret in its namespace", res("update", "", "secrets", "", namespace, "vault-token"), false},
 		{"create a Secret", res("create", "", "secrets", "", namespace, ""), false},
 		{"delete a MinionBinding", res("delete", "minionvault.dev", "minionbindings", "", "tenant-a", "web01"), false},
 		{"create a MinionTemplate", res("create", "minionvault.dev", "miniontemplates", "", "", ""), false},

@@ -75,6 +75,7 @@ func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
 		done <- cli.RunOperator(opCtx, cfg, cli.OperatorOptions{
 			MetricsAddr: "0", ProbeAddr: "0", LeaderElection: true, LeaderNamespace: namespace,
 			Concurrency: 2, Interval: time.Hour, ServiceAccount: namespace + "/" + serviceAccount,
+			SecretNamespace: namespace,
 		})
 	}()
 	defer func() {

@@ -78,6 +78,8 @@ func (o *operatorProc) startOnce(ctx context.Context) error {
 		"--health-probe-bind-address=" + addr(ports[1]),
 		"--pprof-bind-address=" + addr(ports[2]),
 		"--concurrency=" + strconv.Itoa(o.concurrency),
+		// Not in a pod: the namespace of the connection's Secret.
+		"--secret-namespace=" + operatorNamespace,
 	}
 	env := append(cleanEnv(), "KUBECONFIG="+o.kubeconfig)
 	if o.cgroupProcs != "" {
