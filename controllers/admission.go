@@ -85,14 +85,15 @@ func admit(ctx context.Context, reader client.Reader, templates *Templates, b *v
 	return admission.Admit(ctx, clusterFacts{reader: reader, templates: templates}, b)
 }
 
-// rivals is the admission gate's claim order in ownership's terms.
-func (r *MinionBindingReconciler) rivals(a *admission.Admitted) ownership.Rivals {
+// rivals is the admission gate's claim order in ownership's terms, the
+// bindings named as of cluster.
+func rivals(cluster string, a *admission.Admitted) ownership.Rivals {
 	var rv ownership.Rivals
 	for _, b := range a.Rivals {
-		rv.Others = append(rv.Others, r.owner(b))
+		rv.Others = append(rv.Others, ownerOf(cluster, b))
 	}
 	if a.Ahead != nil {
-		o := r.owner(a.Ahead)
+		o := ownerOf(cluster, a.Ahead)
 		rv.Ahead = &o
 	}
 	return rv

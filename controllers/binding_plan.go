@@ -165,6 +165,8 @@ type bindingPlan struct {
 	// decided is what the plan decided for the entity and the role at
 	// the current placement.
 	decided decisions
+	// newRoleID is the role ID a role created now gets.
+	newRoleID string
 }
 
 // at returns the actions at one place (0: the current placement).

@@ -11,14 +11,16 @@ import (
 	"sort"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
 // apply brings the minion's role, entity and alias to what res renders,
-// and removes what the stale placements of inv hold: observe, then a pure
-// plan, then execute. Everything is read and decided before the first
+// and removes what the stale placements of inv hold: the binding pipeline
+// (observe, a pure plan, execute), with the record of where it writes
+// patched in between. Everything is read and decided before the first
 // write, so a refusal writes nothing, and only objects Vault proves the
 // binding's (pkg/ownership) are written or deleted. Its cost is what the
 // fleet pays per binding:
@@ -33,57 +35,68 @@ import (
 //
 // The mount's accessor comes from the client's cache (sys/auth is read once
 // per connection, and again when Vault changes).
-func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result,
-	rivals ownership.Rivals, inv ownership.Inventory, cur ownership.Placement, sc *bindingScope) error {
+func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, a *admission.Admitted,
+	inv ownership.Inventory, cur ownership.Placement, sc *bindingScope) error {
+	tpl, res := a.Template, a.Result
 	sc.hash = desiredHash(sc.vault, res)
 	sc.created = obj.Status.LastAppliedHash == ""
-	o, err := r.observe(ctx, vc, obj, res, rivals)
-	if err != nil {
-		return err
-	}
-	stale := inv.Stale(&cur)
-	places, observed := r.observePlaces(ctx, obj, stale, &cur, o.entity, recordedPolicy(tpl), o.proof, sc)
-	o.places = observed
-	plan, err := planBinding(res, o, r.planMode(obj, tpl, res, o.proof.self, sc.hash))
-	if err != nil {
-		return err
-	}
-	sc.actions = plan.actions
-	sc.notOwned = append(sc.notOwned, plan.notOwned...)
 	sc.metadata = map[string]string{}
 	for _, kv := range res.EntityMetadata {
 		sc.metadata[kv.Key] = kv.Value
 	}
-	if sc.beforeWrite != nil {
-		if err := sc.beforeWrite(); err != nil {
-			return err
-		}
-	}
-	ex, err := execute(ctx, vc, plan.at(0))
-	sc.done = ex.done
-	sc.entityID, sc.roleID = appliedIDs(o, plan, ex)
-	if err != nil || len(stale) == 0 {
+	w := bindingWork{obj: obj, res: res, vc: vc, cur: &cur, rivals: rivals(r.ClusterID, a), inv: inv,
+		stale: inv.Stale(&cur), policy: recordedPolicy(tpl), mode: planModeOf(obj, tpl, sc.hash)}
+	gone, err := r.run(ctx, w, sc)
+	if len(w.stale) == 0 {
 		return err
 	}
-	// Left behind by a switch: deleted under the policy recorded when
-	// they were written.
-	gone, err := r.removeAt(ctx, places, plan, sc)
+	// Left behind by a switch: the record forgets what is gone.
 	if rerr := r.record(ctx, obj, inv.Merge(cur).Without(gone)); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	return err
 }
 
-// planMode is how the binding's template and record shape the plan. self
-// is the owner the role ID of a new role is chosen for.
-func (r *MinionBindingReconciler) planMode(obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, res *render.Result, self ownership.Owner, hash string) planMode {
+// pipeline is the binding's pipeline against the cluster: its connections,
+// and the bindings the API server knows.
+func (r *MinionBindingReconciler) pipeline(obj *v1alpha1.MinionBinding) *bindingPipeline {
+	return &bindingPipeline{proof: r.proofOf(obj), reach: r.clientFor, holders: r.claimState, newRoleID: r.roleID}
+}
+
+// run is one pass of the pipeline: observe, plan, record where it is
+// about to write (with the finalizer; a refused binding gets neither),
+// execute. It returns the placements the record may forget.
+func (r *MinionBindingReconciler) run(ctx context.Context, w bindingWork, sc *bindingScope) ([]ownership.Placement, error) {
+	pl := r.pipeline(w.obj)
+	o, places, err := pl.observe(ctx, w, sc)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := pl.plan(o, w)
+	if err != nil {
+		return nil, err
+	}
+	plan.noteIn(sc)
+	if w.cur != nil {
+		if err := r.recordBeforeWriting(ctx, w.obj, w.inv, *w.cur); err != nil {
+			return nil, err
+		}
+	}
+	ex, gone, err := pl.execute(ctx, w, plan, places, sc)
+	if w.cur != nil {
+		sc.entityID, sc.roleID = appliedIDs(o, plan, ex)
+	}
+	return gone, err
+}
+
+// planModeOf is how the binding's template and last apply shape the plan.
+func planModeOf(obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, hash string) planMode {
 	return planMode{
 		// Nothing changed on our side since the last successful apply: any
 		// difference found now was made in Vault by someone else.
 		unchanged:  obj.Status.LastAppliedHash == hash,
 		detectOnly: tpl.Spec.DriftDetection == v1alpha1.DriftDetectionDetectOnly,
 		adopt:      tpl.Spec.AdoptMinions,
-		newRoleID:  r.roleID(self, ownership.RolePlace{Mount: res.AppRole.Mount, Role: res.AppRole.RoleName}),
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -35,45 +34,31 @@ type stalePlace struct {
 }
 
 // observePlaces reads what the stale placements hold, each through a
-// connection that reaches its Vault. cur is the current placement and
-// current its entity as observed (nil: the binding is being deleted). A
-// place retained by the deletion policy is read too: its entity is marked
-// retained, so that the objects are kept for this binding (see
-// ownership.RetainedKey). Retaining never waits for Vault: a place whose
-// Vault cannot be reached or read is forgotten unmarked, with a warning.
-func (r *MinionBindingReconciler) observePlaces(ctx context.Context, obj *v1alpha1.MinionBinding, stale []ownership.Placement,
-	cur *ownership.Placement, current *vault.Entity, policy func(ownership.Placement) v1alpha1.DeletionPolicy, pr proof, sc *bindingScope) ([]stalePlace, []placeObserved) {
+// client that reaches its Vault. current is the current entity as
+// observed (nil: the binding is being deleted). A place retained by the
+// deletion policy is read too: its entity is marked retained, so that the
+// objects are kept for this binding (see ownership.RetainedKey). Retaining
+// never waits for Vault: a place whose Vault cannot be reached or read is
+// forgotten unmarked, with a warning.
+func (p *bindingPipeline) observePlaces(ctx context.Context, w bindingWork, current *vault.Entity, pr proof, sc *bindingScope) ([]stalePlace, []placeObserved) {
 	var places []stalePlace
 	var observed []placeObserved
-	for _, p := range stale {
-		retain := policy(p) == v1alpha1.DeletionPolicyRetain
-		sp := stalePlace{p: p, retain: retain}
+	for _, pl := range w.stale {
+		retain := w.policy(pl) == v1alpha1.DeletionPolicyRetain
+		sp := stalePlace{p: pl, retain: retain}
 		if retain {
-			sc.retained = append(sc.retained, p.String())
+			sc.retained = append(sc.retained, pl.String())
 		}
-		sp.vc, sp.err = r.clientFor(ctx, p)
-		if sp.err != nil && retain {
-			sp.gone, sp.err = true, sc.unmarked(p, sp.err)
-		}
-		if sp.err != nil && isGone(sp.err) {
-			var g errConnectionGone
-			if errors.As(sp.err, &g) && g.replaced {
-				// The connection now reaches another Vault (re-initialised,
-				// restored): the old one, and its objects, are gone.
-				ctrl.LoggerFrom(ctx).Info("Forgetting a place in a Vault no connection reaches any more", "place", p.String())
-			} else if !retain {
-				sc.unreachable = append(sc.unreachable, fmt.Sprintf("%s: %v", p, sp.err))
-			}
-			sp.gone, sp.err = true, nil
-		}
+		sp.vc, sp.err = p.reach(ctx, pl)
+		sp.gone, sp.err = sc.unreached(ctx, sp)
 		if sp.err == nil && !sp.gone {
 			var po placeObserved
-			po, sp.err = observePlace(ctx, sp.vc, p, cur, current, strings.ToLower(obj.Spec.MinionID), pr, retain)
+			po, sp.err = observePlace(ctx, sp.vc, pl, w.cur, current, strings.ToLower(w.obj.Spec.MinionID), pr, retain)
 			switch {
 			case sp.err != nil && retain:
-				sp.gone, sp.err = true, sc.unmarked(p, sp.err)
+				sp.gone, sp.err = true, sc.unmarked(pl, sp.err)
 			case sp.err != nil:
-				sp.gone, sp.err = r.unreachable(ctx, sp, sp.err, sc)
+				sp.gone, sp.err = unreachable(ctx, sp, sp.err, sc)
 			default:
 				observed = append(observed, po)
 				sp.index = len(observed)
@@ -82,6 +67,33 @@ func (r *MinionBindingReconciler) observePlaces(ctx context.Context, obj *v1alph
 		places = append(places, sp)
 	}
 	return places, observed
+}
+
+// unreached sorts a placement whose Vault could not be reached: skipped
+// by a plan, retained (forgotten unmarked), or in a Vault no connection
+// reaches any more, it is forgotten; otherwise it waits (err).
+func (sc *bindingScope) unreached(ctx context.Context, sp stalePlace) (gone bool, _ error) {
+	var skipped errSkipped
+	switch {
+	case sp.err == nil:
+		return false, nil
+	case errors.As(sp.err, &skipped):
+		sc.skipped = append(sc.skipped, skipped.msg)
+		return true, nil
+	case sp.retain:
+		return true, sc.unmarked(sp.p, sp.err)
+	case !isGone(sp.err):
+		return false, sp.err
+	}
+	var g errConnectionGone
+	if errors.As(sp.err, &g) && g.replaced {
+		// The connection now reaches another Vault (re-initialised,
+		// restored): the old one, and its objects, are gone.
+		ctrl.LoggerFrom(ctx).Info("Forgetting a place in a Vault no connection reaches any more", "place", sp.p.String())
+	} else {
+		sc.unreachable = append(sc.unreachable, fmt.Sprintf("%s: %v", sp.p, sp.err))
+	}
+	return true, nil
 }
 
 // observePlace reads the old mount's accessor, the old entity, the old
@@ -124,77 +136,6 @@ func observePlace(ctx context.Context, vc vault.Client, p ownership.Placement, c
 		}
 	}
 	return po, nil
-}
-
-// unreachable sorts a failure at a stale placement: a name no Vault
-// object can have, or refused although the credentials work (the
-// operator's policy does not reach there), so the operator never wrote
-// there (a record edited by hand): the record forgets it. Anything else
-// (refused credentials included) keeps it recorded.
-func (r *MinionBindingReconciler) unreachable(ctx context.Context, sp stalePlace, err error, sc *bindingScope) (gone bool, _ error) {
-	if errors.Is(err, vault.ErrInvalid) {
-		sc.notOwned = append(sc.notOwned, fmt.Sprintf("%s (no Vault object can have that name: %v)", sp.p, err))
-		return true, nil
-	}
-	if vault.Denied(err) && sp.vc.CheckToken(ctx) == nil {
-		sc.notOwned = append(sc.notOwned, fmt.Sprintf("%s (the operator may not read it: %v)", sp.p, err))
-		return true, nil
-	}
-	return false, err
-}
-
-// removeAt executes the plan's removals at each stale placement with its
-// own client and returns the placements the record may forget: removed,
-// retained, or in a Vault no connection reaches any more.
-func (r *MinionBindingReconciler) removeAt(ctx context.Context, places []stalePlace, plan bindingPlan, sc *bindingScope) ([]ownership.Placement, error) {
-	var gone []ownership.Placement
-	var errs []error
-	for _, sp := range places {
-		if sp.err == nil && !sp.gone {
-			ex, err := execute(ctx, sp.vc, plan.at(sp.index))
-			sc.done = append(sc.done, ex.done...)
-			switch {
-			case err != nil && sp.retain:
-				sp.gone, sp.err = true, sc.unmarked(sp.p, err)
-			case err != nil:
-				sp.gone, sp.err = r.unreachable(ctx, sp, err, sc)
-			default:
-				sp.gone = true
-			}
-		}
-		if sp.err != nil {
-			errs = append(errs, sp.err)
-		} else if sp.gone {
-			gone = append(gone, sp.p)
-		}
-	}
-	if len(errs) > 0 {
-		return gone, fmt.Errorf("removing %d of %d placements: %w", len(errs), len(places), errs[0])
-	}
-	return gone, nil
-}
-
-// removeStale observes, plans and removes the objects of the placements
-// in stale when the binding is being deleted.
-func (r *MinionBindingReconciler) removeStale(ctx context.Context, obj *v1alpha1.MinionBinding, stale []ownership.Placement, policy func(ownership.Placement) v1alpha1.DeletionPolicy, sc *bindingScope) ([]ownership.Placement, error) {
-	pr := r.proofOf(obj)
-	places, observed := r.observePlaces(ctx, obj, stale, nil, nil, policy, pr, sc)
-	plan := planRemovals(observed, pr)
-	sc.actions = append(sc.actions, plan.actions...)
-	sc.notOwned = append(sc.notOwned, plan.notOwned...)
-	return r.removeAt(ctx, places, plan, sc)
-}
-
-// statusPlacement is where status says the binding's objects were
-// written, or nothing.
-func statusPlacement(ctx context.Context, c client.Client, obj *v1alpha1.MinionBinding) ownership.Inventory {
-	st := &obj.Status
-	if st.AppRole == nil || st.Entity == nil || st.Connection == "" || st.AppRole.Mount == "" || st.Entity.Name == "" {
-		return nil
-	}
-	p := ownership.Placement{Connection: st.Connection, Mount: st.AppRole.Mount, Entity: st.Entity.Name, DeletionPolicy: string(st.DeletionPolicy)}
-	p.Vault = connectionVault(ctx, c, st.Connection)
-	return ownership.Inventory{p}
 }
 
 // unmarked notes a retained place whose entity could not be marked
@@ -304,36 +245,20 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 	// The template's current policy; if the template is gone, the one
 	// recorded with each placement (a Retain is not lost by deleting the
 	// template first, nor by losing status).
-	var current v1alpha1.DeletionPolicy
 	tpl := &v1alpha1.MinionTemplate{}
-	if err := r.Get(ctx, typesName(obj.Spec.TemplateRef.Name), tpl); err == nil {
-		current = tpl.Spec.EffectiveDeletionPolicy()
-	} else if !apierrors.IsNotFound(err) {
+	if err := r.Get(ctx, typesName(obj.Spec.TemplateRef.Name), tpl); apierrors.IsNotFound(err) {
+		tpl = nil
+	} else if err != nil {
 		return err
 	}
-	policy := func(p ownership.Placement) v1alpha1.DeletionPolicy {
-		switch {
-		case current != "":
-			return current
-		case p.DeletionPolicy != "":
-			return v1alpha1.DeletionPolicy(p.DeletionPolicy)
-		}
-		return v1alpha1.DeletionPolicyDelete
-	}
+	policy := deletionPolicyFor(tpl)
 	inv, err := r.inventory(ctx, obj)
 	if err != nil {
 		// Never wedge on a broken record: nothing it names is looked at.
 		sc.brokenRecord = err.Error()
 		inv = nil
 	}
-	// Where status says the objects were written is looked at too (a
-	// record edited by hand may have lost it); there as anywhere, only
-	// what Vault proves the binding's is deleted.
-	for _, p := range statusPlacement(ctx, r.Client, obj) {
-		if !slices.ContainsFunc(inv, p.Same) {
-			inv = append(inv, p)
-		}
-	}
+	inv = placesToLook(obj, inv, func(conn string) string { return connectionVault(ctx, r.Client, conn) })
 	// A connection that exists but cannot log in yet (its Secret is
 	// missing): wait rather than leave an AppRole that still works.
 	for _, p := range inv {
@@ -344,13 +269,10 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 	}
 	if len(inv) == 0 {
 		log.V(1).Info("Nothing was written to Vault; removing the finalizer")
-	} else {
-		gone, err := r.removeStale(ctx, obj, inv, policy, sc)
-		if err != nil {
-			// Remember what is gone already; the finalizer stays.
-			sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
-			return errors.Join(err, r.record(ctx, obj, inv.Without(gone)))
-		}
+	} else if gone, err := r.run(ctx, bindingWork{obj: obj, stale: inv, policy: policy}, sc); err != nil {
+		// Remember what is gone already; the finalizer stays.
+		sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
+		return errors.Join(err, r.record(ctx, obj, inv.Without(gone)))
 	}
 	base := obj.DeepCopy()
 	if controllerutil.RemoveFinalizer(obj, v1alpha1.Finalizer) {

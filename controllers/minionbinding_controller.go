@@ -39,9 +39,6 @@ type MinionBindingReconciler struct {
 	// a binding that no claimant of the minion ID is, is a gone binding's.
 	SeesAllBindings bool
 
-	// matchByName: a plan of manifests, whose bindings have no UID, takes
-	// a marker naming the binding's namespace and name as its own.
-	matchByName bool
 	// random is the randomness of a new role ID (crypto/rand).
 	random func() [16]byte
 	// clock is the time of runs of drift corrections (time.Now).
@@ -88,9 +85,8 @@ type bindingScope struct {
 	roleID   string
 	metadata map[string]string // the entity metadata keys the operator owns, as written
 	requeue  time.Duration
-	// beforeWrite records where apply is about to write (nil: nothing to
-	// record, as in a plan).
-	beforeWrite func() error
+	// skipped are stale places a plan does not look at (another Vault).
+	skipped []string
 }
 
 // +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings,verbs=get;list;watch;patch
@@ -169,13 +165,9 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 		return r.Connections.Verify(ctx, sc.conn, err)
 	}
 
-	// Where we are about to write is recorded, with the finalizer, after
-	// Vault was read and the objects found the binding's to write, and
-	// before the first write: a refused binding gets neither.
 	cur := ownership.Placement{Vault: sc.vault, Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
 		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
-	sc.beforeWrite = func() error { return r.recordBeforeWriting(ctx, obj, inv, cur) }
-	if err := r.apply(ctx, vc, obj, tpl, res, r.rivals(a), inv, cur, sc); err != nil {
+	if err := r.apply(ctx, vc, obj, a, inv, cur, sc); err != nil {
 		// A refusal or outage that is the connection's makes the binding
 		// wait on it, and its siblings with it, without trying Vault.
 		return r.Connections.Verify(ctx, sc.conn, err)

@@ -16,7 +16,12 @@ import (
 
 // owner is the binding as its marker names it.
 func (r *MinionBindingReconciler) owner(obj *v1alpha1.MinionBinding) ownership.Owner {
-	return ownership.Owner{Cluster: r.ClusterID, Namespace: obj.Namespace, Name: obj.Name, UID: string(obj.UID)}
+	return ownerOf(r.ClusterID, obj)
+}
+
+// ownerOf is a binding of cluster as its marker names it.
+func ownerOf(cluster string, obj *v1alpha1.MinionBinding) ownership.Owner {
+	return ownership.Owner{Cluster: cluster, Namespace: obj.Namespace, Name: obj.Name, UID: string(obj.UID)}
 }
 
 // proof tells the binding's Vault objects from others': the owner marker,
@@ -32,7 +37,12 @@ type proof struct {
 }
 
 func (r *MinionBindingReconciler) proofOf(obj *v1alpha1.MinionBinding) proof {
-	pr := proof{self: r.owner(obj), byName: r.matchByName}
+	return statusProof(r.owner(obj), obj)
+}
+
+// statusProof is the proof of self: its marker, and status's IDs.
+func statusProof(self ownership.Owner, obj *v1alpha1.MinionBinding) proof {
+	pr := proof{self: self}
 	if st := obj.Status.Entity; st != nil {
 		pr.entityID = st.ID
 	}
@@ -109,7 +119,7 @@ type observed struct {
 // role is not linked to the entity, whose login the role leads to, and the
 // state of a binding a claim names. A binding in sync costs the first
 // three (the accessor comes from the client's cache).
-func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, res *render.Result, rivals ownership.Rivals) (*observed, error) {
+func (p *bindingPipeline) observeCurrent(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, res *render.Result, rivals ownership.Rivals) (*observed, error) {
 	mount, role := res.AppRole.Mount, res.AppRole.RoleName
 	accessor, err := vc.MountAccessor(ctx, mount)
 	if err != nil {
@@ -118,7 +128,7 @@ func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, 
 	if accessor == "" {
 		return nil, vaultState(nil, fmt.Sprintf("no auth method is mounted at auth/%s", mount))
 	}
-	o := &observed{proof: r.proofOf(obj), accessor: accessor, mount: mount, name: role, entityName: res.EntityName, rivals: rivals}
+	o := &observed{proof: p.proof, accessor: accessor, mount: mount, name: role, entityName: res.EntityName, rivals: rivals}
 	if o.role, err = vc.ReadRole(ctx, mount, role); err != nil {
 		return nil, fmt.Errorf("reading AppRole %s/%s: %w", mount, role, err)
 	}
@@ -130,7 +140,7 @@ func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, 
 	if o.entity, err = vc.ReadEntityByName(ctx, res.EntityName); err != nil {
 		return nil, fmt.Errorf("reading entity %s: %w", res.EntityName, err)
 	}
-	if m, ok := ownership.ParseMarker(entityMetadata(o.entity)[ownership.MarkerKey]); ok && r.matchByName && m.Namespace == obj.Namespace && m.Name == obj.Name {
+	if m, ok := ownership.ParseMarker(entityMetadata(o.entity)[ownership.MarkerKey]); ok && p.proof.byName && m.Namespace == obj.Namespace && m.Name == obj.Name {
 		// The marker to keep writing is the one the entity has.
 		o.proof.self = m
 	}
@@ -148,7 +158,7 @@ func (r *MinionBindingReconciler) observe(ctx context.Context, vc vault.Client, 
 		if st, ok := states[c]; ok {
 			return st, nil
 		}
-		st, err := r.claimState(ctx, c, o.proof.self)
+		st, err := p.holders(ctx, c, o.proof.self)
 		states[c] = st
 		return st, err
 	}
@@ -263,7 +273,7 @@ func (r *MinionBindingReconciler) claimState(ctx context.Context, c ownership.Cl
 	switch {
 	case c.Holder != ownership.HolderOther:
 		return ownership.HolderUnknown, nil
-	case c.Unnamed == ownership.UnnamedGone && r.SeesAllBindings && !r.matchByName:
+	case c.Unnamed == ownership.UnnamedGone && r.SeesAllBindings:
 		return ownership.HolderGone, nil
 	}
 	return r.holderState(ctx, c.Other, self)

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -45,37 +43,23 @@ const (
 	planUID     = "known-after-apply"
 )
 
-// planTarget is the Vault a plan reads, as a placement names it.
-type planTarget struct {
-	r   *MinionBindingReconciler
-	vc  vault.Client
-	key string // ownership.VaultKey
-}
-
-func newPlanTarget(ctx context.Context, vc vault.Client, vaultNamespace string) (*planTarget, error) {
-	info, err := vc.ServerInfo(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading Vault's cluster ID: %w", err)
-	}
-	var random [16]byte
-	_, _ = rand.Read(random[:]) // never fails (crypto/rand)
-	r := &MinionBindingReconciler{matchByName: true, ClusterID: planCluster, random: func() [16]byte { return random }}
-	return &planTarget{r: r, vc: vc, key: ownership.VaultKey(info.ClusterID, vaultNamespace)}, nil
-}
-
 // PlanBinding plans one binding, as read from manifests or from the
 // cluster (its record, status and deletion timestamp are used when it has
-// them): its role, entity and alias brought to what it renders (a.Result),
-// and the removals at the placements its record holds and it no longer
-// needs; for a binding being deleted, the removals of finalize. a is what
-// the admission gate said (for a deletion only a.Template, nil when the
-// template is gone). A refusal is an error (Refusal tells it).
+// them), with the binding pipeline the reconciler runs: its role, entity
+// and alias brought to what it renders (a.Result), and the removals at
+// the placements its record holds and it no longer needs; for a binding
+// being deleted, the removals of finalize. It reads only vc, the Vault
+// planned against (other placements are skipped), knows no holder in the
+// cluster, and takes a marker naming the binding's namespace and name as
+// its own. a is what the admission gate said (for a deletion only
+// a.Template, nil when the template is gone). A refusal is an error
+// (Refusal tells it).
 func PlanBinding(ctx context.Context, vc vault.Client, vaultNamespace string, obj *v1alpha1.MinionBinding, a *admission.Admitted) (BindingPlan, error) {
-	tpl, res := a.Template, a.Result
-	t, err := newPlanTarget(ctx, vc, vaultNamespace)
+	info, err := vc.ServerInfo(ctx)
 	if err != nil {
-		return BindingPlan{}, err
+		return BindingPlan{}, fmt.Errorf("reading Vault's cluster ID: %w", err)
 	}
+	key := ownership.VaultKey(info.ClusterID, vaultNamespace)
 	obj = obj.DeepCopy()
 	if obj.UID == "" {
 		obj.UID = planUID
@@ -84,99 +68,79 @@ func PlanBinding(ctx context.Context, vc vault.Client, vaultNamespace string, ob
 	if err != nil {
 		return BindingPlan{}, &errInvalidInput{err: fmt.Errorf("annotation %s: %w", v1alpha1.VaultObjectsAnnotation, err)}
 	}
+	tpl := a.Template
 	conn := ""
 	if tpl != nil {
 		conn = tpl.Spec.ConnectionRef.Name
 	}
 	for i := range inv {
 		if inv[i].Vault == "" && inv[i].Connection == conn {
-			inv[i].Vault = t.key
+			inv[i].Vault = key
 		}
 	}
-	if !obj.DeletionTimestamp.IsZero() {
-		return t.deletion(ctx, obj, tpl, inv)
+	pl := planPipeline(obj, vc, key)
+	w := bindingWork{obj: obj, inv: inv}
+	if obj.DeletionTimestamp.IsZero() {
+		res := a.Result
+		cur := ownership.Placement{Vault: key, Connection: conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
+			DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
+		w.res, w.vc, w.cur, w.rivals = res, vc, &cur, rivals(planCluster, a)
+		w.stale, w.policy, w.mode = inv.Stale(&cur), recordedPolicy(tpl), planModeOf(obj, tpl, desiredHash(key, res))
+	} else if controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+		w.stale = placesToLook(obj, inv, func(string) string { return key })
+		w.policy = deletionPolicyFor(tpl)
+	} else {
+		return BindingPlan{}, nil
 	}
-	cur := ownership.Placement{Vault: t.key, Connection: conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
-		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
-	o, err := t.r.observe(ctx, vc, obj, res, t.r.rivals(a))
+	sc := &bindingScope{}
+	o, places, err := pl.observe(ctx, w, sc)
 	if err != nil {
 		return BindingPlan{}, err
 	}
-	mode := t.r.planMode(obj, tpl, res, o.proof.self, desiredHash(t.key, res))
-	bp := BindingPlan{newRoleID: mode.newRoleID}
-	policy := recordedPolicy(tpl)
-	stale := t.reachable(inv.Stale(&cur), &bp)
-	for _, p := range stale {
-		po, err := observePlace(ctx, vc, p, &cur, o.entity, strings.ToLower(obj.Spec.MinionID), o.proof, policy(p) == v1alpha1.DeletionPolicyRetain)
-		if err != nil {
-			return BindingPlan{}, err
+	for _, sp := range places {
+		if sp.err != nil {
+			return BindingPlan{}, sp.err
 		}
-		o.places = append(o.places, po)
 	}
-	plan, err := planBinding(res, o, mode)
+	plan, err := pl.plan(o, w)
 	if err != nil {
 		return BindingPlan{}, err
 	}
-	bp.setActions(plan)
+	bp := BindingPlan{newRoleID: plan.newRoleID, Skipped: sc.skipped}
+	plan.noteIn(sc)
+	bp.setActions(plan.actions, sc.notOwned)
 	return bp, nil
 }
 
-// deletion plans finalize's removals: every recorded placement and the one
-// status names, under the template's deletion policy (the recorded one
-// when the template is gone).
-func (t *planTarget) deletion(ctx context.Context, obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, inv ownership.Inventory) (BindingPlan, error) {
-	bp := BindingPlan{}
-	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
-		return bp, nil
+// planPipeline is the binding pipeline of a plan: it reaches only vc, the
+// Vault of key, and knows no holder; a new role's role ID is random.
+func planPipeline(obj *v1alpha1.MinionBinding, vc vault.Client, key string) *bindingPipeline {
+	var random [16]byte
+	_, _ = rand.Read(random[:]) // never fails (crypto/rand)
+	pr := statusProof(ownerOf(planCluster, obj), obj)
+	pr.byName = true
+	return &bindingPipeline{
+		proof: pr,
+		reach: func(_ context.Context, p ownership.Placement) (vault.Client, error) {
+			if p.Vault != key {
+				return nil, errSkipped{msg: p.String() + ", in another Vault than the one planned against"}
+			}
+			return vc, nil
+		},
+		holders: func(context.Context, ownership.Claim, ownership.Owner) (ownership.HolderState, error) {
+			return ownership.HolderUnknown, nil
+		},
+		newRoleID: func(self ownership.Owner, place ownership.RolePlace) string {
+			return ownership.NewRoleID(self, place, random)
+		},
 	}
-	if st := &obj.Status; st.AppRole != nil && st.Entity != nil && st.Connection != "" && st.AppRole.Mount != "" && st.Entity.Name != "" {
-		p := ownership.Placement{Connection: st.Connection, Mount: st.AppRole.Mount, Entity: st.Entity.Name, Vault: t.key}
-		if !slices.ContainsFunc(inv, p.Same) {
-			inv = append(inv, p)
-		}
-	}
-	policy := func(p ownership.Placement) v1alpha1.DeletionPolicy {
-		switch {
-		case tpl != nil:
-			return tpl.Spec.EffectiveDeletionPolicy()
-		case p.DeletionPolicy != "":
-			return v1alpha1.DeletionPolicy(p.DeletionPolicy)
-		}
-		return v1alpha1.DeletionPolicyDelete
-	}
-	pr := t.r.proofOf(obj)
-	var observed []placeObserved
-	for _, p := range t.reachable(inv, &bp) {
-		po, err := observePlace(ctx, t.vc, p, nil, nil, strings.ToLower(obj.Spec.MinionID), pr, policy(p) == v1alpha1.DeletionPolicyRetain)
-		if err != nil {
-			return BindingPlan{}, err
-		}
-		observed = append(observed, po)
-	}
-	bp.setActions(planRemovals(observed, pr))
-	return bp, nil
 }
 
-// reachable keeps the placements in the planned Vault (others are noted
-// as skipped).
-func (t *planTarget) reachable(stale []ownership.Placement, bp *BindingPlan) []ownership.Placement {
-	var out []ownership.Placement
-	for _, p := range stale {
-		switch {
-		case p.Vault != t.key:
-			bp.Skipped = append(bp.Skipped, p.String()+", in another Vault than the one planned against")
-		default:
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func (bp *BindingPlan) setActions(plan bindingPlan) {
-	bp.actions = plan.actions
-	bp.NotOwned = plan.notOwned
+func (bp *BindingPlan) setActions(actions []vaultAction, notOwned []string) {
+	bp.actions = actions
+	bp.NotOwned = notOwned
 	bp.Changes = []vault.Change{}
-	for _, a := range plan.actions {
+	for _, a := range actions {
 		if a.writes() {
 			bp.Changes = append(bp.Changes, bp.change(a))
 		}
