@@ -173,12 +173,12 @@ func deletionPolicyFor(tpl *v1alpha1.MinionTemplate) func(ownership.Placement) v
 // as anywhere, only what Vault proves the binding's is deleted. vaultOf
 // is the Vault a connection reaches.
 func placesToLook(obj *v1alpha1.MinionBinding, inv ownership.Inventory, vaultOf func(conn string) string) ownership.Inventory {
-	st := &obj.Status
-	if st.AppRole == nil || st.Entity == nil || st.Connection == "" || st.AppRole.Mount == "" || st.Entity.Name == "" {
+	f := statusFacts(obj)
+	if f.place == nil {
 		return inv
 	}
-	p := ownership.Placement{Connection: st.Connection, Mount: st.AppRole.Mount, Entity: st.Entity.Name, DeletionPolicy: string(st.DeletionPolicy)}
-	p.Vault = vaultOf(st.Connection)
+	p := *f.place
+	p.Vault = vaultOf(p.Connection)
 	if !slices.ContainsFunc(inv, p.Same) {
 		inv = append(slices.Clone(inv), p)
 	}

@@ -39,7 +39,7 @@ func (r *MinionBindingReconciler) apply(ctx context.Context, vc vault.Client, ob
 	inv ownership.Inventory, cur ownership.Placement, sc *bindingScope) error {
 	tpl, res := a.Template, a.Result
 	sc.hash = desiredHash(sc.vault, res)
-	sc.created = obj.Status.LastAppliedHash == ""
+	sc.created = statusFacts(obj).appliedHash == ""
 	sc.metadata = map[string]string{}
 	for _, kv := range res.EntityMetadata {
 		sc.metadata[kv.Key] = kv.Value
@@ -94,7 +94,7 @@ func planModeOf(obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, hash 
 	return planMode{
 		// Nothing changed on our side since the last successful apply: any
 		// difference found now was made in Vault by someone else.
-		unchanged:  obj.Status.LastAppliedHash == hash,
+		unchanged:  statusFacts(obj).appliedHash == hash,
 		detectOnly: tpl.Spec.DriftDetection == v1alpha1.DriftDetectionDetectOnly,
 		adopt:      tpl.Spec.AdoptMinions,
 	}

@@ -75,7 +75,7 @@ func trackDrift(st *v1alpha1.MinionBindingStatus, corrected []string, now time.T
 // is recurring.
 func setDriftRecurring(obj *v1alpha1.MinionBinding, drift []string) {
 	conds := obj.Status.Conditions
-	run := obj.Status.DriftCorrections
+	run := statusFacts(obj).drift
 	if run == nil || run.Count < recurringDriftAfter {
 		meta.RemoveStatusCondition(&conds, v1alpha1.DriftRecurringCondition)
 		obj.Status.Conditions = conds

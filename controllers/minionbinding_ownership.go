@@ -40,16 +40,11 @@ func (r *MinionBindingReconciler) proofOf(obj *v1alpha1.MinionBinding) proof {
 	return statusProof(r.owner(obj), obj)
 }
 
-// statusProof is the proof of self: its marker, and status's IDs.
+// statusProof is the proof of self: its marker, and the IDs status
+// recorded (bindingFacts).
 func statusProof(self ownership.Owner, obj *v1alpha1.MinionBinding) proof {
-	pr := proof{self: self}
-	if st := obj.Status.Entity; st != nil {
-		pr.entityID = st.ID
-	}
-	if st := obj.Status.AppRole; st != nil {
-		pr.roleID = st.RoleID
-	}
-	return pr
+	f := statusFacts(obj)
+	return proof{self: self, entityID: f.entityID, roleID: f.roleID}
 }
 
 // claim reads an entity's marker (nil: no entity).

@@ -100,7 +100,7 @@ func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindin
 	case len(drift) > 0 && corrected && sc.driftRun == driftRunStarted:
 		// Said once per run, not at every resync of a fight: the
 		// condition carries the count and the latest difference.
-		emit(r.Recorder, obj, "Warning", v1alpha1.DriftRecurringCondition, "Reconcile", "%s", driftRecurringMessage(obj.Status.DriftCorrections, drift))
+		emit(r.Recorder, obj, "Warning", v1alpha1.DriftRecurringCondition, "Reconcile", "%s", driftRecurringMessage(statusFacts(obj).drift, drift))
 	case len(drift) > 0 && corrected && sc.driftRun == driftRunRecurring:
 	case len(drift) > 0 && corrected:
 		emit(r.Recorder, obj, "Warning", "DriftCorrected", "Reconcile", "Vault had drifted and was corrected: %s", strings.Join(drift, "; "))
