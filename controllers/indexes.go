@@ -150,6 +150,30 @@ func bindingsBy(ctx context.Context, c client.Reader, index, key string) ([]reco
 	return requests(list), nil
 }
 
+// bindingsOfTemplates lists the bindings of the templates: the fan-out
+// of a connection, a ConfigMap or a template to the bindings it wakes.
+func bindingsOfTemplates(ctx context.Context, c client.Reader, templates []string) ([]reconcile.Request, error) {
+	var out []reconcile.Request
+	for _, tpl := range templates {
+		reqs, err := bindingsBy(ctx, c, templateRefIndex, tpl)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, reqs...)
+	}
+	return out, nil
+}
+
+// bindingsOfNamespace lists the bindings of a namespace (its labels
+// decide which templates admit them), or logs why it cannot.
+func bindingsOfNamespace(ctx context.Context, c client.Reader, ns string) []reconcile.Request {
+	list := &v1alpha1.MinionBindingList{}
+	if err := c.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		return mapped(ctx, nil, fmt.Errorf("listing the bindings of namespace %s: %w", ns, err))
+	}
+	return requests(list)
+}
+
 // templatesBy names the templates under an index key.
 func templatesBy(ctx context.Context, c client.Reader, index, key string) ([]string, error) {
 	list := &v1alpha1.MinionTemplateList{}

@@ -218,12 +218,12 @@ func (r *MinionBindingReconciler) clientFor(ctx context.Context, p ownership.Pla
 
 // record patches the binding's annotation to inv, if it differs.
 func (r *MinionBindingReconciler) record(ctx context.Context, obj *v1alpha1.MinionBinding, inv ownership.Inventory) error {
-	base := obj.DeepCopy()
-	setInventory(obj, inv)
-	if base.Annotations[v1alpha1.VaultObjectsAnnotation] == obj.Annotations[v1alpha1.VaultObjectsAnnotation] {
-		return nil
-	}
-	if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+	err := patchMetadata(ctx, r.Client, obj, func() bool {
+		before := obj.Annotations[v1alpha1.VaultObjectsAnnotation]
+		setInventory(obj, inv)
+		return obj.Annotations[v1alpha1.VaultObjectsAnnotation] != before
+	})
+	if err = client.IgnoreNotFound(err); err != nil {
 		return fmt.Errorf("updating annotation %s: %w", v1alpha1.VaultObjectsAnnotation, err)
 	}
 	return nil
@@ -274,11 +274,8 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 		sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
 		return errors.Join(err, r.record(ctx, obj, inv.Without(gone)))
 	}
-	base := obj.DeepCopy()
-	if controllerutil.RemoveFinalizer(obj, v1alpha1.Finalizer) {
-		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
+	if err := removeFinalizer(ctx, r.Client, obj); err != nil {
+		return err
 	}
 	sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: "deleted"}
 	return nil

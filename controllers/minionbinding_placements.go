@@ -51,10 +51,11 @@ func (r *MinionBindingReconciler) recordBeforeWriting(ctx context.Context, obj *
 	if controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) && inv.Has(cur) {
 		return nil
 	}
-	base := obj.DeepCopy()
-	controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
-	setInventory(obj, inv.Merge(cur))
-	if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+	err := addFinalizer(ctx, r.Client, obj, func() bool {
+		setInventory(obj, inv.Merge(cur))
+		return true
+	})
+	if err != nil {
 		return fmt.Errorf("recording the Vault objects to write, with the finalizer: %w", err)
 	}
 	return nil

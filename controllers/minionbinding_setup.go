@@ -45,7 +45,7 @@ func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 }
 
 func (r *MinionBindingReconciler) bindingsOfTemplate(ctx context.Context, o client.Object) []reconcile.Request {
-	reqs, err := bindingsBy(ctx, r.Client, templateRefIndex, o.GetName())
+	reqs, err := bindingsOfTemplates(ctx, r.Client, []string{o.GetName()})
 	return mapped(ctx, reqs, err)
 }
 
@@ -67,14 +67,8 @@ func (r *MinionBindingReconciler) connectionBindings(ctx context.Context, conn s
 	if err != nil {
 		return nil, err
 	}
-	for _, tpl := range templates {
-		reqs, err := bindingsBy(ctx, r.Client, templateRefIndex, tpl)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, reqs...)
-	}
-	return uniqueRequests(out), nil
+	reqs, err := bindingsOfTemplates(ctx, r.Client, templates)
+	return uniqueRequests(append(out, reqs...)), err
 }
 
 // bindingsOfSecret wakes the bindings of every connection that reads the
@@ -102,15 +96,8 @@ func (r *MinionBindingReconciler) bindingsOfConfigMap(ctx context.Context, o cli
 	if err != nil {
 		return mapped(ctx, nil, err)
 	}
-	var out []reconcile.Request
-	for _, tpl := range templates {
-		reqs, err := bindingsBy(ctx, r.Client, templateRefIndex, tpl)
-		if err != nil {
-			return mapped(ctx, nil, err)
-		}
-		out = append(out, reqs...)
-	}
-	return out
+	reqs, err := bindingsOfTemplates(ctx, r.Client, templates)
+	return mapped(ctx, reqs, err)
 }
 
 // mapped returns a map function's requests, or logs why it has none: a
@@ -125,11 +112,7 @@ func mapped(ctx context.Context, reqs []reconcile.Request, err error) []reconcil
 }
 
 func (r *MinionBindingReconciler) bindingsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.InNamespace(o.GetName()), client.UnsafeDisableDeepCopy); err != nil {
-		return mapped(ctx, nil, fmt.Errorf("listing the bindings of namespace %s: %w", o.GetName(), err))
-	}
-	return requests(list)
+	return bindingsOfNamespace(ctx, r.Client, o.GetName())
 }
 
 // sameMinionID wakes the other claimants of a minion ID when one starts

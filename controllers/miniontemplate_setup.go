@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -125,11 +124,7 @@ func (r *MinionTemplateReconciler) otherClaimants(ctx context.Context, o client.
 // bindingsInNamespace names the bindings of a namespace whose labels
 // changed: a template's namespaceSelector may select them now, or not.
 func (r *MinionTemplateReconciler) bindingsInNamespace(ctx context.Context, o client.Object) []bindingKey {
-	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.InNamespace(o.GetName()), client.UnsafeDisableDeepCopy); err != nil {
-		return bindingKeys(mapped(ctx, nil, fmt.Errorf("listing the bindings of namespace %s: %w", o.GetName(), err)))
-	}
-	return bindingKeys(requests(list))
+	return bindingKeys(bindingsOfNamespace(ctx, r.Client, o.GetName()))
 }
 
 func bindingKeys(reqs []reconcile.Request) []bindingKey {
