@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Str is Python's str(v): what a template substitutes for a value.
+// PyStr is Python's str(v): what a template substitutes for a value.
 func (v Value) PyStr() string {
 	switch v.kind {
 	case String:

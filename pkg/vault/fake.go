@@ -262,7 +262,8 @@ func (f *Fake) AuthMounts(ctx context.Context) (map[string]AuthMount, error) {
 	return out, nil
 }
 
-// role checks mount and name and returns the role key, lowercased.
+// roleKey checks mount and name and returns the role's key, lowercased,
+// and its path.
 func (f *Fake) roleKey(op, mount, name, suffix string) (string, string, error) {
 	p, err := rolePath(mount, name)
 	if err != nil {
