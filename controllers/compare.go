@@ -225,9 +225,3 @@ func metadataDiffers(desired, actual map[string]string) (bool, string) {
 // metadataDiffsShown bounds how many keys one message names of each kind
 // of difference (a map replaced whole differs in every key).
 const metadataDiffsShown = 8
-
-// policyDiffers compares a desired policy text with Vault's, ignoring
-// trailing whitespace differences Vault may introduce.
-func policyDiffers(desired, actual string) bool {
-	return strings.TrimSpace(desired) != strings.TrimSpace(actual)
-}

@@ -78,13 +78,6 @@ func TestMetadataDiffers(t *testing.T) {
 	}
 }
 
-func TestPolicyDiffers(t *testing.T) {
-	hcl := ownershipHeader("salt") + "path \"a\" {\n  capabilities = [\"read\"]\n}\n"
-	if policyDiffers(hcl, hcl+"\n") || !policyDiffers(hcl, hcl+"x") {
-		t.Error("policyDiffers")
-	}
-}
-
 // ownershipHeader is the header of a test template's policies in the
 // test cluster.
 func ownershipHeader(template string) string {

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -367,6 +368,19 @@ func (w policyWork) names() []string {
 	return append(slices.Collect(maps.Keys(w.desired)), w.stale...)
 }
 
+// inOrder is the order a sync reads and plans the names in: the wanted in
+// name order, then the stale ones that are not also wanted (a name is
+// planned once).
+func (w policyWork) inOrder() []string {
+	names := slices.Sorted(maps.Keys(w.desired))
+	for _, n := range w.stale {
+		if _, ok := w.desired[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 // claim takes the template's dirty names that no other sync holds. They
 // stay dirty until settle confirms them, so a claim that fails leaves them
 // for the next one.
@@ -550,7 +564,7 @@ func (idx *policyIndex) summary(template string) templateSummary {
 			for _, b := range slices.Sorted(maps.Keys(ref.bodies)) {
 				from = append(from, ref.from[b].String())
 			}
-			s.conflicts = append(s.conflicts, fmt.Sprintf("policy %q renders differently for MinionBindings %s", name, strings.Join(from, " and ")))
+			s.conflicts = append(s.conflicts, admission.PolicyConflict(name, from...).Message)
 		}
 		if got, owned := tp.owned[name]; ok && !tp.notOwned[name] && (!owned || got != body) {
 			s.missing++

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -17,57 +16,13 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// policyOutcome is what syncPolicy found or did for one ACL policy name.
-type policyOutcome int
-
-const (
-	policyAbsent   policyOutcome = iota // not in Vault, and not wanted
-	policyOwned                         // in Vault with this template's header, as wanted
-	policyWritten                       // written now
-	policyDeleted                       // deleted now (ours, no longer wanted)
-	policyNotOwned                      // in Vault without our header (or another template's), left alone
-)
-
-// syncPolicy brings one ACL policy to what the template wants: want is its
-// body when a binding renders it, and wanted false when none does. The
-// ownership header that every policy the operator writes starts with
-// (ownership.PolicyOwner: the template and its cluster) is the record of
-// what the template owns; it is written in the same request as the policy,
-// so no crash can separate the two. Policies without it (or with another
-// template's, or another cluster's) are never written (unless adopt) nor
-// deleted.
-func syncPolicy(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, adopt bool, name, want string, wanted bool, reader *policyReader) (policyOutcome, error) {
-	log := ctrl.LoggerFrom(ctx)
-	actual, found, err := reader.read(ctx, vc, name)
-	if err != nil {
-		return 0, fmt.Errorf("reading ACL policy %s: %w", name, err)
-	}
-	owner, ours := ownership.ParseHeader(actual)
-	ours = found && ours && self.Owns(owner)
-	switch {
-	case !wanted && ours:
-		log.Info("Deleting ACL policy no binding renders", "policy", name)
-		if err := vc.DeletePolicy(ctx, name); err != nil {
-			return 0, fmt.Errorf("deleting ACL policy %s: %w", name, err)
-		}
-		return policyDeleted, nil
-	case !wanted && found:
-		return policyNotOwned, nil
-	case !wanted:
-		return policyAbsent, nil
-	case found && !ours && !adopt:
-		return policyNotOwned, nil
-	}
-	body := self.Header() + want
-	if found && !policyDiffers(body, actual) {
-		return policyOwned, nil
-	}
-	log.Info("Writing ACL policy", "policy", name)
-	if err := vc.WritePolicy(ctx, name, body); err != nil {
-		return 0, fmt.Errorf("writing ACL policy %s: %w", name, err)
-	}
-	return policyWritten, nil
-}
+// A template's ACL policies go through three stages, as a binding's role,
+// entity and alias do: observe (read each name, through the policyReader),
+// plan (planPolicies: pure, one action per name, decided by
+// ownership.DecidePolicy) and execute (executePolicies: the writes and
+// deletions). `minionvault plan` runs the first two and prints the
+// actions, so the plan of the policies is what the template reconciler
+// does, decided by the same code.
 
 // policyPass is the result of syncing a set of names: each name whose sync
 // succeeded is in exactly one of owned (written now or found as wanted,
@@ -78,93 +33,178 @@ type policyPass struct {
 	owned, notOwned, written, deleted, absent []string
 }
 
-// syncPolicies runs syncPolicy for every name in desired (wanted) and in
-// stale (owned before, no longer wanted), with a few requests in flight:
-// a template with a policy per minion has as many as it has bindings.
+// record files a name whose action is done (or needed no request).
+func (p *policyPass) record(a policyAction) {
+	switch a.kind {
+	case ownership.PolicyKeep:
+		p.owned = append(p.owned, a.name)
+	case ownership.PolicyWrite:
+		p.owned = append(p.owned, a.name)
+		p.written = append(p.written, a.name)
+	case ownership.PolicyDelete:
+		p.deleted = append(p.deleted, a.name)
+	case ownership.PolicyNotOwned:
+		// Someone else's policy is the template's problem only when a
+		// binding wants the name; otherwise the name is merely not ours.
+		if a.wanted {
+			p.notOwned = append(p.notOwned, a.name)
+		} else {
+			p.absent = append(p.absent, a.name)
+		}
+	case ownership.PolicyAbsent:
+		p.absent = append(p.absent, a.name)
+	}
+}
+
+// syncPolicies brings every name in desired (wanted, with its body) and in
+// stale (owned before, no longer wanted) to what the template wants: it
+// reads them all, plans, then writes and deletes, a few requests in flight
+// at each stage (a template with a policy per minion has as many as it has
+// bindings). The ownership header that every policy the operator writes
+// starts with (ownership.PolicyOwner: the template and its cluster) is the
+// record of what the template owns; it is written in the same request as
+// the policy, so no crash can separate the two.
 func syncPolicies(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, adopt bool, desired map[string]string, stale []string, reader *policyReader) (policyPass, error) {
-	type job struct {
-		name, want string
-		wanted     bool
+	w := policyWork{desired: desired, stale: stale}
+	observed, readErr := observePolicies(ctx, vc, reader, w.inOrder())
+	actions := planPolicies(w, observed, self, adopt)
+	if readErr != nil {
+		// A failed read ends the pass as a failed write does (Vault is
+		// unreachable, or the token lacks a right): nothing more is sent,
+		// and what was read is recorded, so that only the names not
+		// confirmed stay dirty for the next sync.
+		actions = slices.DeleteFunc(actions, policyAction.sendsRequest)
 	}
-	jobs := make(chan job)
+	pass, err := executePolicies(ctx, vc, actions)
+	if readErr != nil {
+		return pass, readErr
+	}
+	return pass, err
+}
+
+// observedPolicy is what a read found of one name in Vault.
+type observedPolicy struct {
+	hcl   string
+	found bool
+}
+
+// observePolicies reads names through the reader (a body a discovery
+// kept is taken instead of a request), policyWorkers at a time. At the
+// first error it stops and returns what it read so far with that error.
+func observePolicies(ctx context.Context, vc vault.Client, reader *policyReader, names []string) (map[string]observedPolicy, error) {
+	var mu sync.Mutex
+	observed := make(map[string]observedPolicy, len(names))
+	err := inParallel(ctx, names, func(ctx context.Context, name string) error {
+		hcl, found, err := reader.read(ctx, vc, name)
+		if err != nil {
+			return fmt.Errorf("reading ACL policy %s: %w", name, err)
+		}
+		mu.Lock()
+		observed[name] = observedPolicy{hcl: hcl, found: found}
+		mu.Unlock()
+		return nil
+	})
+	return observed, err
+}
+
+// executePolicies makes the actions' requests, policyWorkers at a time,
+// and returns what was done: every action that needs no request, and
+// those whose request succeeded. The first failure stops it (the requests
+// in flight are cancelled) and is returned.
+func executePolicies(ctx context.Context, vc vault.Client, actions []policyAction) (policyPass, error) {
 	var (
-		mu   sync.Mutex
-		pass policyPass
-		errs []error
-		wg   sync.WaitGroup
+		pass  policyPass
+		calls []policyAction
+		mu    sync.Mutex
 	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for range policyWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				out, err := syncPolicy(ctx, vc, self, adopt, j.name, j.want, j.wanted, reader)
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, err)
-					cancel()
-				}
-				switch out {
-				case policyOwned:
-					pass.owned = append(pass.owned, j.name)
-				case policyWritten:
-					pass.owned = append(pass.owned, j.name)
-					pass.written = append(pass.written, j.name)
-				case policyDeleted:
-					pass.deleted = append(pass.deleted, j.name)
-				case policyNotOwned:
-					if j.wanted {
-						pass.notOwned = append(pass.notOwned, j.name)
-					} else {
-						pass.absent = append(pass.absent, j.name)
-					}
-				case policyAbsent:
-					if err == nil {
-						pass.absent = append(pass.absent, j.name)
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	send := func(j job) bool {
-		select {
-		case jobs <- j:
-			return true
-		case <-ctx.Done():
-			return false
+	for _, a := range actions {
+		if a.sendsRequest() {
+			calls = append(calls, a)
+		} else {
+			pass.record(a)
 		}
 	}
-	func() {
-		defer close(jobs)
-		for _, name := range slices.Sorted(maps.Keys(desired)) {
-			if !send(job{name: name, want: desired[name], wanted: true}) {
-				return
-			}
+	err := inParallel(ctx, calls, func(ctx context.Context, a policyAction) error {
+		if err := a.execute(ctx, vc); err != nil {
+			return err
 		}
-		for _, name := range stale {
-			if _, ok := desired[name]; !ok && !send(job{name: name}) {
-				return
-			}
-		}
-	}()
-	wg.Wait()
+		mu.Lock()
+		pass.record(a)
+		mu.Unlock()
+		return nil
+	})
 	// The workers finish in any order: the lists that events, status and
 	// plan name are sorted, the same for the same pass (owned and absent
 	// only go into the index's sets, and at a full scan hold every policy).
 	for _, names := range []*[]string{&pass.notOwned, &pass.written, &pass.deleted} {
 		slices.Sort(*names)
 	}
-	if len(errs) > 0 {
-		return pass, errs[0]
+	return pass, err
+}
+
+// execute makes the action's request.
+func (a policyAction) execute(ctx context.Context, vc vault.Client) error {
+	log := ctrl.LoggerFrom(ctx)
+	switch a.kind {
+	case ownership.PolicyWrite:
+		log.Info("Writing ACL policy", "policy", a.name)
+		if err := vc.WritePolicy(ctx, a.name, a.body); err != nil {
+			return fmt.Errorf("writing ACL policy %s: %w", a.name, err)
+		}
+	case ownership.PolicyDelete:
+		log.Info("Deleting ACL policy no binding renders", "policy", a.name)
+		if err := vc.DeletePolicy(ctx, a.name); err != nil {
+			return fmt.Errorf("deleting ACL policy %s: %w", a.name, err)
+		}
 	}
-	return pass, nil
+	return nil
 }
 
 // policyWorkers is how many policy requests one pass keeps in flight.
 const policyWorkers = 4
+
+// inParallel calls do for each item, policyWorkers at a time, in the
+// items' order. At the first error it hands out no more items, cancels the
+// calls in flight (their requests are of no use to a pass that failed)
+// and returns that error once they are done.
+func inParallel[T any](ctx context.Context, items []T, do func(context.Context, T) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan T)
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	for range policyWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range jobs {
+				if err := do(ctx, it); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					cancel()
+				}
+			}
+		}()
+	}
+	func() {
+		defer close(jobs)
+		for _, it := range items {
+			select {
+			case jobs <- it:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	return first
+}
 
 // discoverOwned lists Vault's ACL policies and returns those whose header
 // names self, reading every policy whose owner is not known yet
@@ -174,6 +214,13 @@ const policyWorkers = 4
 // follows reads each of them anyway (and finds its owner), so a restart
 // costs one read per policy, not two.
 func discoverOwned(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, reader *policyReader, desired map[string]string) ([]string, error) {
+	return discoverHeaders(ctx, vc, self.Owns, reader, desired)
+}
+
+// discoverHeaders is discoverOwned for any test of the owner: a plan that
+// is not told the cluster looks for the template's policies of every
+// cluster, to learn it from their headers.
+func discoverHeaders(ctx context.Context, vc vault.Client, match func(ownership.PolicyOwner) bool, reader *policyReader, desired map[string]string) ([]string, error) {
 	names, err := vc.ListPolicies(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing ACL policies: %w", err)
@@ -200,7 +247,7 @@ func discoverOwned(ctx context.Context, vc vault.Client, self ownership.PolicyOw
 				if !found {
 					continue
 				}
-				if self.Owns(owner) {
+				if match(owner) {
 					mu.Lock()
 					out = append(out, n)
 					mu.Unlock()
@@ -280,8 +327,7 @@ func (o *policyOwners) reader(key string) *policyReader {
 
 // policyReader reads a Vault's policies for syncs and discoveries: one
 // request for concurrent reads of a name, the owner of each recorded, and
-// a body a discovery read handed to the sync that wants it. A nil reader
-// reads straight from Vault (plans).
+// a body a discovery read handed to the sync that wants it.
 type policyReader struct {
 	owners *policyOwners
 	v      *vaultPolicies
@@ -305,9 +351,6 @@ func (r *policyReader) owner(ctx context.Context, vc vault.Client, name string) 
 // read returns the policy's text, for a sync: a body a discovery kept is
 // taken instead of reading it again, if it is fresh.
 func (r *policyReader) read(ctx context.Context, vc vault.Client, name string) (string, bool, error) {
-	if r == nil {
-		return vc.ReadPolicy(ctx, name)
-	}
 	res, err := r.readOnce(ctx, vc, name, false)
 	if err == nil && res.known {
 		// Joined a discovery's call that answered from what was recorded,

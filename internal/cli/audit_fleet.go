@@ -14,6 +14,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
@@ -180,7 +181,7 @@ func loadFleet(paths []string, o fleetOptions) (*fleet, error) {
 					if _, isFile := files[d.Name]; isFile {
 						f.warnings = append(f.warnings, fmt.Sprintf("policy %q is both a file and rendered by %s: the rendered text is used", d.Name, name))
 					} else {
-						return nil, fmt.Errorf("policy %q renders differently for MinionBindings %s and %s", d.Name, from[d.Name], name)
+						return nil, admission.PolicyConflict(d.Name, from[d.Name], name)
 					}
 				}
 				f.docs[d.Name] = d.HCL

@@ -330,3 +330,15 @@ func TestAuditDiffErrors(t *testing.T) {
 		}
 	}
 }
+
+// Bindings that render one policy name differently: the audit refuses the
+// fleet with the template reconciler's message.
+func TestAuditRefusesAPolicyConflict(t *testing.T) {
+	dir := copySamples(t)
+	// Names are lowercased, rule paths are not.
+	replaceIn(t, filepath.Join(dir, "minionbinding-build01.yaml"), "roles: [ci, web]", "roles: [ci, Web]")
+	code, _, errOut := runAudit(t, "who-can", "salt/data/roles/web", "-f", dir)
+	if code != 2 || !strings.Contains(errOut, `policy "salt_role_web" renders differently for MinionBindings default/`) {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/internal/manifest"
-	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -59,11 +59,10 @@ prints what the operator would write: AppRole roles, entities (metadata),
 entity aliases and ACL policies, as a diff. Nothing is written: the
 bindings' changes are the binding reconciler's own plan (what it would
 execute, decided by the same code), the policies' the template
-reconciler's policy step run against a recording client. A binding read
-from the cluster (kubectl get -o yaml) is planned with its record of where
-it wrote: the removals a switch of template, mount or entity name makes
-are shown, and for a binding with a deletionTimestamp those of its
-deletion.
+reconciler's own plan likewise. A binding read from the cluster (kubectl
+get -o yaml) is planned with its record of where it wrote: the removals a
+switch of template, mount or entity name makes are shown, and for a
+binding with a deletionTimestamp those of its deletion.
 
 Vault is reached like a VaultConnection: the address, Vault namespace and
 TLS settings come from the VaultConnection the templates refer to when it
@@ -136,6 +135,9 @@ type TemplatePlan struct {
 	Name    string         `json:"name"`
 	Changes []vault.Change `json:"changes"`
 	Refused *Refusal       `json:"refused,omitempty"`
+	// plan is the template reconciler's, which tests execute to converge
+	// a fake Vault.
+	plan controllers.PolicyPlan
 }
 
 type BindingPlan struct {
@@ -192,8 +194,7 @@ func runPlan(ctx context.Context, o planOptions, stdout, stderr io.Writer) error
 	if c, ok := vc.(io.Closer); ok {
 		defer c.Close()
 	}
-	dry := vault.NewDryRun(vc)
-	plan, err := buildPlan(ctx, dry, in)
+	plan, err := buildPlan(ctx, vault.ReadOnly(vc), in)
 	if err != nil {
 		return err
 	}
@@ -225,16 +226,9 @@ func runPlan(ctx context.Context, o planOptions, stdout, stderr io.Writer) error
 	return nil
 }
 
-// planClient is a vault.DryRun; tests converge Vault with a client that
-// writes and records nothing.
-type planClient interface {
-	vault.Client
-	Changes() []vault.Change
-}
-
 // buildPlan plans every template's bindings, then its policies, in name
-// order, so the output is stable.
-func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult, error) {
+// order, so the output is stable. It only reads vc.
+func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult, error) {
 	plan := &PlanResult{Templates: []TemplatePlan{}, Bindings: []BindingPlan{}}
 	byTemplate := map[string][]*v1alpha1.MinionBinding{}
 	known := map[string]bool{}
@@ -246,7 +240,7 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 		if !b.DeletionTimestamp.IsZero() {
 			// Being deleted: its finalizer's removals, no admission, no
 			// policy documents.
-			bp, err := planVault(ctx, dry, in, b, &admission.Admitted{Template: templateNamed(in, b.Spec.TemplateRef.Name)})
+			bp, err := planVault(ctx, vc, in, b, &admission.Admitted{Template: templateNamed(in, b.Spec.TemplateRef.Name)})
 			if err != nil {
 				return nil, err
 			}
@@ -261,10 +255,7 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 		byTemplate[b.Spec.TemplateRef.Name] = append(byTemplate[b.Spec.TemplateRef.Name], b)
 	}
 
-	managed, listErr := ownedPolicies(ctx, dry)
-	if listErr != nil {
-		plan.Warnings = append(plan.Warnings, fmt.Sprintf("cannot list ACL policies (%v): policies a template no longer renders are not shown", listErr))
-	}
+	policies := &controllers.PolicyPlanner{Vault: vc}
 	for _, t := range in.templates {
 		tpl := t.obj
 		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.configMaps, t.doc.MetadataOrder())
@@ -278,25 +269,22 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 		}
 		compiled := render.Compile(rt)
 		facts.compiled[tpl.Name] = compiled
-		var rendered []controllers.RenderedBinding
+		rendered := map[types.NamespacedName]*render.Result{}
 		for _, b := range byTemplate[tpl.Name] {
-			bp, res, err := planBinding(ctx, dry, facts, b)
+			bp, res, err := planBinding(ctx, vc, facts, b)
 			if err != nil {
 				return nil, err
 			}
 			if res != nil {
-				rendered = append(rendered, controllers.RenderedBinding{Name: b.Namespace + "/" + b.Name, Result: res})
+				rendered[types.NamespacedName{Namespace: b.Namespace, Name: b.Name}] = res
 			}
 			plan.Bindings = append(plan.Bindings, bp)
 		}
-		cluster, managedHere, warning := managed.of(tpl.Name, in.cluster)
-		if warning != "" {
-			plan.Warnings = append(plan.Warnings, warning)
-		}
-		tp, err := planPolicies(ctx, dry, tpl, cluster, rendered, managedHere)
+		tp, warnings, err := planPolicies(ctx, policies, tpl, in.cluster, rendered)
 		if err != nil {
 			return nil, err
 		}
+		plan.Warnings = append(plan.Warnings, warnings...)
 		plan.Templates = append(plan.Templates, tp)
 	}
 	slices.SortStableFunc(plan.Bindings, func(a, b BindingPlan) int {
@@ -306,34 +294,24 @@ func buildPlan(ctx context.Context, dry planClient, in *planInput) (*PlanResult,
 	return plan, nil
 }
 
-// planPolicies runs the template reconciler's policy step for the
-// documents its bindings render against the dry run.
-func planPolicies(ctx context.Context, dry planClient, tpl *v1alpha1.MinionTemplate, cluster string, rendered []controllers.RenderedBinding, managed []string) (TemplatePlan, error) {
+// planPolicies plans the policies the template's admitted bindings
+// render with the template reconciler's own stages (PolicyPlanner).
+func planPolicies(ctx context.Context, policies *controllers.PolicyPlanner, tpl *v1alpha1.MinionTemplate, cluster string, rendered map[types.NamespacedName]*render.Result) (TemplatePlan, []string, error) {
 	tp := TemplatePlan{Name: tpl.Name, Changes: []vault.Change{}}
-	desired, conflict := controllers.CollectPolicies(rendered)
-	if conflict != "" {
-		tp.Refused = &Refusal{Reason: v1alpha1.ValidationFailedReason, Message: conflict}
-		return tp, nil
+	pp, err := policies.Plan(ctx, tpl, cluster, rendered)
+	if v, ok := admission.AsVerdict(err); ok {
+		tp.Refused = &Refusal{Reason: v.Reason, Message: v.Message}
+		return tp, nil, nil
 	}
-	mark := len(dry.Changes())
-	notOwned, err := controllers.ApplyPolicies(ctx, dry, tpl, cluster, desired, managed)
 	if err != nil {
-		return tp, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
+		return tp, nil, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
 	}
-	// The policies are synced a few at a time: order the plan as a reader
-	// scans it, creations, updates, deletions, by path.
-	tp.Changes = append(tp.Changes, dry.Changes()[mark:]...)
-	slices.SortStableFunc(tp.Changes, func(a, b vault.Change) int {
-		if c := actionOrder[a.Action] - actionOrder[b.Action]; c != 0 {
-			return c
-		}
-		return strings.Compare(a.Path, b.Path)
-	})
-	if len(notOwned) > 0 {
+	tp.Changes, tp.plan = pp.Changes, pp
+	if len(pp.NotOwned) > 0 {
 		tp.Refused = &Refusal{Reason: v1alpha1.PolicyNotOwnedReason, Message: fmt.Sprintf(
-			"ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s", strings.Join(notOwned, ", "))}
+			"ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s", strings.Join(pp.NotOwned, ", "))}
 	}
-	return tp, nil
+	return tp, pp.Warnings, nil
 }
 
 // summarize counts the changes and refusals, and warns of what the
@@ -372,7 +350,7 @@ func (plan *PlanResult) summarize() {
 // then plans its Vault objects with the binding reconciler's own planner.
 // res is nil when the binding is refused (it then renders no policy
 // documents either).
-func planBinding(ctx context.Context, dry planClient, facts *manifestFacts, b *v1alpha1.MinionBinding) (BindingPlan, *render.Result, error) {
+func planBinding(ctx context.Context, vc vault.Client, facts *manifestFacts, b *v1alpha1.MinionBinding) (BindingPlan, *render.Result, error) {
 	a, err := admission.Admit(ctx, facts, b)
 	if err != nil {
 		if v, ok := admission.AsVerdict(err); ok {
@@ -380,7 +358,7 @@ func planBinding(ctx context.Context, dry planClient, facts *manifestFacts, b *v
 		}
 		return BindingPlan{}, nil, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	bp, err := planVault(ctx, dry, facts.in, b, a)
+	bp, err := planVault(ctx, vc, facts.in, b, a)
 	if bp.Refused != nil || err != nil {
 		return bp, nil, err
 	}
@@ -428,68 +406,3 @@ func refusedBinding(b *v1alpha1.MinionBinding, reason, msg string) BindingPlan {
 	bp.Refused = &Refusal{Reason: reason, Message: msg}
 	return bp
 }
-
-// ownedPolicies lists Vault's ACL policies and returns the ones whose
-// ownership header names a template: what the template reconciler would
-// delete when no binding renders them any more.
-func ownedPolicies(ctx context.Context, dry planClient) (policyHeaders, error) {
-	names, err := dry.ListPolicies(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := policyHeaders{}
-	for _, name := range names {
-		if name == "root" || name == "default" {
-			continue
-		}
-		hcl, found, err := dry.ReadPolicy(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if owner, ok := ownership.ParseHeader(hcl); found && ok {
-			if out[owner.Template] == nil {
-				out[owner.Template] = map[string][]string{}
-			}
-			out[owner.Template][owner.Cluster] = append(out[owner.Template][owner.Cluster], name)
-		}
-	}
-	return out, nil
-}
-
-// policyHeaders are the policies with an ownership header, by template
-// and cluster ("" for a header of the previous release).
-type policyHeaders map[string]map[string][]string
-
-// planPolicyCluster names the cluster of a plan that was given none and finds
-// none in the headers (it only shows in the header of a new policy).
-const planPolicyCluster = "this-cluster"
-
-// of returns the cluster a template's policies are planned for (cluster,
-// or else the one cluster its policies' headers name), and the policies it
-// owns there (the previous release's headers included). Headers of two
-// clusters and no --cluster-id: a warning, and none is taken as ours.
-func (h policyHeaders) of(template, cluster string) (string, []string, string) {
-	warning := ""
-	if cluster == "" {
-		var seen []string
-		for c := range h[template] {
-			if c != "" {
-				seen = append(seen, c)
-			}
-		}
-		slices.Sort(seen)
-		switch len(seen) {
-		case 0:
-			cluster = planPolicyCluster
-		case 1:
-			cluster = seen[0]
-		default:
-			cluster = planPolicyCluster
-			warning = fmt.Sprintf("the ACL policies of MinionTemplate %s name clusters %s in their ownership headers: pass --cluster-id to plan for one", template, strings.Join(seen, ", "))
-		}
-	}
-	return cluster, append(slices.Clone(h[template][cluster]), h[template][""]...), warning
-}
-
-// actionOrder is the order of a template's changes in a plan.
-var actionOrder = map[string]int{"create": 0, "update": 1, "delete": 2}

@@ -11,19 +11,19 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// applying converges a Vault: buildPlan through it writes the policies for
-// real and records nothing; applyManifests then executes the bindings'
-// plans, as the reconcilers would.
-type applying struct{ vault.Client }
-
-func (applying) Changes() []vault.Change { return nil }
-
+// applyManifests converges a Vault: it plans, then executes the
+// templates' and the bindings' plans, as the reconcilers would.
 func applyManifests(t *testing.T, c vault.Client, in *planInput) *PlanResult {
 	t.Helper()
 	ctx := context.Background()
-	p, err := buildPlan(ctx, applying{c}, in)
+	p, err := buildPlan(ctx, c, in)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, tp := range p.Templates {
+		if err := tp.plan.Execute(ctx, c); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, b := range p.Bindings {
 		if err := b.plan.Execute(ctx, c); err != nil {
@@ -83,7 +83,7 @@ func TestPlanNewMinionsThenInSyncThenAnEdit(t *testing.T) {
 	fake.EnableAuth("salt-minions")
 
 	// Empty Vault: everything is created, nothing written.
-	p, err := buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, nil))
+	p, err := buildPlan(ctx, vault.ReadOnly(fake), samplesInput(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestPlanNewMinionsThenInSyncThenAnEdit(t *testing.T) {
 
 	// Converged: the same manifests plan to nothing.
 	converge(t, fake, samplesInput(t, nil))
-	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, nil))
+	p, err = buildPlan(ctx, vault.ReadOnly(fake), samplesInput(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestPlanNewMinionsThenInSyncThenAnEdit(t *testing.T) {
 
 	// web01 loses "db" and gains "mail": its role and entity change, a new
 	// policy appears; db01 still renders salt_role_db, so nothing is deleted.
-	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, func(dir string) {
+	p, err = buildPlan(ctx, vault.ReadOnly(fake), samplesInput(t, func(dir string) {
 		replaceIn(t, filepath.Join(dir, "minionbinding-web01.yaml"), "roles: [web, db]", "roles: [web, mail]")
 	}))
 	if err != nil {
@@ -141,7 +141,7 @@ func TestPlanNewMinionsThenInSyncThenAnEdit(t *testing.T) {
 
 	// build01 is removed from the only role rendering salt_role_ci: the
 	// policy the template owns is deleted.
-	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, func(dir string) {
+	p, err = buildPlan(ctx, vault.ReadOnly(fake), samplesInput(t, func(dir string) {
 		replaceIn(t, filepath.Join(dir, "minionbinding-build01.yaml"), "roles: [ci, web]", "roles: [web]")
 	}))
 	if err != nil {
@@ -157,7 +157,7 @@ func TestPlanRefusals(t *testing.T) {
 	fake := vault.NewFake()
 	fake.EnableAuth("salt-minions")
 	fake.WritePolicy(ctx, "salt_role_web", `path "x" { capabilities = ["read"] }`)
-	p, err := buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, func(dir string) {
+	p, err := buildPlan(ctx, vault.ReadOnly(fake), samplesInput(t, func(dir string) {
 		replaceIn(t, filepath.Join(dir, "minionbinding-db01.yaml"), "roles: [db]", "roles: ['*']")
 		replaceIn(t, filepath.Join(dir, "minionbinding-build01.yaml"), "minionID: build01", "minionID: web01")
 		replaceIn(t, filepath.Join(dir, "minionbinding-build01.yaml"), "id: build01", "id: web01")
@@ -188,6 +188,30 @@ func TestPlanRefusals(t *testing.T) {
 	}
 	if fake.Writes() != 1 {
 		t.Errorf("writes %d, want only the test's own", fake.Writes())
+	}
+}
+
+// Bindings that render one policy name differently: the template is
+// refused with its reconciler's own message, and none of its policies is
+// planned.
+func TestPlanRefusesAPolicyConflict(t *testing.T) {
+	ctx := context.Background()
+	fake := vault.NewFake()
+	fake.EnableAuth("salt-minions")
+	p, err := buildPlan(ctx, vault.ReadOnly(fake), samplesInput(t, func(dir string) {
+		// Names are lowercased, rule paths are not.
+		replaceIn(t, filepath.Join(dir, "minionbinding-build01.yaml"), "roles: [ci, web]", "roles: [ci, Web]")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := p.Templates[0]
+	if tp.Refused == nil || tp.Refused.Reason != "ValidationFailed" || len(tp.Changes) != 0 ||
+		tp.Refused.Message != `policy "salt_role_web" renders differently for MinionBindings default/build01 and default/web01` {
+		t.Errorf("template %+v, refused %+v", tp, tp.Refused)
+		for _, b := range p.Bindings {
+			t.Logf("%s %+v", b.Name, b.Refused)
+		}
 	}
 }
 
@@ -278,7 +302,7 @@ func TestPlanUsesTheClusterRecord(t *testing.T) {
 		}
 	}
 
-	p, err := buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, fromCluster("")))
+	p, err := buildPlan(ctx, vault.ReadOnly(fake), samplesInput(t, fromCluster("")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +310,7 @@ func TestPlanUsesTheClusterRecord(t *testing.T) {
 		t.Errorf("in sync with its record, yet %q", got)
 	}
 
-	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, func(dir string) {
+	p, err = buildPlan(ctx, vault.ReadOnly(fake), samplesInput(t, func(dir string) {
 		fromCluster("")(dir)
 		replaceIn(t, filepath.Join(dir, "miniontemplate.yaml"), "    mount: salt-minions\n", "    mount: other-mount\n")
 	}))
@@ -299,7 +323,7 @@ func TestPlanUsesTheClusterRecord(t *testing.T) {
 		}
 	}
 
-	p, err = buildPlan(ctx, vault.NewDryRun(fake), samplesInput(t, fromCluster("  deletionTimestamp: \"2026-12-03T10:00:00Z\"\n")))
+	p, err = buildPlan(ctx, vault.ReadOnly(fake), samplesInput(t, fromCluster("  deletionTimestamp: \"2026-12-03T10:00:00Z\"\n")))
 	if err != nil {
 		t.Fatal(err)
 	}

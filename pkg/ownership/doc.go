@@ -17,6 +17,11 @@
 // or stripped inventory can make the operator look in the wrong place,
 // never delete or take over what is not proven.
 //
+// A MinionTemplate's ACL policies carry their proof in their first line
+// (PolicyOwner.Header: the template and its cluster), written in the same
+// request as the policy; DecidePolicy says what a template may do with a
+// policy name from that header and what its bindings render.
+//
 // Nothing here imports Kubernetes or talks to Vault: the controllers read,
 // these functions decide.
 package ownership

@@ -78,3 +78,79 @@ func ParseHeader(hcl string) (o PolicyOwner, ok bool) {
 	o.Cluster = cluster
 	return o, true
 }
+
+// PolicyDecision is what the operator may do with one ACL policy name of a
+// template.
+type PolicyDecision int
+
+const (
+	// PolicyAbsent: not in Vault, and no binding renders it; nothing to do.
+	PolicyAbsent PolicyDecision = iota
+	// PolicyKeep: the template's, as wanted.
+	PolicyKeep
+	// PolicyWrite: wanted and absent, the template's with another body,
+	// or someone else's and the template adopts it.
+	PolicyWrite
+	// PolicyDelete: the template's, and no binding renders it any more.
+	PolicyDelete
+	// PolicyNotOwned: someone else's (no header, another template's or
+	// another cluster's); left alone.
+	PolicyNotOwned
+)
+
+func (d PolicyDecision) String() string {
+	return [...]string{"absent", "keep", "write", "delete", "not-owned"}[d]
+}
+
+// PolicyFacts is what the template controller read of one ACL policy name
+// in Vault and what the template's bindings render for it.
+type PolicyFacts struct {
+	// Found: the policy exists in Vault, with the text Actual.
+	Found  bool
+	Actual string
+	// Wanted: a binding renders the name, with the body Want (without the
+	// header).
+	Wanted bool
+	Want   string
+	// Adopt: the template's adoptPolicies.
+	Adopt bool
+}
+
+// PolicyVerdict is a decision and, for PolicyWrite, the text to write.
+type PolicyVerdict struct {
+	Decision PolicyDecision
+	// Body is the header of the owner followed by the rendered body, for
+	// PolicyWrite.
+	Body string
+}
+
+// DecidePolicy says what self may do with one ACL policy name. The header
+// is the record of what a template owns: a policy without self's (or with
+// the previous release's header for self's template, which self rewrites)
+// is never written unless the template adopts it, and never deleted.
+func DecidePolicy(self PolicyOwner, f PolicyFacts) PolicyVerdict {
+	owner, headed := ParseHeader(f.Actual)
+	ours := f.Found && headed && self.Owns(owner)
+	switch {
+	case !f.Wanted && ours:
+		return PolicyVerdict{Decision: PolicyDelete}
+	case !f.Wanted && f.Found:
+		return PolicyVerdict{Decision: PolicyNotOwned}
+	case !f.Wanted:
+		return PolicyVerdict{Decision: PolicyAbsent}
+	case f.Found && !ours && !f.Adopt:
+		return PolicyVerdict{Decision: PolicyNotOwned}
+	}
+	body := self.Header() + f.Want
+	if f.Found && !policyDiffers(body, f.Actual) {
+		return PolicyVerdict{Decision: PolicyKeep}
+	}
+	return PolicyVerdict{Decision: PolicyWrite, Body: body}
+}
+
+// policyDiffers compares the text to write with Vault's. Vault may store
+// a policy with its surrounding whitespace changed, which must not make
+// every scan write it again.
+func policyDiffers(desired, actual string) bool {
+	return strings.TrimSpace(desired) != strings.TrimSpace(actual)
+}

@@ -1,6 +1,9 @@
 package ownership
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestPolicyHeader(t *testing.T) {
 	for _, o := range []PolicyOwner{{Cluster: "c-1", Template: "salt-minions"}, {Template: `odd "name"`}, {Cluster: "a:b.c_d-e", Template: "t in cluster x"}} {
@@ -59,4 +62,54 @@ func FuzzParseHeader(f *testing.F) {
 			t.Fatalf("%q parsed as %+v, which writes %q and reads back as %+v, %v", hcl, o, o.Header(), again, ok)
 		}
 	})
+}
+
+func TestDecidePolicy(t *testing.T) {
+	self := PolicyOwner{Cluster: "c-1", Template: "salt"}
+	const want = "path \"salt/data/roles/web\" {\n  capabilities = [\"read\"]\n}\n"
+	ours := self.Header() + want
+	previous := PolicyOwner{Template: "salt"}.Header() + want
+	otherCluster := PolicyOwner{Cluster: "c-2", Template: "salt"}.Header() + want
+	otherTemplate := PolicyOwner{Cluster: "c-1", Template: "other"}.Header() + want
+	otherCase := PolicyOwner{Cluster: "c-1", Template: "Salt"}.Header() + want
+	tests := []struct {
+		name string
+		f    PolicyFacts
+		want PolicyDecision
+	}{
+		{"absent, not wanted", PolicyFacts{}, PolicyAbsent},
+		{"absent, not wanted, adopt changes nothing", PolicyFacts{Adopt: true}, PolicyAbsent},
+		{"absent, wanted: written", PolicyFacts{Wanted: true, Want: want}, PolicyWrite},
+		{"ours, as wanted", PolicyFacts{Found: true, Actual: ours, Wanted: true, Want: want}, PolicyKeep},
+		{"ours, Vault added a trailing newline", PolicyFacts{Found: true, Actual: ours + "\n\n", Wanted: true, Want: want}, PolicyKeep},
+		{"ours, Vault dropped the trailing newline", PolicyFacts{Found: true, Actual: strings.TrimRight(ours, "\n"), Wanted: true, Want: want}, PolicyKeep},
+		{"ours, a rule differs", PolicyFacts{Found: true, Actual: ours + "path \"x\" {}\n", Wanted: true, Want: want}, PolicyWrite},
+		{"ours, whitespace inside differs", PolicyFacts{Found: true, Actual: strings.Replace(ours, "  capabilities", "capabilities", 1), Wanted: true, Want: want}, PolicyWrite},
+		{"ours, not wanted: deleted", PolicyFacts{Found: true, Actual: ours}, PolicyDelete},
+		{"the previous release's header: rewritten with ours", PolicyFacts{Found: true, Actual: previous, Wanted: true, Want: want}, PolicyWrite},
+		{"the previous release's header, not wanted: deleted", PolicyFacts{Found: true, Actual: previous}, PolicyDelete},
+		{"another cluster's", PolicyFacts{Found: true, Actual: otherCluster, Wanted: true, Want: want}, PolicyNotOwned},
+		{"another cluster's, not wanted: left", PolicyFacts{Found: true, Actual: otherCluster}, PolicyNotOwned},
+		{"another cluster's, adopted", PolicyFacts{Found: true, Actual: otherCluster, Wanted: true, Want: want, Adopt: true}, PolicyWrite},
+		{"another template's", PolicyFacts{Found: true, Actual: otherTemplate, Wanted: true, Want: want}, PolicyNotOwned},
+		{"another template's, not wanted, adopt: left", PolicyFacts{Found: true, Actual: otherTemplate, Adopt: true}, PolicyNotOwned},
+		{"a template whose name differs in case is another template", PolicyFacts{Found: true, Actual: otherCase, Wanted: true, Want: want}, PolicyNotOwned},
+		{"no header", PolicyFacts{Found: true, Actual: want, Wanted: true, Want: want}, PolicyNotOwned},
+		{"no header, not wanted: left", PolicyFacts{Found: true, Actual: want}, PolicyNotOwned},
+		{"no header, adopted", PolicyFacts{Found: true, Actual: want, Wanted: true, Want: want, Adopt: true}, PolicyWrite},
+		{"our header edited by hand", PolicyFacts{Found: true, Actual: strings.Replace(ours, "Do not edit", "Edited", 1), Wanted: true, Want: want}, PolicyNotOwned},
+		{"ours, adopt changes nothing", PolicyFacts{Found: true, Actual: ours, Wanted: true, Want: want, Adopt: true}, PolicyKeep},
+		{"not found, whatever text came with it", PolicyFacts{Actual: ours}, PolicyAbsent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := DecidePolicy(self, tt.f)
+			if got.Decision != tt.want {
+				t.Fatalf("DecidePolicy = %s, want %s", got.Decision, tt.want)
+			}
+			if wantBody := self.Header() + tt.f.Want; (got.Decision == PolicyWrite) != (got.Body == wantBody) {
+				t.Errorf("body %q, want %q for a write only", got.Body, wantBody)
+			}
+		})
+	}
 }
