@@ -131,8 +131,27 @@ func templateExists(ctx context.Context, src Source, b *v1alpha1.MinionBinding, 
 	return nil
 }
 
+// NamespaceJudge is a Source that applies the namespaceSelector itself,
+// to remember its verdicts: the manifests of a fleet are thousands of
+// bindings in a few namespaces (the CLI's audit), while the operator's
+// bindings come one at a time.
+type NamespaceJudge interface {
+	// NamespaceVerdict is NamespaceAllowed for namespace ns.
+	NamespaceVerdict(ctx context.Context, tpl *v1alpha1.MinionTemplate, ns string) (*Verdict, error)
+}
+
 func namespaceSelected(ctx context.Context, src Source, b *v1alpha1.MinionBinding, a *Admitted) error {
 	if a.Template.Spec.NamespaceSelector == nil {
+		return nil
+	}
+	if j, ok := src.(NamespaceJudge); ok {
+		v, err := j.NamespaceVerdict(ctx, a.Template, b.Namespace)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			return v
+		}
 		return nil
 	}
 	lbls, err := src.NamespaceLabels(ctx, b.Namespace)
