@@ -2,13 +2,14 @@
 // of it reaches Vault: its template exists, the template lets its
 // namespace bind, it holds its minion ID, and it renders and validates.
 // The binding reconciler, the template reconciler (which renders the
-// policy documents of admitted bindings only) and `minionvault plan` all
-// call Admit, so the three cannot disagree about who is admitted.
+// policy documents of admitted bindings only), `minionvault plan` and
+// `minionvault audit` all call Admit, so they cannot disagree about who is
+// admitted.
 //
 // The checks run in a fixed order, each a small function returning a
 // verdict (cert-manager's policy chains): the first verdict wins. Where the
 // facts come from is a Source: the informer cache in the operator, the
-// manifests in the CLI.
+// manifests in the CLI (internal/offline.Facts).
 package admission
 
 import (

@@ -88,7 +88,7 @@ func alignWithVault(offline, online *Fleet) {
 }
 
 // byRole is the fleet keyed by role name, each minion named by its role,
-// as diffFleets pairs minions by name.
+// as Diff pairs minions by name.
 func byRole(f *Fleet) *Fleet {
 	out := &Fleet{byID: map[string]*Minion{}, docs: f.docs, ev: f.ev}
 	for _, m := range f.minions {

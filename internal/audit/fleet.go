@@ -147,7 +147,8 @@ func loadFleet(paths []string, o loadOptions) (*Fleet, error) {
 	}
 	f := &Fleet{byID: map[string]*Minion{}, docs: map[string]string{}}
 	f.addPolicyFiles(files, o.vaultDocs)
-	// Said after the templates' warnings, as they always were.
+	// Found before admit lets the bindings go, said after the templates'
+	// warnings, where the audit has always said them.
 	unknown := unknownTemplates(in)
 	if err := f.admit(in, files, o); err != nil {
 		return nil, err
