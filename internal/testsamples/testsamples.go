@@ -8,15 +8,26 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
 
-// Dir is config/samples.
+// Dir is config/samples of the module the test runs in: found from the
+// test's working directory (its package's folder), not from this file's
+// compiled path, which -trimpath makes a module path.
 func Dir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "config", "samples")
+	dir, err := os.Getwd()
+	if err != nil {
+		return filepath.Join("config", "samples")
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "config", "samples")
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Join(dir, "config", "samples")
+		}
+	}
 }
 
 // Copy copies the YAML files of config/samples to a new folder, for a test
