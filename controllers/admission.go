@@ -15,16 +15,16 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
-// clusterFacts is the admission gate's source in the operator: the
+// ClusterFacts is the admission gate's source in the operator: the
 // informer cache, and the shared cache of compiled templates.
-type clusterFacts struct {
+type ClusterFacts struct {
 	reader    client.Reader
 	templates *Templates
 }
 
-var _ admission.Source = clusterFacts{}
+var _ admission.Source = ClusterFacts{}
 
-func (f clusterFacts) Template(ctx context.Context, name string) (*v1alpha1.MinionTemplate, error) {
+func (f ClusterFacts) Template(ctx context.Context, name string) (*v1alpha1.MinionTemplate, error) {
 	tpl := &v1alpha1.MinionTemplate{}
 	if err := f.reader.Get(ctx, types.NamespacedName{Name: name}, tpl); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -35,7 +35,7 @@ func (f clusterFacts) Template(ctx context.Context, name string) (*v1alpha1.Mini
 	return tpl, nil
 }
 
-func (f clusterFacts) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
+func (f ClusterFacts) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
 	n := &corev1.Namespace{}
 	if err := f.reader.Get(ctx, types.NamespacedName{Name: namespace}, n); err != nil {
 		return nil, err
@@ -43,9 +43,9 @@ func (f clusterFacts) NamespaceLabels(ctx context.Context, namespace string) (ma
 	return n.Labels, nil
 }
 
-func (f clusterFacts) Claimants(ctx context.Context, minionID string) ([]*v1alpha1.MinionBinding, error) {
+func (f ClusterFacts) Claimants(ctx context.Context, minionID string) ([]*v1alpha1.MinionBinding, error) {
 	list := &v1alpha1.MinionBindingList{}
-	if err := f.reader.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(minionID)}); err != nil {
+	if err := f.reader.List(ctx, list, client.MatchingFields{MinionIDIndex: MinionIDKey(minionID)}); err != nil {
 		return nil, err
 	}
 	out := make([]*v1alpha1.MinionBinding, len(list.Items))
@@ -58,21 +58,21 @@ func (f clusterFacts) Claimants(ctx context.Context, minionID string) ([]*v1alph
 // Compile sorts Templates.Compile's errors for the gate: a missing
 // ConfigMap is waited for, an API error retried, anything else is the
 // template's own problem.
-func (f clusterFacts) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
+func (f ClusterFacts) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
 	c, err := f.templates.Compile(ctx, tpl)
 	switch {
 	case err == nil:
 		return c, nil
-	case isWaiting(err):
+	case IsWaiting(err):
 		return nil, &admission.Verdict{Kind: admission.Waiting, Reason: v1alpha1.RenderFailedReason, Message: err.Error()}
-	case isAPIError(err):
+	case IsAPIError(err):
 		return nil, err
 	}
 	return nil, &admission.Verdict{Kind: admission.Stalled, Reason: v1alpha1.RenderFailedReason, Message: fmt.Sprintf("template %q: %v", tpl.Name, err)}
 }
 
 // Render renders through the process's shared renders (admission.Renderer).
-func (f clusterFacts) Render(compiled *render.Compiled, b *v1alpha1.MinionBinding) (*render.Result, []render.Violation, error) {
+func (f ClusterFacts) Render(compiled *render.Compiled, b *v1alpha1.MinionBinding) (*render.Result, []render.Violation, error) {
 	var renders *Renders
 	if f.templates != nil {
 		renders = f.templates.Renders
@@ -80,9 +80,9 @@ func (f clusterFacts) Render(compiled *render.Compiled, b *v1alpha1.MinionBindin
 	return renders.Render(compiled, b)
 }
 
-// admit runs the admission gate for a binding against the cluster.
-func admit(ctx context.Context, reader client.Reader, templates *Templates, b *v1alpha1.MinionBinding) (*admission.Admitted, error) {
-	return admission.Admit(ctx, clusterFacts{reader: reader, templates: templates}, b)
+// Admit runs the admission gate for a binding against the cluster.
+func Admit(ctx context.Context, reader client.Reader, templates *Templates, b *v1alpha1.MinionBinding) (*admission.Admitted, error) {
+	return admission.Admit(ctx, ClusterFacts{reader: reader, templates: templates}, b)
 }
 
 // rivals is the admission gate's claim order in ownership's terms, the

@@ -56,7 +56,7 @@ func (ex *executed) run(ctx context.Context, vc vault.Client, a vaultAction) err
 			if id == "" {
 				// Someone created it between our read and write: read it
 				// and decide again.
-				return vaultState(nil, fmt.Sprintf("entity %s appeared while the operator created it", a.name))
+				return VaultState(nil, fmt.Sprintf("entity %s appeared while the operator created it", a.name))
 			}
 			ex.entityID = id
 		}

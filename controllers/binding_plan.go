@@ -120,7 +120,7 @@ type planMode struct {
 // Vault to what res renders: the entity, then the alias and role (a new
 // role's alias first, so that a crash leaves only objects proven the
 // binding's), then the removals at the stale placements. It returns
-// errRefused when the objects are someone else's and errInvalidInput when
+// ErrRefused when the objects are someone else's and errInvalidInput when
 // the rendering cannot be stored: nothing may be written then.
 func planBinding(res *render.Result, o *observed, mode planMode) (bindingPlan, error) {
 	d, err := decide(o, mode.adopt)
@@ -134,7 +134,7 @@ func planBinding(res *render.Result, o *observed, mode planMode) (bindingPlan, e
 	}
 	desired, err := ownership.Metadata(actual, res.EntityMetadata, o.proof.self)
 	if err != nil {
-		return bindingPlan{}, &errInvalidInput{err: err}
+		return bindingPlan{}, &ErrInvalidInput{err: err}
 	}
 	p := &planner{mode: mode}
 	// The role goes first when it is handed over: its secret IDs stop

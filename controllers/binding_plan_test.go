@@ -110,7 +110,7 @@ func TestPlanBinding(t *testing.T) {
 		o      *observed
 		mode   planMode
 		want   []string
-		refuse string // the errRefused reason
+		refuse string // the ErrRefused reason
 	}{
 		{name: "new binding: entity, then the alias named by the new role ID, then the role", res: res, o: world(res, self, observed{}), mode: sync,
 			want: []string{"create entity identity/entity/name/salt_minion_web01", "create entity-alias identity/entity-alias", "create approle-role auth/salt-minions/role/web01"}},
@@ -197,10 +197,10 @@ func TestPlanBinding(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			plan, err := planBinding(tt.res, tt.o, tt.mode)
-			var refused *errRefused
+			var refused *ErrRefused
 			switch {
 			case tt.refuse != "":
-				if !errors.As(err, &refused) || refused.reason != tt.refuse || len(plan.actions) != 0 {
+				if !errors.As(err, &refused) || refused.Reason != tt.refuse || len(plan.actions) != 0 {
 					t.Fatalf("err %v, actions %q; want refused %s", err, show(plan.actions), tt.refuse)
 				}
 				return

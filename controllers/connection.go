@@ -108,7 +108,7 @@ func (c *Connections) client(ctx context.Context, name string, gated bool) (vaul
 	conn := &v1alpha1.VaultConnection{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, conn); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, "", waiting(waitingForConnection, "VaultConnection %q does not exist", name)
+			return nil, nil, "", Waiting(WaitingForConnection, "VaultConnection %q does not exist", name)
 		}
 		return nil, nil, "", err
 	}
@@ -163,14 +163,14 @@ func (c *Connections) current(ctx context.Context, conn *v1alpha1.VaultConnectio
 		return "", nil, nil
 	}
 	versions := []string{fmt.Sprint(conn.Generation)}
-	for _, ref := range secretRefs(conn) {
+	for _, ref := range SecretRefs(conn) {
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		if err := c.Metadata.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, m); err != nil {
 			if apierrors.IsNotFound(err) {
 				// The watch that fills this cache wakes the connection's
 				// bindings when the Secret appears.
-				return "", nil, waiting(waitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
+				return "", nil, Waiting(WaitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
 			}
 			return "", nil, nil
 		}
@@ -194,7 +194,7 @@ func (c *Connections) current(ctx context.Context, conn *v1alpha1.VaultConnectio
 func (c *Connections) noteWait(name, seen string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if seen == "" || !isWaiting(err) {
+	if seen == "" || !IsWaiting(err) {
 		delete(c.waits, name)
 		return
 	}
@@ -204,9 +204,9 @@ func (c *Connections) noteWait(name, seen string, err error) {
 	c.waits[name] = keyedError{key: seen, err: err}
 }
 
-// secretRefs lists the Secrets a connection reads, in the order their
+// SecretRefs lists the Secrets a connection reads, in the order their
 // versions take in its cache key.
-func secretRefs(conn *v1alpha1.VaultConnection) []v1alpha1.SecretKeyReference {
+func SecretRefs(conn *v1alpha1.VaultConnection) []v1alpha1.SecretKeyReference {
 	var refs []v1alpha1.SecretKeyReference
 	if t := conn.Spec.TLS; t != nil && t.CASecretRef != nil {
 		refs = append(refs, t.CASecretRef.Resolve())
@@ -233,7 +233,7 @@ func (c *Connections) secretNamespace(conn *v1alpha1.VaultConnection) error {
 		if f.ref.Namespace == c.SecretNamespace {
 			continue
 		}
-		return errWaiting{what: waitingForCredential, stall: v1alpha1.SecretNamespaceNotAllowedReason, msg: fmt.Sprintf(
+		return ErrWaiting{What: WaitingForCredential, Stall: v1alpha1.SecretNamespaceNotAllowedReason, Msg: fmt.Sprintf(
 			"VaultConnection %q: %s names Secret %s/%s, but the operator reads Secrets only in namespace %q: "+
 				"move the Secret into %q and set the reference's namespace to it (docs/operations.md#connection-secrets-in-the-operators-namespace)",
 			conn.Name, f.field, f.ref.Namespace, f.ref.Name, c.SecretNamespace, c.SecretNamespace)}
@@ -310,7 +310,7 @@ func (c *Connections) config(ctx context.Context, conn *v1alpha1.VaultConnection
 		k := a.Kubernetes
 		cfg.Auth.Kubernetes = &vault.KubernetesAuth{Mount: k.EffectiveMount(), Role: k.Role, JWT: c.serviceAccountToken(k.Audiences)}
 	default:
-		return cfg, "", waiting(waitingForCredential, "VaultConnection %q has no auth method", conn.Name)
+		return cfg, "", Waiting(WaitingForCredential, "VaultConnection %q has no auth method", conn.Name)
 	}
 	return cfg, vault.CacheKey(key[0], key[1:]...), nil
 }
@@ -325,13 +325,13 @@ func (c *Connections) secret(ctx context.Context, ref v1alpha1.SecretKeyReferenc
 	s := &corev1.Secret{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, "", waiting(waitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
+			return nil, "", Waiting(WaitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
 		}
 		return nil, "", fmt.Errorf("reading Secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
 	v, ok := s.Data[ref.Key]
 	if !ok || len(v) == 0 {
-		return nil, "", waiting(waitingForCredential, "Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
+		return nil, "", Waiting(WaitingForCredential, "Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
 	}
 	return v, s.ResourceVersion, nil
 }

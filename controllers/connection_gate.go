@@ -40,8 +40,8 @@ func (c *Connections) gated(name, key string) error {
 	}
 	// The reason is the connection's (VaultUnavailable, AccessDenied): what
 	// a binding would have found itself, without asking.
-	return errWaiting{what: waitingForHealth, reason: outcomeFor(g.err).reason,
-		msg: fmt.Sprintf("VaultConnection %q cannot be used (%v): waiting for its check to pass", name, g.err)}
+	return ErrWaiting{What: WaitingForHealth, Reason: OutcomeFor(g.err).Reason,
+		Msg: fmt.Sprintf("VaultConnection %q cannot be used (%v): waiting for its check to pass", name, g.err)}
 }
 
 // retryAfter is when the connection controller checks a failing
@@ -68,7 +68,7 @@ func (c *Connections) record(name, key string, err error) {
 	if c.gates == nil {
 		c.gates = map[string]connGate{}
 	}
-	if err != nil && (isWaiting(err) || classify(err) == vault.ClassInvalid) {
+	if err != nil && (IsWaiting(err) || Classify(err) == vault.ClassInvalid) {
 		err = nil
 	}
 	fails := 0
@@ -96,10 +96,10 @@ func (c *Connections) Probe(ctx context.Context, name string, check func(vault.C
 // connection's wait when the check fails too. Otherwise err is the
 // caller's own.
 func (c *Connections) Verify(ctx context.Context, name string, err error) error {
-	if err == nil || isWaiting(err) {
+	if err == nil || IsWaiting(err) {
 		return err
 	}
-	if cl := classify(err); cl != vault.ClassDenied && cl != vault.ClassTransient {
+	if cl := Classify(err); cl != vault.ClassDenied && cl != vault.ClassTransient {
 		return err
 	}
 	c.mu.Lock()
@@ -134,7 +134,7 @@ func (c *Connections) Verify(ctx context.Context, name string, err error) error 
 		if perr != nil && wake != nil {
 			// The connection controller still thinks the connection
 			// healthy: it must check it now and keep checking until it
-			// passes, for the waiting ones to be woken (becameReady).
+			// passes, for the waiting ones to be woken (BecameReady).
 			wake(name)
 		}
 	}

@@ -50,7 +50,7 @@ func TestDeadTokenGatesTheConnection(t *testing.T) {
 	for _, name := range names {
 		h.reconcile("salt", name)
 		b := h.get("salt", name)
-		ready := readyCondition(b)
+		ready := ReadyOf(b)
 		if ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.AccessDeniedReason || !strings.Contains(ready.Message, `VaultConnection "vault" cannot be used`) {
 			t.Fatalf("%s: Ready %+v", name, ready)
 		}
@@ -69,7 +69,7 @@ func TestDeadTokenGatesTheConnection(t *testing.T) {
 	}
 	for _, name := range names {
 		h.reconcile("salt", name)
-		if ready := readyCondition(h.get("salt", name)); ready.Status != metav1.ConditionTrue {
+		if ready := ReadyOf(h.get("salt", name)); ready.Status != metav1.ConditionTrue {
 			t.Fatalf("%s after the check passed: %+v", name, ready)
 		}
 	}
@@ -85,14 +85,14 @@ func TestAPathRefusalIsNotTheConnections(t *testing.T) {
 	if err == nil || !vault.Denied(err) {
 		t.Fatalf("reconcile: %v, want the refusal for backoff", err)
 	}
-	if ready := readyCondition(h.get("salt", "web01")); ready.Reason != v1alpha1.AccessDeniedReason {
+	if ready := ReadyOf(h.get("salt", "web01")); ready.Reason != v1alpha1.AccessDeniedReason {
 		t.Errorf("Ready %+v", ready)
 	}
 	if gerr := h.r.Connections.gated("vault", ""); gerr != nil {
 		t.Errorf("the connection is gated: %v", gerr)
 	}
 	h.reconcile("salt", "web01")
-	if ready := readyCondition(h.get("salt", "web01")); ready.Status != metav1.ConditionTrue {
+	if ready := ReadyOf(h.get("salt", "web01")); ready.Status != metav1.ConditionTrue {
 		t.Errorf("the next reconcile: %+v", ready)
 	}
 }

@@ -105,15 +105,15 @@ func TestConnectionSecretNamespace(t *testing.T) {
 			if n := outside.Load(); n != 0 {
 				t.Errorf("%d Secret reads outside %s", n, opNamespace)
 			}
-			if reason, ok := stalledConnection(err); !ok || reason != v1alpha1.SecretNamespaceNotAllowedReason {
+			if reason, ok := StalledConnection(err); !ok || reason != v1alpha1.SecretNamespaceNotAllowedReason {
 				t.Errorf("connection stall reason %q, %v", reason, ok)
 			}
 			// Bindings and templates: a wait on the connection, and a
 			// deleted binding keeps its Vault objects' finalizer.
-			if o := outcomeFor(err); o.kind != outcomeWaiting || o.reason != v1alpha1.ConnectionNotReadyReason {
+			if o := OutcomeFor(err); o.Kind != OutcomeWaiting || o.Reason != v1alpha1.ConnectionNotReadyReason {
 				t.Errorf("binding outcome %+v, want waiting with %s", o, v1alpha1.ConnectionNotReadyReason)
 			}
-			if !waitingOn(err, waitingForCredential) {
+			if !WaitingOn(err, WaitingForCredential) {
 				t.Error("not a wait for the connection's credentials")
 			}
 			for _, want := range []string{`VaultConnection "vault"`, tc.wantField, tc.wantRef, `namespace "` + opNamespace + `"`, "docs/operations.md#connection-secrets-in-the-operators-namespace"} {

@@ -47,7 +47,7 @@ func TestDeletionWaitsForACredential(t *testing.T) {
 	h.reconcile("salt", "web01")
 	working := h.r.Connections.NewClient
 	h.r.Connections.NewClient = func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) {
-		return nil, waiting(waitingForCredential, "Secret ops/token does not exist")
+		return nil, Waiting(WaitingForCredential, "Secret ops/token does not exist")
 	}
 	if err := h.c.Delete(ctx, h.get("salt", "web01")); err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestDeletionWithABrokenRecordLooksWhereStatusSays(t *testing.T) {
 }
 
 // A live binding whose record was broken by hand stalls, and recovers as
-// soon as the record is removed (the change wakes it: recordRepaired).
+// soon as the record is removed (the change wakes it: RecordRepaired).
 func TestBrokenRecordStallsUntilRemoved(t *testing.T) {
 	h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
 	ctx := context.Background()
@@ -124,7 +124,7 @@ func TestBrokenRecordStallsUntilRemoved(t *testing.T) {
 	if err := h.c.Update(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if !recordRepaired.Update(event.UpdateEvent{ObjectOld: good, ObjectNew: b}) {
+	if !RecordRepaired.Update(event.UpdateEvent{ObjectOld: good, ObjectNew: b}) {
 		t.Error("breaking the record does not wake the binding")
 	}
 	h.reconcile("salt", "web01")
@@ -137,7 +137,7 @@ func TestBrokenRecordStallsUntilRemoved(t *testing.T) {
 	if err := h.c.Update(ctx, fixed); err != nil {
 		t.Fatal(err)
 	}
-	if !recordRepaired.Update(event.UpdateEvent{ObjectOld: stalled, ObjectNew: fixed}) {
+	if !RecordRepaired.Update(event.UpdateEvent{ObjectOld: stalled, ObjectNew: fixed}) {
 		t.Fatal("removing the broken record does not wake the binding")
 	}
 	h.reconcile("salt", "web01")
@@ -164,7 +164,7 @@ func TestRetainDoesNotWaitForVault(t *testing.T) {
 	h.reconcile("salt", "web01")
 	h.events()
 	h.r.Connections.NewClient = func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) {
-		return nil, waiting(waitingForCredential, "Secret ops/token does not exist")
+		return nil, Waiting(WaitingForCredential, "Secret ops/token does not exist")
 	}
 	h.deleteAndFinalize("salt", "web01")
 	if r, _ := h.v.ReadRole(ctx, "salt-minions", "web01"); r == nil {

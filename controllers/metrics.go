@@ -108,7 +108,7 @@ func (m *Metrics) observeBinding(obj *v1alpha1.MinionBinding, sc *bindingScope) 
 	if sc.driftRun == driftRunStarted {
 		m.recurring.Inc()
 	}
-	if sc.outcome.kind == outcomeStalled {
-		m.renderFails.WithLabelValues(sc.outcome.reason).Inc()
+	if sc.outcome.Kind == OutcomeStalled {
+		m.renderFails.WithLabelValues(sc.outcome.Reason).Inc()
 	}
 }

@@ -182,7 +182,7 @@ func (r *MinionBindingReconciler) clientFor(ctx context.Context, p ownership.Pla
 	for i, name := range candidates {
 		vc, conn, err := r.Connections.Get(ctx, name)
 		if err != nil {
-			if waitingOn(err, waitingForConnection) {
+			if WaitingOn(err, WaitingForConnection) {
 				continue // no such connection
 			}
 			if i == 0 {
@@ -198,7 +198,7 @@ func (r *MinionBindingReconciler) clientFor(ctx context.Context, p ownership.Pla
 		if p.Vault == "" {
 			return vc, nil
 		}
-		key, err := vaultKey(ctx, vc, conn)
+		key, err := VaultKey(ctx, vc, conn)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -218,7 +218,7 @@ func (r *MinionBindingReconciler) clientFor(ctx context.Context, p ownership.Pla
 
 // record patches the binding's annotation to inv, if it differs.
 func (r *MinionBindingReconciler) record(ctx context.Context, obj *v1alpha1.MinionBinding, inv ownership.Inventory) error {
-	err := patchMetadata(ctx, r.Client, obj, func() bool {
+	err := PatchMetadata(ctx, r.Client, obj, func() bool {
 		before := obj.Annotations[v1alpha1.VaultObjectsAnnotation]
 		setInventory(obj, inv)
 		return obj.Annotations[v1alpha1.VaultObjectsAnnotation] != before
@@ -246,7 +246,7 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 	// recorded with each placement (a Retain is not lost by deleting the
 	// template first, nor by losing status).
 	tpl := &v1alpha1.MinionTemplate{}
-	if err := r.Get(ctx, typesName(obj.Spec.TemplateRef.Name), tpl); apierrors.IsNotFound(err) {
+	if err := r.Get(ctx, Named(obj.Spec.TemplateRef.Name), tpl); apierrors.IsNotFound(err) {
 		tpl = nil
 	} else if err != nil {
 		return err
@@ -262,7 +262,7 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 	// A connection that exists but cannot log in yet (its Secret is
 	// missing): wait rather than leave an AppRole that still works.
 	for _, p := range inv {
-		if _, _, err := r.Connections.Get(ctx, p.Connection); waitingOn(err, waitingForCredential) && policy(p) != v1alpha1.DeletionPolicyRetain {
+		if _, _, err := r.Connections.Get(ctx, p.Connection); WaitingOn(err, WaitingForCredential) && policy(p) != v1alpha1.DeletionPolicyRetain {
 			sc.wait(v1alpha1.DeletionBlockedReason, "waiting to delete the Vault objects: "+err.Error())
 			return nil
 		}
@@ -274,9 +274,9 @@ func (r *MinionBindingReconciler) finalize(ctx context.Context, obj *v1alpha1.Mi
 		sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
 		return errors.Join(err, r.record(ctx, obj, inv.Without(gone)))
 	}
-	if err := removeFinalizer(ctx, r.Client, obj); err != nil {
+	if err := RemoveFinalizer(ctx, r.Client, obj); err != nil {
 		return err
 	}
-	sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: "deleted"}
+	sc.outcome = Outcome{Kind: OutcomeReady, Reason: v1alpha1.SucceededReason, Message: "deleted"}
 	return nil
 }

@@ -55,7 +55,7 @@ func (r *MinionBindingReconciler) now() time.Time {
 // bindingScope records what one reconcile saw and did; status and events
 // are derived from it after the work.
 type bindingScope struct {
-	outcome outcome
+	outcome Outcome
 	result  *render.Result
 	tpl     *v1alpha1.MinionTemplate
 	conn    string
@@ -112,19 +112,19 @@ func (r *MinionBindingReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("minionID", obj.Spec.MinionID))
 	statusBefore := obj.Status.DeepCopy()
 	sc := &bindingScope{}
-	before := readyCondition(obj)
+	before := ReadyOf(obj)
 
 	defer func() {
-		if retErr != nil && sc.outcome.kind == outcomeReady {
-			sc.outcome = outcomeFor(retErr)
+		if retErr != nil && sc.outcome.Kind == OutcomeReady {
+			sc.outcome = OutcomeFor(retErr)
 		}
 		r.finishStatus(obj, sc)
 		// Counted before the status is written: whoever sees the status
 		// finds the metric counted too.
 		r.Metrics.observeBinding(obj, sc)
-		perr := patchStatus(ctx, r.Client, obj, statusBefore, bindingStatus)
+		perr := PatchStatus(ctx, r.Client, obj, statusBefore, bindingStatus)
 		r.events(obj, sc, before)
-		result, retErr = resultFor(sc.outcome, retErr, sc.requeue)
+		result, retErr = ResultFor(sc.outcome, retErr, sc.requeue)
 		if perr != nil {
 			// The status must be written: retry, even a stalled binding.
 			result, retErr = ctrl.Result{}, perr
@@ -135,7 +135,7 @@ func (r *MinionBindingReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, r.finalize(ctx, obj, sc)
 	}
 	if obj.Spec.Suspend {
-		sc.outcome = outcome{kind: outcomeSuspended}
+		sc.outcome = Outcome{Kind: OutcomeSuspended}
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.reconcile(ctx, obj, sc)
@@ -146,7 +146,7 @@ func bindingStatus(b *v1alpha1.MinionBinding) *v1alpha1.MinionBindingStatus { re
 // reconcile admits the binding, then brings Vault to what it renders to.
 // Every refusal and failure is returned as an error; outcomeFor sorts them.
 func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding, sc *bindingScope) error {
-	a, err := admit(ctx, r.Client, r.Templates, obj)
+	a, err := Admit(ctx, r.Client, r.Templates, obj)
 	sc.tpl, sc.result = a.Template, a.Result
 	if err != nil {
 		return err
@@ -154,14 +154,14 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 	tpl, res := a.Template, a.Result
 	inv, err := r.inventory(ctx, obj)
 	if err != nil {
-		return &errInvalidInput{err: err}
+		return &ErrInvalidInput{err: err}
 	}
 	vc, conn, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 	if err != nil {
 		return err
 	}
 	sc.conn = tpl.Spec.ConnectionRef.Name
-	if sc.vault, err = vaultKey(ctx, vc, conn); err != nil {
+	if sc.vault, err = VaultKey(ctx, vc, conn); err != nil {
 		return r.Connections.Verify(ctx, sc.conn, err)
 	}
 
@@ -172,8 +172,8 @@ func (r *MinionBindingReconciler) reconcile(ctx context.Context, obj *v1alpha1.M
 		// wait on it, and its siblings with it, without trying Vault.
 		return r.Connections.Verify(ctx, sc.conn, err)
 	}
-	sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: readyMessage(res)}
-	sc.requeue = jitter(templateInterval(tpl, r.DefaultInterval))
+	sc.outcome = Outcome{Kind: OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
+	sc.requeue = Jitter(TemplateInterval(tpl, r.DefaultInterval))
 	return nil
 }
 
@@ -183,17 +183,17 @@ func readyMessage(res *render.Result) string {
 }
 
 func (sc *bindingScope) wait(reason, msg string) {
-	sc.outcome = outcome{kind: outcomeWaiting, reason: reason, message: msg}
-	sc.requeue = waitAfter
+	sc.outcome = Outcome{Kind: OutcomeWaiting, Reason: reason, Message: msg}
+	sc.requeue = WaitAfter
 }
 
 func (sc *bindingScope) fail(reason, msg string) {
-	sc.outcome = outcome{kind: outcomeFailed, reason: reason, message: msg}
+	sc.outcome = Outcome{Kind: OutcomeFailed, Reason: reason, Message: msg}
 }
 
-func minionIDKey(id string) string { return strings.ToLower(id) }
+func MinionIDKey(id string) string { return strings.ToLower(id) }
 
-func templateInterval(tpl *v1alpha1.MinionTemplate, def time.Duration) time.Duration {
+func TemplateInterval(tpl *v1alpha1.MinionTemplate, def time.Duration) time.Duration {
 	if tpl != nil && tpl.Spec.Interval != nil && tpl.Spec.Interval.Duration > 0 {
 		return tpl.Spec.Interval.Duration
 	}
@@ -203,8 +203,8 @@ func templateInterval(tpl *v1alpha1.MinionTemplate, def time.Duration) time.Dura
 	return time.Hour
 }
 
-// jitter spreads resyncs of many bindings over ±10% of the interval.
-func jitter(d time.Duration) time.Duration {
+// Jitter spreads resyncs of many bindings over ±10% of the interval.
+func Jitter(d time.Duration) time.Duration {
 	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d))
 }
 

@@ -90,7 +90,7 @@ func setDriftRecurring(obj *v1alpha1.MinionBinding, drift []string) {
 		msg = driftRecurringMessage(run, drift)
 	}
 	meta.SetStatusCondition(&conds, metav1.Condition{Type: v1alpha1.DriftRecurringCondition, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.OtherWriterReason, Message: truncate(msg), ObservedGeneration: obj.Generation})
+		Reason: v1alpha1.OtherWriterReason, Message: Truncate(msg), ObservedGeneration: obj.Generation})
 	obj.Status.Conditions = conds
 }
 

@@ -107,7 +107,7 @@ func TestRecurringDriftIsSaidOnce(t *testing.T) {
 			!strings.Contains(c.Message, otherWriterDoc) || !strings.Contains(c.Message, "AppRole salt-minions/web01") {
 			t.Fatalf("correction %d: condition %+v", i+2, c)
 		}
-		if ready := readyCondition(h.get("salt", "web01")); ready.Status != metav1.ConditionTrue {
+		if ready := ReadyOf(h.get("salt", "web01")); ready.Status != metav1.ConditionTrue {
 			t.Fatalf("Ready %+v", ready)
 		}
 	}

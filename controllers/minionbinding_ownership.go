@@ -121,7 +121,7 @@ func (p *bindingPipeline) observeCurrent(ctx context.Context, vc vault.Client, o
 		return nil, fmt.Errorf("reading the accessor of auth/%s: %w", mount, err)
 	}
 	if accessor == "" {
-		return nil, vaultState(nil, fmt.Sprintf("no auth method is mounted at auth/%s", mount))
+		return nil, VaultState(nil, fmt.Sprintf("no auth method is mounted at auth/%s", mount))
 	}
 	o := &observed{proof: p.proof, accessor: accessor, mount: mount, name: role, entityName: res.EntityName, rivals: rivals}
 	if o.role, err = vc.ReadRole(ctx, mount, role); err != nil {
@@ -246,15 +246,15 @@ func decide(o *observed, adopt bool) (decisions, error) {
 func refusal(v ownership.Verdict) error {
 	switch v.Reason {
 	case ownership.ReasonReleasing:
-		return &errRefused{reason: v1alpha1.MinionIDReleasingReason, msg: v.Why}
+		return &ErrRefused{Reason: v1alpha1.MinionIDReleasingReason, Msg: v.Why}
 	case ownership.ReasonConflict:
-		return &errRefused{reason: v1alpha1.MinionIDConflictReason, msg: v.Why}
+		return &ErrRefused{Reason: v1alpha1.MinionIDConflictReason, Msg: v.Why}
 	case ownership.ReasonDuplicate:
-		return &errRefused{reason: v1alpha1.DuplicateMinionIDReason, msg: v.Why}
+		return &ErrRefused{Reason: v1alpha1.DuplicateMinionIDReason, Msg: v.Why}
 	case ownership.ReasonNotOwned:
-		return &errRefused{reason: v1alpha1.NotOwnedReason, msg: v.Why}
+		return &ErrRefused{Reason: v1alpha1.NotOwnedReason, Msg: v.Why}
 	case ownership.ReasonRetained:
-		return &errRefused{reason: v1alpha1.MinionIDRetainedReason, msg: v.Why}
+		return &ErrRefused{Reason: v1alpha1.MinionIDRetainedReason, Msg: v.Why}
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func (r *MinionBindingReconciler) inventory(ctx context.Context, obj *v1alpha1.M
 // status), "" when unknown: to place a record that names only a connection.
 func connectionVault(ctx context.Context, c client.Reader, name string) string {
 	conn := &v1alpha1.VaultConnection{}
-	if err := c.Get(ctx, typesName(name), conn); err != nil || conn.Status.ClusterID == "" {
+	if err := c.Get(ctx, Named(name), conn); err != nil || conn.Status.ClusterID == "" {
 		return ""
 	}
 	return ownership.VaultKey(conn.Status.ClusterID, conn.Spec.Namespace)
@@ -51,7 +51,7 @@ func (r *MinionBindingReconciler) recordBeforeWriting(ctx context.Context, obj *
 	if controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) && inv.Has(cur) {
 		return nil
 	}
-	err := addFinalizer(ctx, r.Client, obj, func() bool {
+	err := AddFinalizer(ctx, r.Client, obj, func() bool {
 		setInventory(obj, inv.Merge(cur))
 		return true
 	})
@@ -75,10 +75,10 @@ func setInventory(obj *v1alpha1.MinionBinding, inv ownership.Inventory) {
 	obj.Annotations[v1alpha1.VaultObjectsAnnotation] = raw
 }
 
-// vaultKey identifies the Vault a connection reaches: its cluster ID (from
+// VaultKey identifies the Vault a connection reaches: its cluster ID (from
 // the connection's status, or asked of Vault when the connection was not
 // checked yet) and the Vault namespace.
-func vaultKey(ctx context.Context, vc vault.Client, conn *v1alpha1.VaultConnection) (string, error) {
+func VaultKey(ctx context.Context, vc vault.Client, conn *v1alpha1.VaultConnection) (string, error) {
 	id := conn.Status.ClusterID
 	if id == "" {
 		info, err := vc.ServerInfo(ctx)
@@ -88,7 +88,7 @@ func vaultKey(ctx context.Context, vc vault.Client, conn *v1alpha1.VaultConnecti
 		id = info.ClusterID
 	}
 	if id == "" {
-		return "", vaultState(nil, "Vault reports no cluster ID")
+		return "", VaultState(nil, "Vault reports no cluster ID")
 	}
 	return ownership.VaultKey(id, conn.Spec.Namespace), nil
 }

@@ -26,11 +26,11 @@ import (
 func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcileRequested, recordRepaired))).
+			predicate.GenerationChangedPredicate{}, ReconcileRequested, RecordRepaired))).
 		Watches(&v1alpha1.MinionTemplate{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, becameReady, identityChanged))).
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, BecameReady, IdentityChanged))).
 		// Metadata only: the operator holds no Secret or ConfigMap data
 		// in its cache; it reads data by name when a version changes.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfSecret)).
@@ -38,15 +38,15 @@ func (r *MinionBindingReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
-			builder.WithPredicates(claimReleased)).
+			builder.WithPredicates(ClaimReleased)).
 		WithOptions(opts).
 		Named("minionbinding").
 		Complete(r)
 }
 
 func (r *MinionBindingReconciler) bindingsOfTemplate(ctx context.Context, o client.Object) []reconcile.Request {
-	reqs, err := bindingsOfTemplates(ctx, r.Client, []string{o.GetName()})
-	return mapped(ctx, reqs, err)
+	reqs, err := BindingsOfTemplates(ctx, r.Client, []string{o.GetName()})
+	return Mapped(ctx, reqs, err)
 }
 
 // bindingsOfConnection wakes the bindings that use a connection (through
@@ -55,55 +55,55 @@ func (r *MinionBindingReconciler) bindingsOfTemplate(ctx context.Context, o clie
 // for backoff.
 func (r *MinionBindingReconciler) bindingsOfConnection(ctx context.Context, o client.Object) []reconcile.Request {
 	reqs, err := r.connectionBindings(ctx, o.GetName())
-	return mapped(ctx, reqs, err)
+	return Mapped(ctx, reqs, err)
 }
 
 func (r *MinionBindingReconciler) connectionBindings(ctx context.Context, conn string) ([]reconcile.Request, error) {
-	out, err := bindingsBy(ctx, r.Client, bindingConnectionIndex, conn)
+	out, err := BindingsBy(ctx, r.Client, BindingConnectionIndex, conn)
 	if err != nil {
 		return nil, err
 	}
-	templates, err := templatesBy(ctx, r.Client, templateConnectionIndex, conn)
+	templates, err := TemplatesBy(ctx, r.Client, TemplateConnectionIndex, conn)
 	if err != nil {
 		return nil, err
 	}
-	reqs, err := bindingsOfTemplates(ctx, r.Client, templates)
-	return uniqueRequests(append(out, reqs...)), err
+	reqs, err := BindingsOfTemplates(ctx, r.Client, templates)
+	return UniqueRequests(append(out, reqs...)), err
 }
 
 // bindingsOfSecret wakes the bindings of every connection that reads the
 // Secret: a rotated token or secret ID ends an AccessDenied backoff at once.
 func (r *MinionBindingReconciler) bindingsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	conns, err := connectionsBy(ctx, r.Client, connectionSecretIndex, objectKey(o.GetNamespace(), o.GetName()))
+	conns, err := ConnectionsBy(ctx, r.Client, ConnectionSecretIndex, ObjectKey(o.GetNamespace(), o.GetName()))
 	if err != nil {
-		return mapped(ctx, nil, err)
+		return Mapped(ctx, nil, err)
 	}
 	var out []reconcile.Request
 	for _, conn := range conns {
 		reqs, err := r.connectionBindings(ctx, conn)
 		if err != nil {
-			return mapped(ctx, nil, err)
+			return Mapped(ctx, nil, err)
 		}
 		out = append(out, reqs...)
 	}
-	return uniqueRequests(out)
+	return UniqueRequests(out)
 }
 
 // bindingsOfConfigMap wakes the bindings of the templates whose parameter
 // stack reads the ConfigMap: a fixed parameter file ends a RenderFailed.
 func (r *MinionBindingReconciler) bindingsOfConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
-	templates, err := templatesBy(ctx, r.Client, templateConfigMapIndex, objectKey(o.GetNamespace(), o.GetName()))
+	templates, err := TemplatesBy(ctx, r.Client, TemplateConfigMapIndex, ObjectKey(o.GetNamespace(), o.GetName()))
 	if err != nil {
-		return mapped(ctx, nil, err)
+		return Mapped(ctx, nil, err)
 	}
-	reqs, err := bindingsOfTemplates(ctx, r.Client, templates)
-	return mapped(ctx, reqs, err)
+	reqs, err := BindingsOfTemplates(ctx, r.Client, templates)
+	return Mapped(ctx, reqs, err)
 }
 
-// mapped returns a map function's requests, or logs why it has none: a
+// Mapped returns a map function's requests, or logs why it has none: a
 // map function cannot return an error, and a silent nil would hide a
 // missing index as "nothing depends on this".
-func mapped(ctx context.Context, reqs []reconcile.Request, err error) []reconcile.Request {
+func Mapped(ctx context.Context, reqs []reconcile.Request, err error) []reconcile.Request {
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Finding the objects to wake")
 		return nil
@@ -112,7 +112,7 @@ func mapped(ctx context.Context, reqs []reconcile.Request, err error) []reconcil
 }
 
 func (r *MinionBindingReconciler) bindingsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	return bindingsOfNamespace(ctx, r.Client, o.GetName())
+	return BindingsOfNamespace(ctx, r.Client, o.GetName())
 }
 
 // sameMinionID wakes the other claimants of a minion ID when one starts
@@ -124,11 +124,11 @@ func (r *MinionBindingReconciler) sameMinionID(ctx context.Context, o client.Obj
 		return nil
 	}
 	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.MatchingFields{minionIDIndex: minionIDKey(b.Spec.MinionID)}, client.UnsafeDisableDeepCopy); err != nil {
-		return mapped(ctx, nil, fmt.Errorf("listing the claimants of minion ID %q: %w", b.Spec.MinionID, err))
+	if err := r.List(ctx, list, client.MatchingFields{MinionIDIndex: MinionIDKey(b.Spec.MinionID)}, client.UnsafeDisableDeepCopy); err != nil {
+		return Mapped(ctx, nil, fmt.Errorf("listing the claimants of minion ID %q: %w", b.Spec.MinionID, err))
 	}
 	var out []reconcile.Request
-	for _, req := range requests(list) {
+	for _, req := range Requests(list) {
 		if req.NamespacedName != (types.NamespacedName{Namespace: b.Namespace, Name: b.Name}) {
 			out = append(out, req)
 		}
@@ -136,7 +136,7 @@ func (r *MinionBindingReconciler) sameMinionID(ctx context.Context, o client.Obj
 	return out
 }
 
-func requests(list *v1alpha1.MinionBindingList) []reconcile.Request {
+func Requests(list *v1alpha1.MinionBindingList) []reconcile.Request {
 	out := make([]reconcile.Request, 0, len(list.Items))
 	for _, b := range list.Items {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
@@ -144,11 +144,11 @@ func requests(list *v1alpha1.MinionBindingList) []reconcile.Request {
 	return out
 }
 
-// reconcileRequested passes an object whose reconcile.minionvault.dev/requestedAt
+// ReconcileRequested passes an object whose reconcile.minionvault.dev/requestedAt
 // annotation changed (flux reconcile style). Other annotation changes do not
 // wake it: the operator writes its own ownership record as an annotation,
 // and reacting to that would reconcile every new binding twice.
-var reconcileRequested = predicate.Funcs{
+var ReconcileRequested = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -158,12 +158,12 @@ var reconcileRequested = predicate.Funcs{
 	},
 }
 
-// recordRepaired passes a binding whose record of its Vault objects
+// RecordRepaired passes a binding whose record of its Vault objects
 // (VaultObjectsAnnotation) changed to or from one that cannot be read: a
 // binding stalled by a broken record recovers as soon as it is mended or
 // removed, and one broken by hand says so at once. The operator never
 // writes a broken record, so its own record updates do not pass.
-var recordRepaired = predicate.Funcs{
+var RecordRepaired = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -179,16 +179,16 @@ var recordRepaired = predicate.Funcs{
 	},
 }
 
-// claimReleased passes a binding that starts being deleted, or is gone.
-var claimReleased = predicate.Funcs{
+// ClaimReleased passes a binding that starts being deleted, or is gone.
+var ClaimReleased = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
-	UpdateFunc:  deletionStarted.UpdateFunc,
+	UpdateFunc:  DeletionStarted.UpdateFunc,
 }
 
-// deletionStarted passes an object whose deletion timestamp was just set.
-var deletionStarted = predicate.Funcs{
+// DeletionStarted passes an object whose deletion timestamp was just set.
+var DeletionStarted = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -197,10 +197,10 @@ var deletionStarted = predicate.Funcs{
 	},
 }
 
-// identityChanged passes a VaultConnection whose Vault changed identity
+// IdentityChanged passes a VaultConnection whose Vault changed identity
 // (re-initialised, restored, an AppRole mount re-created): everything
 // written there must be checked now, not at the next interval.
-var identityChanged = predicate.Funcs{
+var IdentityChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -211,18 +211,18 @@ var identityChanged = predicate.Funcs{
 	},
 }
 
-// becameReady passes a VaultConnection whose Ready condition turned True:
+// BecameReady passes a VaultConnection whose Ready condition turned True:
 // its bindings stop backing off and converge as soon as Vault is back.
-var becameReady = predicate.Funcs{
+var BecameReady = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(ev event.UpdateEvent) bool {
-		return connectionReady(ev.ObjectNew) && !connectionReady(ev.ObjectOld)
+		return ConnectionReady(ev.ObjectNew) && !ConnectionReady(ev.ObjectOld)
 	},
 }
 
-func connectionReady(o client.Object) bool {
+func ConnectionReady(o client.Object) bool {
 	c, ok := o.(*v1alpha1.VaultConnection)
 	return ok && apimeta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ReadyCondition)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
-func typesName(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
+func Named(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
 
 // lastSyncRefresh is how old status.lastSyncTime may get while Vault is
 // found in sync: moving it on every resync would cost a status write per
@@ -21,7 +21,7 @@ const lastSyncRefresh = 24 * time.Hour
 
 // finishStatus derives the status from what the reconcile saw.
 func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope) {
-	if !obj.DeletionTimestamp.IsZero() && sc.outcome.kind == outcomeReady {
+	if !obj.DeletionTimestamp.IsZero() && sc.outcome.Kind == OutcomeReady {
 		return // the object is going away; its status no longer matters
 	}
 	st := &obj.Status
@@ -45,7 +45,7 @@ func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *
 			st.DeletionPolicy = sc.tpl.Spec.EffectiveDeletionPolicy()
 		}
 	}
-	if sc.outcome.kind == outcomeReady && sc.result != nil {
+	if sc.outcome.Kind == OutcomeReady && sc.result != nil {
 		now := metav1.Now()
 		if sc.wrote() || st.LastSyncTime == nil || now.Sub(st.LastSyncTime.Time) > lastSyncRefresh {
 			st.LastSyncTime = &now
@@ -56,7 +56,7 @@ func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *
 			st.LastAppliedHash = sc.hash
 		}
 		if len(drift) > 0 && !corrected {
-			sc.outcome = outcome{kind: outcomeReady, reason: "DriftDetected", message: "Vault differs from the binding (detect-only): " + strings.Join(drift, "; ")}
+			sc.outcome = Outcome{Kind: OutcomeReady, Reason: "DriftDetected", Message: "Vault differs from the binding (detect-only): " + strings.Join(drift, "; ")}
 		}
 		sc.driftRun = trackDrift(st, sc.correctedObjects(), r.now())
 	}
@@ -64,7 +64,7 @@ func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *
 		st.LastHandledReconcileAt = v
 	}
 	st.ObservedGeneration = obj.Generation
-	setConditions(obj, sc.outcome)
+	SetConditions(obj, sc.outcome)
 	if drift, corrected := sc.drift(); corrected {
 		setDriftRecurring(obj, drift)
 	} else {
@@ -75,7 +75,7 @@ func (r *MinionBindingReconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *
 // correctedObjects names the objects this reconcile wrote back after
 // someone else changed them.
 func (sc *bindingScope) correctedObjects() []string {
-	if sc.outcome.kind != outcomeReady {
+	if sc.outcome.Kind != OutcomeReady {
 		return nil
 	}
 	var out []string
@@ -94,36 +94,36 @@ func (sc *bindingScope) correctedObjects() []string {
 // API server write per minion than the binding needs (Vault's audit log is
 // the record of every write).
 func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindingScope, before *metav1.Condition) {
-	after := readyCondition(obj)
+	after := ReadyOf(obj)
 	drift, corrected := sc.drift()
 	switch {
 	case len(drift) > 0 && corrected && sc.driftRun == driftRunStarted:
 		// Said once per run, not at every resync of a fight: the
 		// condition carries the count and the latest difference.
-		emit(r.Recorder, obj, "Warning", v1alpha1.DriftRecurringCondition, "Reconcile", "%s", driftRecurringMessage(statusFacts(obj).drift, drift))
+		Emit(r.Recorder, obj, "Warning", v1alpha1.DriftRecurringCondition, "Reconcile", "%s", driftRecurringMessage(statusFacts(obj).drift, drift))
 	case len(drift) > 0 && corrected && sc.driftRun == driftRunRecurring:
 	case len(drift) > 0 && corrected:
-		emit(r.Recorder, obj, "Warning", "DriftCorrected", "Reconcile", "Vault had drifted and was corrected: %s", strings.Join(drift, "; "))
+		Emit(r.Recorder, obj, "Warning", "DriftCorrected", "Reconcile", "Vault had drifted and was corrected: %s", strings.Join(drift, "; "))
 	case len(drift) > 0:
 		if before == nil || before.Message != after.Message {
-			emit(r.Recorder, obj, "Warning", "DriftDetected", "Reconcile", "Vault differs from the binding (detect-only): %s", strings.Join(drift, "; "))
+			Emit(r.Recorder, obj, "Warning", "DriftDetected", "Reconcile", "Vault differs from the binding (detect-only): %s", strings.Join(drift, "; "))
 		}
 	case !sc.created:
 		if written := sc.written(); len(written) > 0 {
-			emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(written, ", "))
+			Emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(written, ", "))
 		}
 	}
 	if handed := sc.handedOver(); len(handed) > 0 {
-		emit(r.Recorder, obj, "Normal", "HandedOver", "Reconcile",
+		Emit(r.Recorder, obj, "Normal", "HandedOver", "Reconcile",
 			"%s; created anew for this binding: secret IDs issued before no longer log in, and tokens of earlier logins stop working", strings.Join(handed, "; "))
 	}
 	if taken := sc.taken(); len(taken) > 0 {
-		emit(r.Recorder, obj, "Normal", "TakenOver", "Reconcile", "Marked as this binding's in Vault: %s", strings.Join(taken, ", "))
+		Emit(r.Recorder, obj, "Normal", "TakenOver", "Reconcile", "Marked as this binding's in Vault: %s", strings.Join(taken, ", "))
 	}
 	r.removalEvents(obj, sc)
-	if after != nil && after.Status != metav1.ConditionTrue && sc.outcome.kind != outcomeSuspended {
+	if after != nil && after.Status != metav1.ConditionTrue && sc.outcome.Kind != OutcomeSuspended {
 		if before == nil || before.Reason != after.Reason || before.Message != after.Message {
-			emit(r.Recorder, obj, "Warning", after.Reason, "Reconcile", "%s", after.Message)
+			Emit(r.Recorder, obj, "Warning", after.Reason, "Reconcile", "%s", after.Message)
 		}
 	}
 }
@@ -132,27 +132,27 @@ func (r *MinionBindingReconciler) events(obj *v1alpha1.MinionBinding, sc *bindin
 // or the deletion) did and left.
 func (r *MinionBindingReconciler) removalEvents(obj *v1alpha1.MinionBinding, sc *bindingScope) {
 	if sc.brokenRecord != "" {
-		emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s; looking only where status says the objects were written", sc.brokenRecord)
+		Emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s; looking only where status says the objects were written", sc.brokenRecord)
 	}
 	for _, p := range sc.retained {
-		emit(r.Recorder, obj, "Normal", "Retained", "Reconcile", "%s retained (deletionPolicy Retain)", p)
+		Emit(r.Recorder, obj, "Normal", "Retained", "Reconcile", "%s retained (deletionPolicy Retain)", p)
 	}
 	for _, p := range sc.unmarkedRetain {
-		emit(r.Recorder, obj, "Warning", "RetainedUnmarked", "Reconcile",
+		Emit(r.Recorder, obj, "Warning", "RetainedUnmarked", "Reconcile",
 			"%s: retained, but not marked %s in Vault: another binding of the minion ID would be handed it", p, ownership.RetainedKey)
 	}
 	for _, p := range sc.unreachable {
-		emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault", p)
+		Emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault", p)
 	}
 	if len(sc.notOwned) > 0 {
-		emit(r.Recorder, obj, "Warning", v1alpha1.NotOwnedReason, "Delete", "left in Vault, not proven this binding's: %s", strings.Join(sc.notOwned, "; "))
+		Emit(r.Recorder, obj, "Warning", v1alpha1.NotOwnedReason, "Delete", "left in Vault, not proven this binding's: %s", strings.Join(sc.notOwned, "; "))
 	}
 	switch deleted := sc.deleted(); {
 	case len(deleted) == 0:
 	case obj.DeletionTimestamp.IsZero():
-		emit(r.Recorder, obj, "Normal", "Removed", "Reconcile", "Removed from Vault, no longer rendered: %s", strings.Join(deleted, ", "))
+		Emit(r.Recorder, obj, "Normal", "Removed", "Reconcile", "Removed from Vault, no longer rendered: %s", strings.Join(deleted, ", "))
 	default:
-		emit(r.Recorder, obj, "Normal", "Deleted", "Delete", "Deleted from Vault: %s", strings.Join(deleted, ", "))
+		Emit(r.Recorder, obj, "Normal", "Deleted", "Delete", "Deleted from Vault: %s", strings.Join(deleted, ", "))
 	}
 }
 

@@ -68,7 +68,7 @@ func (r *MinionTemplateReconciler) init() {
 // and requeue are derived from it in finishStatus.
 type templateScope struct {
 	readyBefore *metav1.Condition
-	outcome     outcome
+	outcome     Outcome
 	requeue     time.Duration // the next resync when Ready
 	// pending: names another sync holds (a delta under way); the status
 	// is looked at again soon, whatever the outcome.
@@ -89,19 +89,19 @@ func (r *MinionTemplateReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	statusBefore := tpl.Status.DeepCopy()
-	sc := &templateScope{readyBefore: readyCondition(tpl)}
+	sc := &templateScope{readyBefore: ReadyOf(tpl)}
 	defer func() { result, retErr = r.finishStatus(ctx, tpl, statusBefore, sc, retErr) }()
 
 	if !tpl.DeletionTimestamp.IsZero() {
 		r.Templates.Forget(tpl.UID)
 		if err := r.finalize(ctx, tpl, sc); err != nil {
-			sc.outcome = outcome{kind: outcomeFailed, reason: v1alpha1.DeletionBlockedReason, message: "deleting ACL policies: " + err.Error()}
+			sc.outcome = Outcome{Kind: OutcomeFailed, Reason: v1alpha1.DeletionBlockedReason, Message: "deleting ACL policies: " + err.Error()}
 			return ctrl.Result{}, err
 		}
-		sc.outcome = outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: "deleted"}
+		sc.outcome = Outcome{Kind: OutcomeReady, Reason: v1alpha1.SucceededReason, Message: "deleted"}
 		return ctrl.Result{}, nil
 	}
-	if err := addFinalizer(ctx, r.Client, tpl, func() bool { return false }); err != nil {
+	if err := AddFinalizer(ctx, r.Client, tpl, func() bool { return false }); err != nil {
 		return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 	}
 	compiled, err := r.compile(ctx, tpl)
@@ -128,8 +128,8 @@ func (r *MinionTemplateReconciler) announceProgress(ctx context.Context, tpl *v1
 		return nil
 	}
 	s.writeTo(tpl)
-	setConditions(tpl, s.outcome())
-	if err := patchStatus(ctx, r.Client, tpl, before, templateStatus); err != nil {
+	SetConditions(tpl, s.outcome())
+	if err := PatchStatus(ctx, r.Client, tpl, before, templateStatus); err != nil {
 		return err
 	}
 	*before = *tpl.Status.DeepCopy()
@@ -143,15 +143,15 @@ func templateStatus(t *v1alpha1.MinionTemplate) *v1alpha1.MinionTemplateStatus {
 // what next (resultFor).
 func (r *MinionTemplateReconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTemplate, statusBefore *v1alpha1.MinionTemplateStatus,
 	sc *templateScope, retErr error) (ctrl.Result, error) {
-	if retErr != nil && sc.outcome.kind == outcomeReady {
-		sc.outcome = outcomeFor(retErr)
+	if retErr != nil && sc.outcome.Kind == OutcomeReady {
+		sc.outcome = OutcomeFor(retErr)
 	}
 	tpl.Status.ObservedGeneration = tpl.Generation
 	if v := tpl.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]; v != "" {
 		tpl.Status.LastHandledReconcileAt = v
 	}
-	setConditions(tpl, sc.outcome)
-	perr := patchStatus(ctx, r.Client, tpl, statusBefore, templateStatus)
+	SetConditions(tpl, sc.outcome)
+	perr := PatchStatus(ctx, r.Client, tpl, statusBefore, templateStatus)
 	r.events(tpl, sc)
 	switch {
 	case perr != nil:
@@ -159,20 +159,20 @@ func (r *MinionTemplateReconciler) finishStatus(ctx context.Context, tpl *v1alph
 		return ctrl.Result{}, perr
 	case sc.pending && retErr == nil:
 		return ctrl.Result{RequeueAfter: statusRefreshDelay}, nil
-	case sc.outcome.kind == outcomeStalled:
+	case sc.outcome.Kind == OutcomeStalled:
 		// Not a terminal error, unlike a binding's: every delta of the
 		// template's bindings asks for a status refresh, and each would log
 		// the same error again. The condition says it once.
 		return ctrl.Result{}, nil
 	}
-	return resultFor(sc.outcome, retErr, sc.requeue)
+	return ResultFor(sc.outcome, retErr, sc.requeue)
 }
 
 // compile returns the compiled template; a problem of the template is a
 // refusal (admission.Verdict) that outcomeFor turns into Stalled or
 // Waiting, as for its bindings.
 func (r *MinionTemplateReconciler) compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
-	compiled, err := clusterFacts{reader: r.Client, templates: r.Templates}.Compile(ctx, tpl)
+	compiled, err := ClusterFacts{reader: r.Client, templates: r.Templates}.Compile(ctx, tpl)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.M
 			return err
 		}
 	}
-	if err := removeFinalizer(ctx, r.Client, tpl); err != nil {
+	if err := RemoveFinalizer(ctx, r.Client, tpl); err != nil {
 		return fmt.Errorf("removing the finalizer: %w", err)
 	}
 	r.index.forget(tpl.Name)
@@ -205,7 +205,7 @@ func (r *MinionTemplateReconciler) finalize(ctx context.Context, tpl *v1alpha1.M
 func (r *MinionTemplateReconciler) deletePolicies(ctx context.Context, tpl *v1alpha1.MinionTemplate, sc *templateScope) error {
 	vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 	switch {
-	case err != nil && isWaiting(err) && !waitingOn(err, waitingForHealth):
+	case err != nil && IsWaiting(err) && !WaitingOn(err, WaitingForHealth):
 		// No connection to delete through: the policies stay. One that
 		// fails its check is waited for, as any Vault failure.
 		sc.left = err.Error()
@@ -272,17 +272,17 @@ func (r *MinionTemplateReconciler) events(tpl *v1alpha1.MinionTemplate, sc *temp
 		action = "Delete"
 	}
 	if len(sc.written) > 0 {
-		emit(r.Recorder, tpl, "Normal", "PoliciesWritten", action, "ACL policies written: %s", strings.Join(sc.written, ", "))
+		Emit(r.Recorder, tpl, "Normal", "PoliciesWritten", action, "ACL policies written: %s", strings.Join(sc.written, ", "))
 	}
 	if len(sc.deleted) > 0 {
-		emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", action, "ACL policies deleted: %s", strings.Join(sc.deleted, ", "))
+		Emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", action, "ACL policies deleted: %s", strings.Join(sc.deleted, ", "))
 	}
 	if sc.left != "" {
-		emit(r.Recorder, tpl, "Warning", v1alpha1.DeletionBlockedReason, action, "ACL policies left in Vault: %s", sc.left)
+		Emit(r.Recorder, tpl, "Warning", v1alpha1.DeletionBlockedReason, action, "ACL policies left in Vault: %s", sc.left)
 	}
 	before := sc.readyBefore
-	if after := readyCondition(tpl); after != nil && after.Status != metav1.ConditionTrue && after.Reason != v1alpha1.ProgressingReason &&
+	if after := ReadyOf(tpl); after != nil && after.Status != metav1.ConditionTrue && after.Reason != v1alpha1.ProgressingReason &&
 		(before == nil || before.Reason != after.Reason || before.Message != after.Message) {
-		emit(r.Recorder, tpl, "Warning", after.Reason, action, "%s", after.Message)
+		Emit(r.Recorder, tpl, "Warning", after.Reason, action, "%s", after.Message)
 	}
 }

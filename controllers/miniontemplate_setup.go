@@ -59,12 +59,12 @@ func (r *MinionTemplateReconciler) setupScan(mgr ctrl.Manager, opts controller.O
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.MinionTemplate{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, reconcileRequested))).
+			predicate.GenerationChangedPredicate{}, ReconcileRequested))).
 		// Metadata only: ConfigMap data is read by name when its version
 		// changes (Templates.Compile), never cached.
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConfigMap)).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConnection),
-			builder.WithPredicates(predicate.Or(identityChanged, becameReady))).
+			builder.WithPredicates(predicate.Or(IdentityChanged, BecameReady))).
 		WatchesRawSource(source.TypedChannel(refreshes, delayed)).
 		WithOptions(opts).
 		Named("miniontemplate").
@@ -78,8 +78,8 @@ func (r *MinionTemplateReconciler) setupDelta(mgr ctrl.Manager, opts controller.
 	return builder.TypedControllerManagedBy[bindingKey](mgr).
 		Watches(&v1alpha1.MinionBinding{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []bindingKey {
 			return []bindingKey{{Namespace: o.GetNamespace(), Name: o.GetName()}}
-		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted, holdingChanged))).
-		Watches(&v1alpha1.MinionBinding{}, handler.TypedEnqueueRequestsFromMapFunc(r.otherClaimants), builder.WithPredicates(claimReleased)).
+		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, DeletionStarted, HoldingChanged))).
+		Watches(&v1alpha1.MinionBinding{}, handler.TypedEnqueueRequestsFromMapFunc(r.otherClaimants), builder.WithPredicates(ClaimReleased)).
 		Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.TypedOptions[bindingKey]{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
@@ -94,9 +94,9 @@ func (r *MinionTemplateReconciler) setupDelta(mgr ctrl.Manager, opts controller.
 		Complete(policyDeltaReconciler{r})
 }
 
-// holdingChanged passes a binding that starts or stops holding its minion
+// HoldingChanged passes a binding that starts or stops holding its minion
 // in Vault (holdsInVault): its policies count from then on, or no more.
-var holdingChanged = predicate.Funcs{
+var HoldingChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -114,8 +114,8 @@ func (r *MinionTemplateReconciler) otherClaimants(ctx context.Context, o client.
 	if !ok {
 		return nil
 	}
-	reqs, err := bindingsBy(ctx, r.Client, minionIDIndex, minionIDKey(b.Spec.MinionID))
-	reqs = slices.DeleteFunc(mapped(ctx, reqs, err), func(req reconcile.Request) bool {
+	reqs, err := BindingsBy(ctx, r.Client, MinionIDIndex, MinionIDKey(b.Spec.MinionID))
+	reqs = slices.DeleteFunc(Mapped(ctx, reqs, err), func(req reconcile.Request) bool {
 		return req.Namespace == b.Namespace && req.Name == b.Name
 	})
 	return bindingKeys(reqs)
@@ -124,7 +124,7 @@ func (r *MinionTemplateReconciler) otherClaimants(ctx context.Context, o client.
 // bindingsInNamespace names the bindings of a namespace whose labels
 // changed: a template's namespaceSelector may select them now, or not.
 func (r *MinionTemplateReconciler) bindingsInNamespace(ctx context.Context, o client.Object) []bindingKey {
-	return bindingKeys(bindingsOfNamespace(ctx, r.Client, o.GetName()))
+	return bindingKeys(BindingsOfNamespace(ctx, r.Client, o.GetName()))
 }
 
 func bindingKeys(reqs []reconcile.Request) []bindingKey {
@@ -136,15 +136,15 @@ func bindingKeys(reqs []reconcile.Request) []bindingKey {
 }
 
 func (r *MinionTemplateReconciler) templatesOfConnection(ctx context.Context, o client.Object) []reconcile.Request {
-	names, err := templatesBy(ctx, r.Client, templateConnectionIndex, o.GetName())
-	return mapped(ctx, templateRequests(names), err)
+	names, err := TemplatesBy(ctx, r.Client, TemplateConnectionIndex, o.GetName())
+	return Mapped(ctx, templateRequests(names), err)
 }
 
 // templatesOfConfigMap wakes the templates whose parameter stack reads
 // the ConfigMap.
 func (r *MinionTemplateReconciler) templatesOfConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
-	names, err := templatesBy(ctx, r.Client, templateConfigMapIndex, objectKey(o.GetNamespace(), o.GetName()))
-	return mapped(ctx, templateRequests(names), err)
+	names, err := TemplatesBy(ctx, r.Client, TemplateConfigMapIndex, ObjectKey(o.GetNamespace(), o.GetName()))
+	return Mapped(ctx, templateRequests(names), err)
 }
 
 func templateRequests(names []string) []reconcile.Request {

@@ -71,7 +71,7 @@ func PlanBinding(ctx context.Context, vc vault.Client, vaultNamespace string, ob
 	}
 	inv, err := ownership.Decode(obj.Annotations[v1alpha1.VaultObjectsAnnotation])
 	if err != nil {
-		return BindingPlan{}, &errInvalidInput{err: fmt.Errorf("annotation %s: %w", v1alpha1.VaultObjectsAnnotation, err)}
+		return BindingPlan{}, &ErrInvalidInput{err: fmt.Errorf("annotation %s: %w", v1alpha1.VaultObjectsAnnotation, err)}
 	}
 	tpl := a.Template
 	conn := ""
@@ -199,12 +199,12 @@ func (bp BindingPlan) Execute(ctx context.Context, vc vault.Client) error {
 // objects are not the binding's, or the error would stall it (the one
 // error → outcome table, outcomeFor). ok is false for any other error.
 func Refusal(err error) (reason, msg string, ok bool) {
-	var r *errRefused
+	var r *ErrRefused
 	if errors.As(err, &r) {
-		return r.reason, r.msg, true
+		return r.Reason, r.Msg, true
 	}
-	if o := outcomeFor(err); o.kind == outcomeStalled {
-		return o.reason, o.message, true
+	if o := OutcomeFor(err); o.Kind == OutcomeStalled {
+		return o.Reason, o.Message, true
 	}
 	return "", "", false
 }
@@ -253,7 +253,7 @@ func (p *PolicyPlanner) Plan(ctx context.Context, tpl *v1alpha1.MinionTemplate, 
 	idx.rebuild(tpl.Name, nil, scanned)
 	if s := idx.summary(tpl.Name); len(s.conflicts) > 0 {
 		o := s.outcome()
-		return PolicyPlan{}, &admission.Verdict{Kind: admission.Stalled, Reason: o.reason, Message: o.message}
+		return PolicyPlan{}, &admission.Verdict{Kind: admission.Stalled, Reason: o.Reason, Message: o.Message}
 	}
 	var pp PolicyPlan
 	w := policyWork{desired: idx.wanted(tpl.Name)}

@@ -74,7 +74,7 @@ func (h *harness) planned(ctx context.Context) (writes []string, refusal string)
 	var a *admission.Admitted
 	if obj.DeletionTimestamp.IsZero() {
 		var err error
-		if a, err = admit(ctx, h.c, h.r.Templates, obj); err != nil {
+		if a, err = Admit(ctx, h.c, h.r.Templates, obj); err != nil {
 			h.t.Fatalf("admission: %v", err)
 		}
 	} else {

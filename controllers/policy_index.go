@@ -432,7 +432,7 @@ func (idx *policyIndex) settle(template string, w policyWork, pass policyPass) {
 	switch {
 	case len(pass.notOwned) > 0:
 		tp.notOwnedSeen = time.Now()
-		tp.notOwnedWait = min(max(2*tp.notOwnedWait, notOwnedFirst), waitAfter)
+		tp.notOwnedWait = min(max(2*tp.notOwnedWait, notOwnedFirst), WaitAfter)
 	case len(tp.notOwned) == 0:
 		tp.notOwnedWait = 0
 	}
@@ -635,7 +635,7 @@ func (idx *policyIndex) discovered(template string) bool {
 	return idx.templateLocked(template).discovered
 }
 
-// vaultKey is where policyOwners keeps what is known of the template's
+// VaultKey is where policyOwners keeps what is known of the template's
 // Vault.
 func (idx *policyIndex) vaultKey(template string) string {
 	idx.mu.Lock()

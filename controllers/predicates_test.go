@@ -31,7 +31,7 @@ func TestPredicates(t *testing.T) {
 		}
 		return c
 	}
-	forBinding := predicate.Or(predicate.GenerationChangedPredicate{}, reconcileRequested, recordRepaired)
+	forBinding := predicate.Or(predicate.GenerationChangedPredicate{}, ReconcileRequested, RecordRepaired)
 	owned := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions","entity":"e"}]`}
 	moved := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions-b","entity":"e"}]`}
 	broken := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions","entity":".."}]`}
@@ -55,19 +55,19 @@ func TestPredicates(t *testing.T) {
 		{"a broken record removed", forBinding, binding(1, broken, false), binding(1, nil, false), true},
 		{"a broken record mended", forBinding, binding(1, broken, false), binding(1, owned, false), true},
 		{"a record broken by hand", forBinding, binding(1, owned, false), binding(1, broken, false), true},
-		{"holds its minion now: its policies count", holdingChanged, binding(1, nil, false), holding(v1alpha1.SucceededReason), true},
-		{"still holds it (a Vault fault)", holdingChanged, holding(v1alpha1.SucceededReason), holding(v1alpha1.VaultUnavailableReason), false},
-		{"Vault says it is another's now", holdingChanged, holding(v1alpha1.SucceededReason), holding(v1alpha1.MinionIDConflictReason), true},
+		{"holds its minion now: its policies count", HoldingChanged, binding(1, nil, false), holding(v1alpha1.SucceededReason), true},
+		{"still holds it (a Vault fault)", HoldingChanged, holding(v1alpha1.SucceededReason), holding(v1alpha1.VaultUnavailableReason), false},
+		{"Vault says it is another's now", HoldingChanged, holding(v1alpha1.SucceededReason), holding(v1alpha1.MinionIDConflictReason), true},
 		{"status or metadata only", forBinding, binding(1, owned, false), binding(1, owned, false), false},
 		{"reconcile requested", forBinding, binding(1, owned, false), binding(1, asked, false), true},
 		{"reconcile requested again, same value", forBinding, binding(1, asked, false), binding(1, asked, false), false},
-		{"deletion starts", claimReleased, binding(1, nil, false), binding(1, nil, true), true},
-		{"deleting, finalizer still there", claimReleased, binding(1, nil, true), binding(1, owned, true), false},
-		{"identity changed", identityChanged, conn("a", true), conn("b", true), true},
-		{"identity first known", identityChanged, conn("", true), conn("b", true), false},
-		{"identity same", identityChanged, conn("a", true), conn("a", true), false},
-		{"connection became ready", becameReady, conn("a", false), conn("a", true), true},
-		{"connection stayed ready", becameReady, conn("a", true), conn("a", true), false},
+		{"deletion starts", ClaimReleased, binding(1, nil, false), binding(1, nil, true), true},
+		{"deleting, finalizer still there", ClaimReleased, binding(1, nil, true), binding(1, owned, true), false},
+		{"identity changed", IdentityChanged, conn("a", true), conn("b", true), true},
+		{"identity first known", IdentityChanged, conn("", true), conn("b", true), false},
+		{"identity same", IdentityChanged, conn("a", true), conn("a", true), false},
+		{"connection became ready", BecameReady, conn("a", false), conn("a", true), true},
+		{"connection stayed ready", BecameReady, conn("a", true), conn("a", true), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
@@ -75,10 +75,10 @@ func TestPredicates(t *testing.T) {
 			}
 		})
 	}
-	if !claimReleased.Delete(event.DeleteEvent{Object: binding(1, nil, true)}) {
+	if !ClaimReleased.Delete(event.DeleteEvent{Object: binding(1, nil, true)}) {
 		t.Error("a binding that is gone releases its minion ID")
 	}
-	if claimReleased.Create(event.CreateEvent{Object: binding(1, nil, false)}) {
+	if ClaimReleased.Create(event.CreateEvent{Object: binding(1, nil, false)}) {
 		t.Error("a new binding releases nothing")
 	}
 }

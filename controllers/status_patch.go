@@ -16,12 +16,12 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 )
 
-// patchStatus sends, in one merge patch of the status subresource, what
+// PatchStatus sends, in one merge patch of the status subresource, what
 // changed in obj's status since before, and nothing when nothing did (a
 // fleet in sync costs no Kubernetes writes). The patch's base is obj with
 // the old status, so only status fields are in it, whatever happened to
 // the metadata meanwhile.
-func patchStatus[T client.Object, S any](ctx context.Context, c client.Client, obj T, before *S, status func(T) *S) error {
+func PatchStatus[T client.Object, S any](ctx context.Context, c client.Client, obj T, before *S, status func(T) *S) error {
 	if equality.Semantic.DeepEqual(*before, *status(obj)) {
 		return nil
 	}
@@ -33,9 +33,9 @@ func patchStatus[T client.Object, S any](ctx context.Context, c client.Client, o
 	return nil
 }
 
-// patchMetadata applies change to obj and, when it changed anything,
+// PatchMetadata applies change to obj and, when it changed anything,
 // sends it as one merge patch (finalizers, annotations).
-func patchMetadata(ctx context.Context, c client.Client, obj client.Object, change func() bool) error {
+func PatchMetadata(ctx context.Context, c client.Client, obj client.Object, change func() bool) error {
 	base := obj.DeepCopyObject().(client.Object)
 	if !change() {
 		return nil
@@ -43,44 +43,44 @@ func patchMetadata(ctx context.Context, c client.Client, obj client.Object, chan
 	return c.Patch(ctx, obj, client.MergeFrom(base))
 }
 
-// addFinalizer adds the operator's finalizer, and whatever else extra
+// AddFinalizer adds the operator's finalizer, and whatever else extra
 // changes, in one patch.
-func addFinalizer(ctx context.Context, c client.Client, obj client.Object, extra func() bool) error {
-	return patchMetadata(ctx, c, obj, func() bool {
+func AddFinalizer(ctx context.Context, c client.Client, obj client.Object, extra func() bool) error {
+	return PatchMetadata(ctx, c, obj, func() bool {
 		added := controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
 		return extra() || added
 	})
 }
 
-// removeFinalizer removes the operator's finalizer; an object already gone
+// RemoveFinalizer removes the operator's finalizer; an object already gone
 // is fine.
-func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
-	return client.IgnoreNotFound(patchMetadata(ctx, c, obj, func() bool {
+func RemoveFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
+	return client.IgnoreNotFound(PatchMetadata(ctx, c, obj, func() bool {
 		return controllerutil.RemoveFinalizer(obj, v1alpha1.Finalizer)
 	}))
 }
 
-// resultFor is what controller-runtime is told after a reconcile that
+// ResultFor is what controller-runtime is told after a reconcile that
 // ended in o with err: Stalled is terminal (logged, never retried until
 // something changes); Waiting looks again after waitAfter, or after next
 // when that is sooner (a template rechecking policies someone else holds);
 // Failed returns the error for backoff; otherwise the next resync is after
 // next.
-func resultFor(o outcome, err error, next time.Duration) (ctrl.Result, error) {
-	switch o.kind {
-	case outcomeStalled:
+func ResultFor(o Outcome, err error, next time.Duration) (ctrl.Result, error) {
+	switch o.Kind {
+	case OutcomeStalled:
 		if err == nil {
-			err = errors.New(o.message)
+			err = errors.New(o.Message)
 		}
 		return ctrl.Result{}, reconcile.TerminalError(err)
-	case outcomeWaiting:
-		if next > 0 && next < waitAfter {
+	case OutcomeWaiting:
+		if next > 0 && next < WaitAfter {
 			return ctrl.Result{RequeueAfter: next}, nil
 		}
-		return ctrl.Result{RequeueAfter: waitAfter}, nil
-	case outcomeFailed:
+		return ctrl.Result{RequeueAfter: WaitAfter}, nil
+	case OutcomeFailed:
 		if err == nil {
-			err = errors.New(o.message)
+			err = errors.New(o.Message)
 		}
 		return ctrl.Result{}, err
 	}

@@ -133,7 +133,7 @@ func (r *MinionTemplateReconciler) syncTemplate(ctx context.Context, template st
 	if !tpl.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	if err := r.retryDirty(ctx, tpl); err != nil && !isWaiting(err) {
+	if err := r.retryDirty(ctx, tpl); err != nil && !IsWaiting(err) {
 		return err
 	}
 	return nil
@@ -149,7 +149,7 @@ func (r *MinionTemplateReconciler) policiesOfBinding(ctx context.Context, b *v1a
 	if !b.DeletionTimestamp.IsZero() || !holdsInVault(b) {
 		return nil, nil
 	}
-	a, err := admit(ctx, r.Client, r.Templates, b)
+	a, err := Admit(ctx, r.Client, r.Templates, b)
 	if _, refused := admission.AsVerdict(err); refused || a.Ahead != nil {
 		return nil, nil
 	} else if err != nil {
@@ -168,7 +168,7 @@ func holdsInVault(b *v1alpha1.MinionBinding) bool {
 	if !admission.Holds(b) {
 		return false
 	}
-	switch c := readyCondition(b); {
+	switch c := ReadyOf(b); {
 	case c == nil:
 		return true
 	case c.Reason == v1alpha1.MinionIDConflictReason, c.Reason == v1alpha1.NotOwnedReason,

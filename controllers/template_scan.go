@@ -25,7 +25,7 @@ const syncRounds = 4
 // when one is due, otherwise a retry of the dirty names) and records in
 // sc the outcome and requeue the index says.
 func (r *MinionTemplateReconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, handled string, sc *templateScope) error {
-	interval := templateInterval(tpl, r.DefaultInterval)
+	interval := TemplateInterval(tpl, r.DefaultInterval)
 	identity, key := r.templateVault(ctx, tpl.Spec.ConnectionRef.Name)
 	asked := tpl.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	due, why, forget := r.index.scanDue(tpl.Name, scanRequest{compiled: compiled, identity: identity, vaultKey: key,
@@ -49,7 +49,7 @@ func (r *MinionTemplateReconciler) converge(ctx context.Context, tpl *v1alpha1.M
 	}
 	s := r.summarize(tpl)
 	sc.outcome, sc.pending = s.outcome(), s.pending()
-	sc.requeue = jitter(max(r.index.untilScan(tpl.Name, interval), time.Second))
+	sc.requeue = Jitter(max(r.index.untilScan(tpl.Name, interval), time.Second))
 	if recheck := r.index.untilRecheck(tpl.Name); recheck > 0 {
 		sc.requeue = min(sc.requeue, recheck)
 	}
@@ -62,7 +62,7 @@ func (r *MinionTemplateReconciler) converge(ctx context.Context, tpl *v1alpha1.M
 func (r *MinionTemplateReconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled) error {
 	defer r.index.holdForScan(tpl.Name)()
 	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.MatchingFields{templateRefIndex: tpl.Name}); err != nil {
+	if err := r.List(ctx, list, client.MatchingFields{TemplateRefIndex: tpl.Name}); err != nil {
 		return fmt.Errorf("listing the bindings of template %q: %w", tpl.Name, err)
 	}
 	scanned := make(map[types.NamespacedName]bindingPolicies, len(list.Items))
@@ -145,22 +145,22 @@ func (s templateSummary) writeTo(tpl *v1alpha1.MinionTemplate) {
 
 // outcome is the template's condition from the index: Ready only when
 // every wanted policy is confirmed in Vault and no stale one is left.
-func (s templateSummary) outcome() outcome {
+func (s templateSummary) outcome() Outcome {
 	switch {
 	case len(s.conflicts) > 0:
-		return outcome{kind: outcomeStalled, reason: v1alpha1.ValidationFailedReason, message: strings.Join(firstN(s.conflicts, 10), "; ")}
+		return Outcome{Kind: OutcomeStalled, Reason: v1alpha1.ValidationFailedReason, Message: strings.Join(firstN(s.conflicts, 10), "; ")}
 	case len(s.notOwned) > 0:
 		// Vault's state, not the template's: the owner may delete them (a
 		// handover between two clusters on one Vault), so they are looked
 		// at again (recheckNotOwned).
-		return outcome{kind: outcomeWaiting, reason: v1alpha1.PolicyNotOwnedReason,
-			message: fmt.Sprintf("%d ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s",
+		return Outcome{Kind: OutcomeWaiting, Reason: v1alpha1.PolicyNotOwnedReason,
+			Message: fmt.Sprintf("%d ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s",
 				len(s.notOwned), strings.Join(firstN(s.notOwned, 20), ", "))}
 	case s.pending():
-		return outcome{kind: outcomeWaiting, reason: v1alpha1.ProgressingReason,
-			message: fmt.Sprintf("ACL policies in progress: %d to write, %d to delete, %d to compare with Vault", s.missing, s.stale, s.unchecked)}
+		return Outcome{Kind: OutcomeWaiting, Reason: v1alpha1.ProgressingReason,
+			Message: fmt.Sprintf("ACL policies in progress: %d to write, %d to delete, %d to compare with Vault", s.missing, s.stale, s.unchecked)}
 	}
-	return outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: fmt.Sprintf("%d bindings, %d ACL policies", s.members, s.owned)}
+	return Outcome{Kind: OutcomeReady, Reason: v1alpha1.SucceededReason, Message: fmt.Sprintf("%d bindings, %d ACL policies", s.members, s.owned)}
 }
 
 func firstN(ss []string, n int) []string {

@@ -72,7 +72,7 @@ func (t *Templates) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (
 			}
 			return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
-		data[objectKey(ref.Namespace, ref.Name)] = cm.Data
+		data[ObjectKey(ref.Namespace, ref.Name)] = cm.Data
 		versions = append(versions, cm.ResourceVersion)
 	}
 	key := compileKey(tpl, versions)
@@ -81,7 +81,7 @@ func (t *Templates) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (
 	}
 
 	configMaps := func(ns, name string) (map[string]string, error) {
-		d, ok := data[objectKey(ns, name)]
+		d, ok := data[ObjectKey(ns, name)]
 		if !ok {
 			return nil, fmt.Errorf("not loaded")
 		}
@@ -157,7 +157,7 @@ func configMapRefs(tpl *v1alpha1.MinionTemplate) []v1alpha1.ParameterConfigMapRe
 }
 
 func missingConfigMap(ref v1alpha1.ParameterConfigMapReference) error {
-	return waiting(waitingForConfigMap, "ConfigMap %s/%s of the parameter stack does not exist", ref.Namespace, ref.Name)
+	return Waiting(WaitingForConfigMap, "ConfigMap %s/%s of the parameter stack does not exist", ref.Namespace, ref.Name)
 }
 
 // Forget drops a deleted template.

@@ -54,15 +54,15 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	statusBefore := conn.Status.DeepCopy()
-	var o outcome
+	var o Outcome
 	defer func() {
 		conn.Status.ObservedGeneration = conn.Generation
-		setConditions(conn, o)
-		if err := patchStatus(ctx, r.Client, conn, statusBefore, connectionStatus); err != nil {
+		SetConditions(conn, o)
+		if err := PatchStatus(ctx, r.Client, conn, statusBefore, connectionStatus); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
 		if retErr == nil && result.RequeueAfter == 0 {
-			result.RequeueAfter = jitter(conn.EffectiveCheckInterval())
+			result.RequeueAfter = Jitter(conn.EffectiveCheckInterval())
 		}
 	}()
 	var info vault.ServerInfo
@@ -83,33 +83,33 @@ func (r *VaultConnectionReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		o = r.connected(conn, info, mounts)
 		return ctrl.Result{}, nil
 	}
-	conn.Status.LastError = truncate(err.Error())
-	if reason, ok := stalledConnection(err); ok {
+	conn.Status.LastError = Truncate(err.Error())
+	if reason, ok := StalledConnection(err); ok {
 		// Only an edit of the connection helps: no retry before the next
 		// check (a new generation reconciles at once).
-		o = outcome{kind: outcomeStalled, reason: reason, message: err.Error()}
+		o = Outcome{Kind: OutcomeStalled, Reason: reason, Message: err.Error()}
 		return ctrl.Result{}, nil
 	}
-	if isWaiting(err) {
-		o = outcome{kind: outcomeWaiting, reason: v1alpha1.ConnectionNotReadyReason, message: err.Error()}
+	if IsWaiting(err) {
+		o = Outcome{Kind: OutcomeWaiting, Reason: v1alpha1.ConnectionNotReadyReason, Message: err.Error()}
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
 	// Checked again within seconds, not with the work queue's backoff
 	// (from milliseconds up to a quarter of an hour): its bindings and
 	// templates wait on this check alone, so it must notice a Vault that
 	// is back soon, and a dead token costs these few requests only.
-	o = outcomeFor(err)
-	ctrl.LoggerFrom(ctx).Info("Vault connection check failed", "connection", conn.Name, "reason", o.reason, "error", err.Error())
+	o = OutcomeFor(err)
+	ctrl.LoggerFrom(ctx).Info("Vault connection check failed", "connection", conn.Name, "reason", o.Reason, "error", err.Error())
 	return ctrl.Result{RequeueAfter: r.Connections.retryAfter(conn.Name, conn.EffectiveCheckInterval())}, nil
 }
 
 // connected records a passing check in status: Vault's version and
 // identity (a change wakes everything written there), and the login time.
-func (r *VaultConnectionReconciler) connected(conn *v1alpha1.VaultConnection, info vault.ServerInfo, mounts map[string]vault.AuthMount) outcome {
+func (r *VaultConnectionReconciler) connected(conn *v1alpha1.VaultConnection, info vault.ServerInfo, mounts map[string]vault.AuthMount) Outcome {
 	st := &conn.Status
 	identity := vaultIdentity(info.ClusterID, mounts)
 	if st.Identity != "" && st.Identity != identity && r.Recorder != nil {
-		emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
+		Emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
 			"Vault's identity changed (cluster ID %s, was %s; or an AppRole mount was re-created): reconciling every binding and template of this connection now",
 			info.ClusterID, st.ClusterID)
 	}
@@ -118,7 +118,7 @@ func (r *VaultConnectionReconciler) connected(conn *v1alpha1.VaultConnection, in
 	if now := metav1.Now(); st.LastLoginTime == nil || now.Sub(st.LastLoginTime.Time) > lastLoginRefresh {
 		st.LastLoginTime = &now
 	}
-	return outcome{kind: outcomeReady, reason: v1alpha1.SucceededReason, message: fmt.Sprintf("connected to Vault %s", info.Version)}
+	return Outcome{Kind: OutcomeReady, Reason: v1alpha1.SucceededReason, Message: fmt.Sprintf("connected to Vault %s", info.Version)}
 }
 
 func connectionStatus(c *v1alpha1.VaultConnection) *v1alpha1.VaultConnectionStatus { return &c.Status }
@@ -161,10 +161,10 @@ func (r *VaultConnectionReconciler) SetupWithManager(mgr ctrl.Manager, opts cont
 }
 
 func (r *VaultConnectionReconciler) connectionsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	names, err := connectionsBy(ctx, r.Client, connectionSecretIndex, objectKey(o.GetNamespace(), o.GetName()))
+	names, err := ConnectionsBy(ctx, r.Client, ConnectionSecretIndex, ObjectKey(o.GetNamespace(), o.GetName()))
 	out := make([]reconcile.Request, 0, len(names))
 	for _, n := range names {
-		out = append(out, reconcile.Request{NamespacedName: typesName(n)})
+		out = append(out, reconcile.Request{NamespacedName: Named(n)})
 	}
-	return mapped(ctx, out, err)
+	return Mapped(ctx, out, err)
 }

@@ -22,7 +22,7 @@ import (
 // withFieldIndexes registers every field index of the operator (the
 // same functions SetupIndexes registers) with a fake client.
 func withFieldIndexes(b *fake.ClientBuilder) *fake.ClientBuilder {
-	for _, f := range fieldIndexes {
+	for _, f := range FieldIndexes {
 		b = b.WithIndex(f.obj, f.field, f.extract)
 	}
 	return b
@@ -166,7 +166,7 @@ func TestWatchMappings(t *testing.T) {
 // nothing for a record that cannot be read.
 func TestFieldIndexKeys(t *testing.T) {
 	keys := map[string]func(client.Object) []string{}
-	for _, f := range fieldIndexes {
+	for _, f := range FieldIndexes {
 		keys[f.field] = f.extract
 	}
 	objs := map[string]client.Object{}
@@ -177,21 +177,21 @@ func TestFieldIndexKeys(t *testing.T) {
 		index, object string
 		want          []string
 	}{
-		{templateConfigMapIndex, "also", []string{"salt/params"}},
-		{templateConfigMapIndex, "with", []string{"salt/more", "salt/params"}},
-		{templateConfigMapIndex, "without", nil},
-		{templateConnectionIndex, "with", []string{"vault"}},
-		{connectionSecretIndex, "vault", []string{"ops/ca", "ops/token"}},
-		{connectionSecretIndex, "other", []string{"ops/approle", "ops/ca"}},
-		{bindingConnectionIndex, "b1", nil},
-		{bindingConnectionIndex, "switching", []string{"vault"}},
-		{bindingConnectionIndex, "orphan-other", []string{"other"}},
-		{bindingConnectionIndex, "bad-record", nil},
-		{templateRefIndex, "orphan", []string{"gone"}},
-		{minionIDIndex, "b1", []string{"b1"}},
+		{TemplateConfigMapIndex, "also", []string{"salt/params"}},
+		{TemplateConfigMapIndex, "with", []string{"salt/more", "salt/params"}},
+		{TemplateConfigMapIndex, "without", nil},
+		{TemplateConnectionIndex, "with", []string{"vault"}},
+		{ConnectionSecretIndex, "vault", []string{"ops/ca", "ops/token"}},
+		{ConnectionSecretIndex, "other", []string{"ops/approle", "ops/ca"}},
+		{BindingConnectionIndex, "b1", nil},
+		{BindingConnectionIndex, "switching", []string{"vault"}},
+		{BindingConnectionIndex, "orphan-other", []string{"other"}},
+		{BindingConnectionIndex, "bad-record", nil},
+		{TemplateRefIndex, "orphan", []string{"gone"}},
+		{MinionIDIndex, "b1", []string{"b1"}},
 		// The wrong kind is no key, not a panic.
-		{minionIDIndex, "vault", nil},
-		{connectionSecretIndex, "b1", nil},
+		{MinionIDIndex, "vault", nil},
+		{ConnectionSecretIndex, "b1", nil},
 	}
 	for _, tc := range tests {
 		if got := keys[tc.index](objs[tc.object]); !slices.Equal(got, tc.want) {
