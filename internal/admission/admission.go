@@ -2,13 +2,14 @@
 // of it reaches Vault: its template exists, the template lets its
 // namespace bind, it holds its minion ID, and it renders and validates.
 // The binding reconciler, the template reconciler (which renders the
-// policy documents of admitted bindings only) and `minionvault plan` all
-// call Admit, so the three cannot disagree about who is admitted.
+// policy documents of admitted bindings only), `minionvault plan` and
+// `minionvault audit` all call Admit, so they cannot disagree about who is
+// admitted.
 //
 // The checks run in a fixed order, each a small function returning a
 // verdict (cert-manager's policy chains): the first verdict wins. Where the
 // facts come from is a Source: the informer cache in the operator, the
-// manifests in the CLI.
+// manifests in the CLI (internal/offline.Facts).
 package admission
 
 import (
@@ -131,8 +132,27 @@ func templateExists(ctx context.Context, src Source, b *v1alpha1.MinionBinding, 
 	return nil
 }
 
+// NamespaceJudge is a Source that applies the namespaceSelector itself,
+// to remember its verdicts: the manifests of a fleet are thousands of
+// bindings in a few namespaces (the CLI's audit), while the operator's
+// bindings come one at a time.
+type NamespaceJudge interface {
+	// NamespaceVerdict is NamespaceAllowed for namespace ns.
+	NamespaceVerdict(ctx context.Context, tpl *v1alpha1.MinionTemplate, ns string) (*Verdict, error)
+}
+
 func namespaceSelected(ctx context.Context, src Source, b *v1alpha1.MinionBinding, a *Admitted) error {
 	if a.Template.Spec.NamespaceSelector == nil {
+		return nil
+	}
+	if j, ok := src.(NamespaceJudge); ok {
+		v, err := j.NamespaceVerdict(ctx, a.Template, b.Namespace)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			return v
+		}
 		return nil
 	}
 	lbls, err := src.NamespaceLabels(ctx, b.Namespace)

@@ -174,3 +174,35 @@ func TestAdmit(t *testing.T) {
 		})
 	}
 }
+
+// judge is a Source that decides namespace verdicts itself.
+type judge struct {
+	facts
+	asked   []string
+	verdict *Verdict
+}
+
+func (j *judge) NamespaceVerdict(_ context.Context, tpl *v1alpha1.MinionTemplate, ns string) (*Verdict, error) {
+	j.asked = append(j.asked, tpl.Name+"/"+ns)
+	return j.verdict, nil
+}
+
+// A NamespaceJudge's verdict is the gate's, whatever the labels say: a
+// source that remembers verdicts is asked instead of the selector.
+func TestAdmitAsksTheNamespaceJudge(t *testing.T) {
+	selected := template(func(s *v1alpha1.MinionTemplateSpec) {
+		s.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"salt": "yes"}}
+	})
+	self := binding("salt", "web01", "web01", t0, "web")
+	base := facts{templates: map[string]*v1alpha1.MinionTemplate{"t": selected}, namespaces: map[string]map[string]string{"salt": {"salt": "yes"}},
+		bindings: []*v1alpha1.MinionBinding{self}}
+	no := &Verdict{Kind: Stalled, Reason: v1alpha1.NamespaceNotAllowedReason, Message: "remembered"}
+	j := &judge{facts: base, verdict: no}
+	if _, err := Admit(context.Background(), j, self); err != no || strings.Join(j.asked, ",") != "t/salt" {
+		t.Fatalf("refused: %v, asked %q", err, j.asked)
+	}
+	j = &judge{facts: base}
+	if _, err := Admit(context.Background(), j, self); err != nil || len(j.asked) != 1 {
+		t.Fatalf("admitted: %v, asked %q", err, j.asked)
+	}
+}

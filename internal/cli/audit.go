@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,11 +9,11 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/minionvault/minion-vault-operator/internal/audit"
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 )
 
@@ -86,25 +85,24 @@ func (o *auditOptions) validate() error {
 	return fmt.Errorf("--output must be table, json or yaml, not %q", o.output)
 }
 
-func (o *auditOptions) load(paths []string) (*fleet, error) {
+// load reads the fleet of the manifests in paths, or with --vault Vault's.
+func (o *auditOptions) load(paths []string) (*audit.Fleet, error) {
 	if o.online {
 		version := ""
 		if o.versionSet {
 			version = o.vaultVersion
 		}
-		return loadOnlineFleet(context.Background(), o.minionMount, version)
+		return audit.LoadOnline(context.Background(), o.minionMount, version)
 	}
-	return o.loadOffline(paths, fleetOptions{})
-}
-
-// loadOffline reads the fleet of the manifests in paths; fo brings audit
-// diff's manifest cache and unprepared minions.
-func (o *auditOptions) loadOffline(paths []string, fo fleetOptions) (*fleet, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no manifests: give -f FILE or folder")
 	}
-	fo.vaultVersion, fo.accessor = o.vaultVersion, o.accessor
-	return loadFleet(paths, fo)
+	return audit.Load(paths, o.offline())
+}
+
+// offline is how the fleets of manifests are evaluated.
+func (o *auditOptions) offline() audit.Options {
+	return audit.Options{VaultVersion: o.vaultVersion, Accessor: o.accessor}
 }
 
 func newAuditWhoCanCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
@@ -132,13 +130,13 @@ Exit status: 0, or 2 on an error.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			q := whoCanQuery{path: args[0], all: all}
+			q := audit.WhoCanQuery{Path: args[0], All: all}
 			if capName != "" {
 				c, ok := acl.ParseCap(capName)
 				if !ok || c == acl.Deny {
 					return fmt.Errorf("--cap: unknown capability %q", capName)
 				}
-				q.want = c
+				q.Want = c
 			}
 			if kvOp != "" {
 				if capName != "" {
@@ -152,14 +150,13 @@ Exit status: 0, or 2 on an error.`,
 				if err != nil {
 					return err
 				}
-				q.kv, q.path, q.logical, q.operation = &req, req.Path, args[0], kvOp
+				q.KV, q.Path, q.Logical, q.Operation = &req, req.Path, args[0], kvOp
 			}
 			f, err := o.load(o.files)
 			if err != nil {
 				return err
 			}
-			r := whoCan(f, q)
-			return writeAudit(stdout, o.output, r, func(w io.Writer) { whoCanTable(w, r) })
+			return audit.Write(stdout, o.output, audit.WhoCan(f, q))
 		},
 	}
 	cmd.Flags().StringVar(&capName, "cap", "", "only minions with this capability (read, list, create, update, delete, patch, sudo, ...)")
@@ -190,12 +187,11 @@ Exit status: 0, or 2 on an error (an unknown minion).`,
 			if err != nil {
 				return err
 			}
-			m := f.minion(args[0])
+			m := f.Minion(args[0])
 			if m == nil {
 				return fmt.Errorf("no minion %q among the manifests", args[0])
 			}
-			r := whatCan(f, m, append(args[1:], extra...))
-			return writeAudit(stdout, o.output, r, func(w io.Writer) { whatCanTable(w, r) })
+			return audit.Write(stdout, o.output, audit.WhatCan(f, m, append(args[1:], extra...)))
 		},
 	}
 	cmd.Flags().StringArrayVar(&extra, "path", nil, "a path to answer for (repeatable; the same as PATH arguments)")
@@ -225,27 +221,12 @@ Exit status: 1 when any minion gains access, 0 otherwise, 2 on an error.`,
 			if len(base) == 0 || len(head) == 0 {
 				return errors.New("--base and --head are required")
 			}
-			// The two sides are read side by side; a file the same on both
-			// is parsed once. The minions are prepared one at a time while
-			// they are compared (diffFleets), never all at once.
-			fo := fleetOptions{manifests: newManifestCache(2), unprepared: true, shared: newSharedMinions(2)}
-			var bf *fleet
-			var berr error
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				bf, berr = o.loadOffline(base, fo)
-			}()
-			hf, herr := o.loadOffline(head, fo)
-			<-done
-			if berr != nil {
-				return fmt.Errorf("base: %w", berr)
+			bf, hf, err := audit.LoadDiff(base, head, o.offline())
+			if err != nil {
+				return err
 			}
-			if herr != nil {
-				return fmt.Errorf("head: %w", herr)
-			}
-			r := diffFleets(bf, hf, extra)
-			if err := writeAudit(stdout, o.output, r, func(w io.Writer) { diffTable(w, r) }); err != nil {
+			r := audit.Diff(bf, hf, extra)
+			if err := audit.Write(stdout, o.output, r); err != nil {
 				return err
 			}
 			if r.Summary.Gaining > 0 {
@@ -291,7 +272,7 @@ Exit status: 1 when a rule is violated, 0 otherwise, 2 on an error.`,
 			if err != nil {
 				return err
 			}
-			var rules AuditRules
+			var rules audit.Rules
 			dec := yaml.NewDecoder(bytes.NewReader(data))
 			var node yaml.Node
 			if err := dec.Decode(&node); err != nil {
@@ -304,11 +285,11 @@ Exit status: 1 when a rule is violated, 0 otherwise, 2 on an error.`,
 			if err != nil {
 				return err
 			}
-			r, err := checkRules(f, rules)
+			r, err := audit.Check(f, rules)
 			if err != nil {
 				return fmt.Errorf("%s: %w", rulesFile, err)
 			}
-			if err := writeAudit(stdout, o.output, r, func(w io.Writer) { checkTable(w, r) }); err != nil {
+			if err := audit.Write(stdout, o.output, r); err != nil {
 				return err
 			}
 			if len(r.Violations) > 0 {
@@ -336,208 +317,4 @@ func decodeStrict(node *yaml.Node, out any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	return dec.Decode(out)
-}
-
-// writeAudit prints a report as a table, JSON or YAML (the JSON keys, in
-// the same order).
-func writeAudit(w io.Writer, format string, v any, table func(io.Writer)) error {
-	if format == "table" {
-		table(w)
-		return nil
-	}
-	if r, ok := v.(DiffReport); ok && format == "json" {
-		return writeDiffJSON(w, r)
-	}
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if format == "json" {
-		_, err = w.Write(append(data, '\n'))
-		return err
-	}
-	var node yaml.Node
-	if err := yaml.Unmarshal(data, &node); err != nil {
-		return err
-	}
-	blockStyle(&node)
-	enc := yaml.NewEncoder(w)
-	enc.SetIndent(2)
-	if err := enc.Encode(&node); err != nil {
-		return err
-	}
-	return enc.Close()
-}
-
-// writeDiffJSON writes what json.MarshalIndent(r, "", "  ") would, one
-// minion at a time: the diff of a fleet is megabytes, and the text is
-// never held whole.
-func writeDiffJSON(w io.Writer, r DiffReport) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	part := func(lead string, v any, prefix string) error {
-		data, err := json.MarshalIndent(v, prefix, "  ")
-		if err != nil {
-			return err
-		}
-		bw.WriteString(lead)
-		_, err = bw.Write(data)
-		return err
-	}
-	if err := part("{\n  \"summary\": ", r.Summary, "  "); err != nil {
-		return err
-	}
-	bw.WriteString(",\n  \"minions\": ")
-	if r.Minions == nil {
-		bw.WriteString("null")
-	} else {
-		bw.WriteString("[")
-	}
-	for i, m := range r.Minions {
-		lead := ",\n    "
-		if i == 0 {
-			lead = "\n    "
-		}
-		if err := part(lead, m, "    "); err != nil {
-			return err
-		}
-	}
-	if len(r.Minions) > 0 {
-		bw.WriteString("\n  ")
-	}
-	if r.Minions != nil {
-		bw.WriteString("]")
-	}
-	if len(r.Warnings) > 0 {
-		if err := part(",\n  \"warnings\": ", r.Warnings, "  "); err != nil {
-			return err
-		}
-	}
-	bw.WriteString("\n}\n")
-	return bw.Flush()
-}
-
-// blockStyle undoes the flow style and quotes that JSON text brings, so
-// that the encoder writes ordinary block YAML.
-func blockStyle(n *yaml.Node) {
-	n.Style = 0
-	for _, c := range n.Content {
-		blockStyle(c)
-	}
-}
-
-func caps(c []string, errText string) string {
-	if errText != "" {
-		return "error: " + errText
-	}
-	return strings.Join(c, ",")
-}
-
-func whoCanTable(w io.Writer, r WhoCanReport) {
-	what := "any access to"
-	if r.Capability != "" {
-		what = r.Capability + " on"
-	}
-	fmt.Fprintf(w, "%d of %d minions have %s %s", r.Count.Matching, r.Count.Minions, what, r.Path)
-	if r.Operation != "" {
-		fmt.Fprintf(w, " (KV %s of %s)", r.Operation, r.Logical)
-	}
-	fmt.Fprintln(w)
-	if len(r.Minions) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "MINION\tCAPABILITIES\tPOLICIES\tPATTERN\tWHY")
-		for _, m := range r.Minions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Minion, caps(m.Capabilities, m.Error), strings.Join(m.Policies, ","), m.Pattern, m.Rule)
-		}
-		_ = tw.Flush()
-	}
-	for _, m := range r.Minions {
-		for _, c := range m.Caveats {
-			fmt.Fprintf(w, "  %s: %s\n", m.Minion, c)
-		}
-	}
-	warnings(w, r.Warnings)
-}
-
-func whatCanTable(w io.Writer, r WhatCanReport) {
-	fmt.Fprintf(w, "minion %s (role %s, binding %s)\npolicies: %s\n", r.Minion, r.Role, r.Binding, strings.Join(r.Policies, ", "))
-	if len(r.Missing) > 0 {
-		fmt.Fprintf(w, "absent policies (skipped): %s\n", strings.Join(r.Missing, ", "))
-	}
-	if r.Error != "" {
-		fmt.Fprintf(w, "every request fails: %s\n", r.Error)
-	}
-	for _, x := range r.Explain {
-		fmt.Fprintf(w, "%s: %s", x.Path, caps(x.Capabilities, x.Error))
-		if x.Pattern != "" {
-			fmt.Fprintf(w, " from %s %q (%s; %s)", strings.Join(x.Policies, ","), x.Pattern, x.Step, x.Rule)
-		} else if x.Step != "" {
-			fmt.Fprintf(w, " (%s)", x.Step)
-		}
-		fmt.Fprintln(w)
-		for _, c := range x.Caveats {
-			fmt.Fprintf(w, "  caveat: %s\n", c)
-		}
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PATTERN\tKIND\tCAPABILITIES\tPOLICIES")
-	for _, p := range r.Patterns {
-		var pols []string
-		for _, s := range p.Sources {
-			pols = append(pols, s.Policy)
-		}
-		c := strings.Join(p.Capabilities, ",")
-		if p.Constrained {
-			c += " (with parameter constraints)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Pattern, p.Kind, c, strings.Join(pols, ","))
-	}
-	_ = tw.Flush()
-	for _, d := range r.Dropped {
-		fmt.Fprintf(w, "dropped: %s %q: %s\n", d.Policy, d.Pattern, d.Reason)
-	}
-	warnings(w, r.Warnings)
-}
-
-func diffTable(w io.Writer, r DiffReport) {
-	fmt.Fprintf(w, "%d of %d minions gain access, %d lose access (%d paths compared)\n", r.Summary.Gaining, r.Summary.Minions, r.Summary.Losing, r.Summary.Paths)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if len(r.Minions) > 0 {
-		fmt.Fprintln(tw, "MINION\tPATH\tBASE\tHEAD\tCHANGE")
-	}
-	for _, m := range r.Minions {
-		if m.Status != "" && len(m.Changes) == 0 {
-			fmt.Fprintf(tw, "%s\t\t\t\t%s\n", m.Minion, m.Status)
-		}
-		for _, c := range m.Changes {
-			var ch []string
-			if len(c.Gained) > 0 {
-				ch = append(ch, "+"+strings.Join(c.Gained, ",+"))
-			}
-			if len(c.Lost) > 0 {
-				ch = append(ch, "-"+strings.Join(c.Lost, ",-"))
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Minion, c.Path, strings.Join(c.Base, ","), strings.Join(c.Head, ","), strings.Join(ch, " "))
-		}
-	}
-	_ = tw.Flush()
-	warnings(w, r.Warnings)
-}
-
-func checkTable(w io.Writer, r CheckReport) {
-	fmt.Fprintf(w, "%d violations of %d rules\n", len(r.Violations), r.Rules)
-	if len(r.Violations) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "RULE\tMINION\tPATH\tCAPABILITIES\tPOLICIES\tPATTERN")
-		for _, v := range r.Violations {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Rule, v.Minion, v.Path, strings.Join(v.Capabilities, ","), strings.Join(v.Policies, ","), v.Pattern)
-		}
-		_ = tw.Flush()
-	}
-	warnings(w, r.Warnings)
-}
-
-func warnings(w io.Writer, ws []string) {
-	for _, s := range ws {
-		fmt.Fprintf(w, "warning: %s\n", s)
-	}
 }

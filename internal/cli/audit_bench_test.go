@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,115 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minionvault/minion-vault-operator/pkg/acl"
+	"github.com/minionvault/minion-vault-operator/internal/testsamples"
 )
-
-// benchAuditFleet is a rendered fleet of n minions shaped like the
-// samples: a templated minions policy, one policy per role, minions with
-// one to three roles. extra is appended to every role policy (a template
-// change).
-func benchAuditFleet(tb testing.TB, n int, extra string) *fleet {
-	tb.Helper()
-	rule := func(p, caps string) string { return fmt.Sprintf("path %q {\n  capabilities = [%s]\n}\n", p, caps) }
-	docs := map[string]string{
-		"default": acl.DefaultPolicy,
-		"saltstack/minions": rule("salt/data/minions/{{identity.entity.name}}/*", `"read", "list"`) +
-			rule("salt/data/roles/{{identity.entity.metadata.roles__0}}", `"read"`) +
-			rule("salt/data/roles/{{identity.entity.metadata.roles__1}}", `"read"`) +
-			rule("salt/data/roles/{{identity.entity.metadata.roles__2}}", `"read"`),
-	}
-	const roles = 30
-	for r := range roles {
-		docs[fmt.Sprintf("salt_role_r%d", r)] = rule(fmt.Sprintf("salt/data/roles/r%d", r), `"read", "list"`) +
-			rule(fmt.Sprintf("salt/metadata/roles/r%d", r), `"list"`) + strings.ReplaceAll(extra, "ROLE", fmt.Sprintf("r%d", r))
-	}
-	ev, err := acl.New(docs, acl.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f := &fleet{byID: map[string]*fleetMinion{}, docs: docs, ev: ev}
-	for i := range n {
-		id := fmt.Sprintf("m%05d", i)
-		md := map[string]string{"minion-id": id}
-		tok := []string{"saltstack/minions"}
-		var rs []string
-		for j := range 1 + i%3 {
-			r := fmt.Sprintf("r%d", (i+j*7)%roles)
-			md[fmt.Sprintf("roles__%d", j)] = r
-			rs = append(rs, r)
-			tok = append(tok, "salt_role_"+r)
-		}
-		md["roles"] = strings.Join(rs, ",")
-		m := &fleetMinion{id: id, role: id, metadata: md, subject: acl.Subject{
-			TokenPolicies: acl.LoginPolicies(tok, true),
-			Entity:        &acl.Entity{ID: "id-" + id, Name: "salt_minion_" + id, Metadata: md},
-		}}
-		m.prep = ev.Prepare(m.subject)
-		f.minions = append(f.minions, m)
-		f.byID[id] = m
-	}
-	return f
-}
-
-// BenchmarkDiff10k is audit diff of a template change (every role policy
-// gains a rule) over 10,000 rendered minions (goal: 2 s end to end).
-func BenchmarkDiff10k(b *testing.B) {
-	base := benchAuditFleet(b, 10000, "")
-	head := benchAuditFleet(b, 10000, "path \"salt/data/shared/ROLE/*\" {\n  capabilities = [\"read\"]\n}\n")
-	b.ResetTimer()
-	for b.Loop() {
-		r := diffFleets(base, head, nil)
-		if r.Summary.Gaining != 10000 {
-			b.Fatalf("%d gaining", r.Summary.Gaining)
-		}
-	}
-}
-
-// writeBenchManifests writes n MinionBindings of the sample template (one
-// YAML file) and the template to dir; with head, the role policy's first
-// rule gains "update" (a template change that touches every minion).
-func writeBenchManifests(tb testing.TB, dir string, n int, head bool) {
-	tb.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "miniontemplate.yaml"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	t := string(data)
-	if head {
-		t = strings.Replace(t, "          capabilities: [read, list]\n", "          capabilities: [read, list, update]\n", 1)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "miniontemplate.yaml"), []byte(t), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	roles := []string{"web", "db", "ci", "mail", "cache"}
-	var sb strings.Builder
-	for i := range n {
-		fmt.Fprintf(&sb, `---
-apiVersion: minionvault.dev/v1alpha1
-kind: MinionBinding
-metadata:
-  name: m%05[1]d
-  namespace: default
-spec:
-  minionID: m%05[1]d
-  templateRef:
-    name: salt-minions
-  grains:
-    id: m%05[1]d
-    os: Debian
-    os_family: Debian
-  pillar:
-    roles: [%[2]s, %[3]s]
-    env: prod
-`, i, roles[i%5], roles[(i/5)%5])
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bindings.yaml"), []byte(sb.String()), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-}
 
 // BenchmarkAuditDiffCommand10k is `audit diff -o json` end to end (reading
 // and rendering the manifests included) of a template change over 10,000
@@ -132,8 +24,8 @@ spec:
 func BenchmarkAuditDiffCommand10k(b *testing.B) {
 	dir := b.TempDir()
 	base, head := filepath.Join(dir, "base"), filepath.Join(dir, "head")
-	writeBenchManifests(b, base, 10000, false)
-	writeBenchManifests(b, head, 10000, true)
+	testsamples.WriteFleet(b, base, 10000, false)
+	testsamples.WriteFleet(b, head, 10000, true)
 	b.ResetTimer()
 	for b.Loop() {
 		var out, errOut bytes.Buffer
@@ -158,10 +50,10 @@ func BenchmarkAuditDiffProcess10k(b *testing.B) {
 	if dir == "" {
 		dir = b.TempDir()
 	}
-	writeBenchManifests(b, filepath.Join(dir, "base"), 10000, false)
-	writeBenchManifests(b, filepath.Join(dir, "head"), 10000, true)
-	writeBenchManifests(b, filepath.Join(dir, "one-base"), 1, false)
-	writeBenchManifests(b, filepath.Join(dir, "one-head"), 1, true)
+	testsamples.WriteFleet(b, filepath.Join(dir, "base"), 10000, false)
+	testsamples.WriteFleet(b, filepath.Join(dir, "head"), 10000, true)
+	testsamples.WriteFleet(b, filepath.Join(dir, "one-base"), 1, false)
+	testsamples.WriteFleet(b, filepath.Join(dir, "one-head"), 1, true)
 	type runs struct{ wall, cpu, rss, idle []float64 }
 	got := make([]runs, len(bins))
 	for b.Loop() {
@@ -275,22 +167,4 @@ func median(v []float64) float64 {
 		return (s[n/2-1] + s[n/2]) / 2
 	}
 	return s[len(s)/2]
-}
-
-// Compared side by side in chunks, the diff is the diff of one pass: the
-// minions in order, the counts and the paths (each minion has its own
-// templated paths).
-func TestDiffFleetsChunks(t *testing.T) {
-	base := benchAuditFleet(t, 1500, "")
-	head := benchAuditFleet(t, 1400, "path \"salt/data/shared/ROLE/*\" {\n  capabilities = [\"read\"]\n}\n")
-	delete(base.byID, "m00007")
-	one := diffFleetsWith(base, head, []string{"salt/data/x"}, 1)
-	for _, w := range []int{2, 3, 5} {
-		if got := diffFleetsWith(base, head, []string{"salt/data/x"}, w); !reflect.DeepEqual(got, one) {
-			t.Fatalf("%d workers: %+v, want %+v", w, got.Summary, one.Summary)
-		}
-	}
-	if one.Summary.Minions != 1500 || one.Summary.Gaining == 0 || len(one.Minions) < 100 {
-		t.Fatalf("%+v", one.Summary)
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
+	"github.com/minionvault/minion-vault-operator/internal/audit"
 	"github.com/minionvault/minion-vault-operator/internal/testenv"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -64,19 +66,18 @@ path "salt/*" { capabilities = ["deny"] }
 		t.Fatal(err)
 	}
 	accessor := auths[testenv.AppRoleMount+"/"].Accessor
-	f, err := loadFleet([]string{dir}, fleetOptions{vaultVersion: "1.21.4", accessor: accessor})
+	f, err := audit.Load([]string{dir}, audit.Options{VaultVersion: "1.21.4", Accessor: accessor})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.minions) != 3 {
-		t.Fatalf("%d minions", len(f.minions))
+	if len(f.Minions()) != 3 {
+		t.Fatalf("%d minions", len(f.Minions()))
 	}
 
 	// Every path the policies name, the minions' own, and a few more.
 	set := map[string]bool{}
-	fleetProbes(f, set)
-	for _, m := range f.minions {
-		minionProbes(m, set)
+	for _, p := range f.Paths() {
+		set[p] = true
 	}
 	for _, p := range []string{"salt/data/roles/web/", "salt/data/roles/", "salt/metadata/roles/db/", "salt/data/minions/web01/x",
 		"salt/data/env/prod", "salt/data/env/staging", "sys/mounts", "secret/data/x", "cubbyhole/x"} {
@@ -92,37 +93,37 @@ path "salt/*" { capabilities = ["deny"] }
 	slices.Sort(paths)
 
 	agreed := 0
-	for _, m := range f.minions {
-		token := minionLogin(t, root, m.role)
+	for _, m := range f.Minions() {
+		token := minionLogin(t, root, m.Role())
 		got, err := capabilities(root, token, paths)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range paths {
-			d := m.prep.Check(p)
-			if d.Err != nil {
-				t.Fatalf("%s %s: %v", m.id, p, d.Err)
+		// what-can's explanations: the evaluator's answer on each path.
+		for _, x := range audit.WhatCan(f, m, paths).Explain {
+			if x.Error != "" {
+				t.Fatalf("%s %s: %v", m.ID(), x.Path, x.Error)
 			}
-			if want := got[p]; !reflect.DeepEqual(d.Capabilities(), want) {
-				t.Errorf("%s %q: audit %v, Vault %v (%+v)", m.id, p, d.Capabilities(), want, m.prep.Explain(p))
+			if want := got[x.Path]; !reflect.DeepEqual(x.Capabilities, want) {
+				t.Errorf("%s %q: audit %v, Vault %v (%+v)", m.ID(), x.Path, x.Capabilities, want, x)
 				continue
 			}
 			agreed++
 		}
 	}
-	t.Logf("%d answers of %d minions on %d paths agree with Vault", agreed, len(f.minions), len(paths))
+	t.Logf("%d answers of %d minions on %d paths agree with Vault", agreed, len(f.Minions()), len(paths))
 
 	// Online: the same answers read from Vault alone, through the
 	// command, as the contract checked from outside asks for them.
 	t.Setenv("VAULT_ADDR", env.Addr)
 	t.Setenv("VAULT_TOKEN", env.RootToken)
-	for _, m := range f.minions {
-		token := minionLogin(t, root, m.role)
+	for _, m := range f.Minions() {
+		token := minionLogin(t, root, m.Role())
 		want, err := capabilities(root, token, paths)
 		if err != nil {
 			t.Fatal(err)
 		}
-		args := []string{"what-can", m.role, "--vault", "--minion-mount", testenv.AppRoleMount, "-o", "json"}
+		args := []string{"what-can", m.Role(), "--vault", "--minion-mount", testenv.AppRoleMount, "-o", "json"}
 		for _, p := range paths {
 			args = append(args, "--path", p)
 		}
@@ -137,7 +138,7 @@ path "salt/*" { capabilities = ["deny"] }
 		if !reflect.DeepEqual(r.Paths, want) {
 			for _, p := range paths {
 				if !reflect.DeepEqual(r.Paths[p], want[p]) {
-					t.Errorf("what-can %s --vault %q: %v, Vault %v", m.role, p, r.Paths[p], want[p])
+					t.Errorf("what-can %s --vault %q: %v, Vault %v", m.Role(), p, r.Paths[p], want[p])
 				}
 			}
 		}
@@ -209,7 +210,7 @@ path "identity/group/id/*" { capabilities = ["read"] }
 
 	// who-can on a path the policy file decides: its longer prefix beats
 	// its own salt/* deny, and the other minions have no rule there.
-	r := whoCan(f, whoCanQuery{path: "salt/data/minions/web01/x"})
+	r := audit.WhoCan(f, audit.WhoCanQuery{Path: "salt/data/minions/web01/x"})
 	var names []string
 	for _, m := range r.Minions {
 		names = append(names, m.Minion)
@@ -221,11 +222,11 @@ path "identity/group/id/*" { capabilities = ["read"] }
 
 func mustRead(t *testing.T, file string) string {
 	t.Helper()
-	data, err := readFileString(file)
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data
+	return string(data)
 }
 
 // minionLogin logs in with the AppRole role the operator wrote, with a new

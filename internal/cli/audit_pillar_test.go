@@ -7,31 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-func TestPillarReadPath(t *testing.T) {
-	cases := []struct {
-		pillar   string
-		versions map[string]int
-		want     string
-	}{
-		{"salt/minions/web01", nil, "salt/data/minions/web01"},
-		{"salt/data/minions/web01", nil, "salt/data/minions/web01"}, // _v2_the_path leaves it
-		{"/salt/minions/web01/", nil, "salt/data/minions/web01"},
-		{"salt/metadata/minions/web01", nil, "salt/data/minions/web01"}, // _v2_the_path flips metadata/ to data/
-		{"salt/data", nil, "salt/data"},
-		{"salt/metadata", nil, "salt/data"},
-		{"salt/database/x", nil, "salt/data/database/x"}, // "database" is not "data/"
-		{"salt/minions/web01", map[string]int{"salt": 1}, "salt/minions/web01"},
-		{"kv/team/a/minions/web01", map[string]int{"kv/team": 2}, "kv/team/data/a/minions/web01"},
-		{"kv/team/a/x", map[string]int{"kv": 1, "kv/team": 2}, "kv/team/data/a/x"}, // the longest mount
-	}
-	for _, c := range cases {
-		if got := pillarReadPath(c.pillar, c.versions); got != c.want {
-			t.Errorf("pillarReadPath(%q, %v) = %q, want %q", c.pillar, c.versions, got, c.want)
-		}
-	}
-}
+	"github.com/minionvault/minion-vault-operator/internal/audit"
+)
 
 // The samples let every minion read its predicted pillar; a template that
 // assigns a per-minion policy no document renders does not, and the check
@@ -84,7 +62,7 @@ func TestAuditPillar(t *testing.T) {
 			if code != c.code {
 				t.Fatalf("exit %d, want %d: %s%s", code, c.code, out, errOut)
 			}
-			var r PillarReport
+			var r audit.PillarReport
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatal(err)
 			}

@@ -3,45 +3,19 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/minionvault/minion-vault-operator/pkg/acl"
+	"github.com/minionvault/minion-vault-operator/internal/audit"
+	"github.com/minionvault/minion-vault-operator/internal/testsamples"
 )
 
 // copySamples copies config/samples to a new folder, for a test to edit.
-func copySamples(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	src := filepath.Join("..", "..", "config", "samples")
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if filepath.Ext(e.Name()) != ".yaml" {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+func copySamples(t *testing.T) string { return testsamples.Copy(t) }
 
-func writeAuditFile(t *testing.T, file, text string) {
-	t.Helper()
-	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func writeAuditFile(t *testing.T, file, text string) { testsamples.WriteFile(t, file, text) }
 
 func runAudit(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -72,7 +46,7 @@ func TestAuditWhoCan(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			var r WhoCanReport
+			var r audit.WhoCanReport
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +154,7 @@ func TestAuditDiff(t *testing.T) {
 			if code != c.code {
 				t.Fatalf("exit %d, want %d: %s%s", code, c.code, out, errOut)
 			}
-			var r DiffReport
+			var r audit.DiffReport
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +222,7 @@ func TestAuditCheck(t *testing.T) {
 			if code != c.code {
 				t.Fatalf("exit %d, want %d: %s%s", code, c.code, out, errOut)
 			}
-			var r CheckReport
+			var r audit.CheckReport
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatal(err)
 			}
@@ -268,66 +242,6 @@ func TestAuditCheck(t *testing.T) {
 	writeAuditFile(t, rules, "rules:\n  - paths: [a]\n    capability: read\n    nope: 1\n")
 	if code, _, _ := runAudit(t, "check", "--rules", rules, "-f", dir); code != 2 {
 		t.Fatalf("unknown key: exit %d, want 2", code)
-	}
-}
-
-func TestAuditProbes(t *testing.T) {
-	cases := []struct {
-		pattern string
-		want    []string
-	}{
-		{"salt/data/roles/db", []string{"salt/data/roles/db"}},
-		{"/salt/data/roles/db", []string{"salt/data/roles/db"}},
-		{"salt/data/roles/*", []string{"salt/data/roles/", "salt/data/roles/_"}},
-		{"identity/oidc/provider/+/authorize", []string{"identity/oidc/provider/_/authorize"}},
-		{"*", []string{"_"}},
-		{"salt/{{identity.entity.name}}", nil},
-	}
-	for _, c := range cases {
-		if got := probes(c.pattern); !reflect.DeepEqual(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
-			t.Errorf("probes(%q) = %q, want %q", c.pattern, got, c.want)
-		}
-	}
-}
-
-// testFleet builds a fleet directly from policy texts and minions (ID to
-// token policies and entity metadata), without manifests.
-func testFleet(t *testing.T, docs map[string]string, minions map[string]map[string]string, policies []string) *fleet {
-	t.Helper()
-	ev, err := acl.New(docs, acl.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fleet{byID: map[string]*fleetMinion{}, docs: docs, ev: ev}
-	for id, md := range minions {
-		m := &fleetMinion{id: id, role: id, metadata: md, subject: acl.Subject{
-			TokenPolicies: acl.LoginPolicies(policies, false),
-			Entity:        &acl.Entity{ID: "id-" + id, Name: id, Metadata: md},
-		}}
-		m.prep = ev.Prepare(m.subject)
-		f.minions = append(f.minions, m)
-		f.byID[id] = m
-	}
-	return f
-}
-
-// TestAuditDiffErrors: a head where every request of a minion fails (a
-// templated value that makes "+*") loses access and gains none.
-func TestAuditDiffErrors(t *testing.T) {
-	docs := map[string]string{"p": "path \"salt/{{identity.entity.metadata.env}}*\" {\n  capabilities = [\"read\"]\n}\npath \"salt/common\" {\n  capabilities = [\"read\"]\n}\n"}
-	base := testFleet(t, docs, map[string]map[string]string{"web01": {"env": "prod"}}, []string{"p"})
-	head := testFleet(t, docs, map[string]map[string]string{"web01": {"env": "prod+"}}, []string{"p"})
-	if base.byID["web01"].prep.Err() != nil || head.byID["web01"].prep.Err() == nil {
-		t.Fatal("want the head minion to fail every request")
-	}
-	r := diffFleets(base, head, nil)
-	if r.Summary.Gaining != 0 || r.Summary.Losing != 1 || len(r.Minions) != 1 {
-		t.Fatalf("summary %+v minions %+v", r.Summary, r.Minions)
-	}
-	for _, c := range r.Minions[0].Changes {
-		if len(c.Gained) > 0 || !reflect.DeepEqual(c.Lost, []string{"read"}) || !strings.HasPrefix(c.Head[0], "error: error parsing templated policy") {
-			t.Fatalf("change %+v", c)
-		}
 	}
 }
 

@@ -96,8 +96,8 @@ func runMasterCheck(ctx context.Context, o masterCheckOptions, stdout, _ io.Writ
 		return err
 	}
 	var templates []*mastercheck.Template
-	for _, td := range in.templates {
-		t, err := mastercheck.FromTemplate(td.obj)
+	for _, td := range in.Templates {
+		t, err := mastercheck.FromTemplate(td.Obj)
 		if err != nil {
 			return err
 		}
@@ -109,7 +109,7 @@ func runMasterCheck(ctx context.Context, o masterCheckOptions, stdout, _ io.Writ
 	}
 	if o.vaultAddr != "" {
 		var minions []string
-		for _, b := range in.bindings {
+		for _, b := range in.Bindings {
 			if b.Spec.TemplateRef.Name == t.Name {
 				minions = append(minions, b.Spec.MinionID)
 			}

@@ -18,7 +18,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/template"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
-	"github.com/minionvault/minion-vault-operator/internal/manifest"
+	"github.com/minionvault/minion-vault-operator/internal/offline"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -107,21 +107,12 @@ or when the operator would refuse a binding or template (printed).`,
 	return cmd
 }
 
-// planInput is what the manifests hold.
+// planInput is what the manifests hold, and whose cluster the plan is for.
 type planInput struct {
-	templates   []templateDoc
-	bindings    []*v1alpha1.MinionBinding
-	connections map[string]*v1alpha1.VaultConnection
-	namespaces  map[string]map[string]string // name -> labels
-	configMaps  convert.ConfigMapData
+	*offline.Manifests
 	// cluster is the operator's cluster identity ("": learned from the
 	// policies' headers).
 	cluster string
-}
-
-type templateDoc struct {
-	obj *v1alpha1.MinionTemplate
-	doc manifest.Document
 }
 
 // PlanResult is the JSON output of plan.
@@ -181,7 +172,7 @@ func runPlan(ctx context.Context, o planOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	in.cluster = o.clusterID
-	if len(in.templates) == 0 {
+	if len(in.Templates) == 0 {
 		return errors.New("no MinionTemplate among the manifests")
 	}
 	cfg, err := planVaultConfig(o, in)
@@ -200,8 +191,8 @@ func runPlan(ctx context.Context, o planOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	conns := map[string]bool{}
-	for _, t := range in.templates {
-		conns[t.obj.Spec.ConnectionRef.Name] = true
+	for _, t := range in.Templates {
+		conns[t.Obj.Spec.ConnectionRef.Name] = true
 	}
 	if len(conns) > 1 {
 		plan.Warnings = append(plan.Warnings, fmt.Sprintf("the templates refer to %d VaultConnections; all were planned against %s", len(conns), cfg.Address))
@@ -233,11 +224,11 @@ func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult
 	plan := &PlanResult{Templates: []TemplatePlan{}, Bindings: []BindingPlan{}}
 	byTemplate := map[string][]*v1alpha1.MinionBinding{}
 	known := map[string]bool{}
-	for _, t := range in.templates {
-		known[t.obj.Name] = true
+	for _, t := range in.Templates {
+		known[t.Obj.Name] = true
 	}
 	facts := newManifestFacts(in)
-	for _, b := range in.bindings {
+	for _, b := range in.Bindings {
 		if !b.DeletionTimestamp.IsZero() {
 			// Being deleted: its finalizer's removals, no admission, no
 			// policy documents.
@@ -257,9 +248,9 @@ func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult
 	}
 
 	policies := &template.PolicyPlanner{Vault: vc}
-	for _, t := range in.templates {
-		tpl := t.obj
-		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.configMaps, t.doc.MetadataOrder())
+	for _, t := range in.Templates {
+		tpl := t.Obj
+		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.ConfigMaps, t.Doc.MetadataOrder())
 		if err != nil {
 			plan.Templates = append(plan.Templates, TemplatePlan{Name: tpl.Name, Changes: []vault.Change{},
 				Refused: &Refusal{Reason: v1alpha1.RenderFailedReason, Message: err.Error()}})
@@ -269,7 +260,7 @@ func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult
 			continue
 		}
 		compiled := render.Compile(rt)
-		facts.compiled[tpl.Name] = compiled
+		facts.SetCompiled(tpl.Name, compiled)
 		rendered := map[types.NamespacedName]*render.Result{}
 		for _, b := range byTemplate[tpl.Name] {
 			bp, res, err := planBinding(ctx, vc, facts, b)
@@ -372,7 +363,7 @@ func planBinding(ctx context.Context, vc vault.Client, facts *manifestFacts, b *
 func planVault(ctx context.Context, vc vault.Client, in *planInput, b *v1alpha1.MinionBinding, a *admission.Admitted) (BindingPlan, error) {
 	ns := ""
 	if a.Template != nil {
-		if conn := in.connections[a.Template.Spec.ConnectionRef.Name]; conn != nil {
+		if conn := in.Connections[a.Template.Spec.ConnectionRef.Name]; conn != nil {
 			ns = conn.Spec.Namespace
 		}
 	}
@@ -390,9 +381,9 @@ func planVault(ctx context.Context, vc vault.Client, in *planInput, b *v1alpha1.
 }
 
 func templateNamed(in *planInput, name string) *v1alpha1.MinionTemplate {
-	for _, t := range in.templates {
-		if t.obj.Name == name {
-			return t.obj
+	for _, t := range in.Templates {
+		if t.Obj.Name == name {
+			return t.Obj
 		}
 	}
 	return nil

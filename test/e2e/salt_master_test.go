@@ -262,6 +262,19 @@ func TestSaltMasterBesideTheOperator(t *testing.T) {
 	for _, m := range minions {
 		s.waitReady(smNS, m)
 	}
+	// The template writes the policy documents its bindings render, in
+	// its own scan after theirs (longer with many policies in Vault): the
+	// minions read their pillar through them.
+	eventually(t, 2*time.Minute, "the template's ACL policies", func() error {
+		for _, m := range minions {
+			for _, p := range []string{"sm_minion_" + m, "sm_role_" + pillar[m][0]} {
+				if body, err := s.root.Sys().GetPolicyWithContext(ctx, p); err != nil || body == "" {
+					return fmt.Errorf("policy %s: %q, %v", p, body, err)
+				}
+			}
+		}
+		return nil
+	})
 	tplObj := &v1alpha1.MinionTemplate{}
 	s.must(s.c.Get(ctx, types.NamespacedName{Name: "sm"}, tplObj))
 	tpl, err := mastercheck.FromTemplate(tplObj)

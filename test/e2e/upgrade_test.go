@@ -96,7 +96,9 @@ func (s *suite) runProcess(t *testing.T, bin, user string, args ...string) func(
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, "KUBECONFIG="+kubeconfig)
+	// POD_NAMESPACE: where the operator reads Secrets (--secret-namespace's
+	// default), as in its Deployment; a previous release ignores it.
+	cmd.Env = append(env, "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+operatorNamespace)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	must(t, cmd.Start())

@@ -1,17 +1,22 @@
-package cli
+package offline
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/minionvault/minion-vault-operator/internal/manifest"
+	"github.com/minionvault/minion-vault-operator/internal/testsamples"
 )
 
 // A large manifest file parsed in pieces gives the documents of one parse.
 func TestParseManifestPieces(t *testing.T) {
 	dir := t.TempDir()
-	writeBenchManifests(t, dir, 3000, false)
+	testsamples.WriteFleet(t, dir, 3000, false)
 	data, err := os.ReadFile(filepath.Join(dir, "bindings.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -58,5 +63,38 @@ func TestParseManifestPieces(t *testing.T) {
 	}
 	if !strings.Contains(errSplit.Error(), "line ") {
 		t.Errorf("error without its line: %v", errSplit)
+	}
+}
+
+// A binding's metadata is taken from its strict decoding: what the lenient
+// decoding of any other document finds, and the same error first.
+func TestParsedBindingMetadata(t *testing.T) {
+	for _, text := range []string{
+		"kind: MinionBinding\napiVersion: minionvault.dev/v1alpha1\nmetadata:\n  name: web01\n  labels: {a: b}\nspec:\n  minionID: web01\n  templateRef: {name: t}\n",
+		"kind: MinionBinding\napiVersion: minionvault.dev/v1alpha1\nmetadata:\n  Name: web02\n  namespace: prod\nspec:\n  minionID: web02\n  templateRef: {name: t}\n",
+		"kind: MinionBinding\nmetadata:\n  name: typo\nspec:\n  minionId: x\n",
+		"kind: MinionBinding\nmetadata:\n  name: 5\n",
+	} {
+		got, err := parseManifestPiece([]byte(text))
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%q: %v", text, err)
+		}
+		docs, err := manifest.Parse([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want struct{ Metadata docMeta }
+		wantErr := json.Unmarshal(docs[0].Value.AppendJSON(nil), &want)
+		pd := got[0]
+		switch {
+		case wantErr != nil:
+			if pd.metaErr == nil || pd.metaErr.Error() != wantErr.Error() {
+				t.Errorf("%q: metadata error %v, want %v", text, pd.metaErr, wantErr)
+			}
+		case pd.metaErr != nil || !reflect.DeepEqual(pd.meta, want.Metadata):
+			t.Errorf("%q: metadata %+v (%v), want %+v", text, pd.meta, pd.metaErr, want.Metadata)
+		case (pd.binding == nil) == (pd.decErr == nil):
+			t.Errorf("%q: binding %v, error %v", text, pd.binding, pd.decErr)
+		}
 	}
 }

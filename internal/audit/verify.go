@@ -1,15 +1,13 @@
-package cli
+package audit
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand"
 	"reflect"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	vaultapi "github.com/hashicorp/vault/api"
@@ -19,21 +17,26 @@ import (
 
 // --verify asks Vault's own sys/capabilities about sampled minions without
 // holding a minion's token or secret ID: for each, an alias named
-// verifyAliasPrefix+entityID on the token auth mount is attached to the
+// VerifyAliasPrefix+entityID on the token auth mount is attached to the
 // minion's entity, a token is created through a token role that allows
 // that alias (entity_alias), with the policies a fresh login of the role
 // would carry, short-lived and with one use; sys/capabilities is asked
 // about that token by the auditor's token (it spends none of the token's
 // uses), and the token and the alias are removed again.
 
-// verifyAliasPrefix starts the names of the aliases --verify attaches; the
-// token role's allowed_entity_aliases is this prefix and "*".
-const verifyAliasPrefix = "minionvault-audit-"
+// VerifyAliasPrefix starts the names of the aliases Verify attaches; the
+// token role's allowed_entity_aliases is this prefix and "*"
+// (docs/audit.md).
+const VerifyAliasPrefix = "minionvault-audit-"
 
-type verifyOptions struct {
-	n    int
-	role string
-	seed int64
+// VerifyOptions say how many minions Verify samples, and how.
+type VerifyOptions struct {
+	// N minions are sampled among the roles with an entity.
+	N int
+	// Role is the token role the short-lived tokens are created with.
+	Role string
+	// Seed is the sample's seed (0: a new one, which the report says).
+	Seed int64
 }
 
 // VerifyReport is what --verify found.
@@ -66,8 +69,16 @@ type Disagreement struct {
 	Vault     []string `json:"vault"`
 }
 
+// Verify asks Vault's own sys/capabilities, for v.N minions of online
+// sampled, about the paths Drift compared that all minions share (those
+// the policies of both fleets name, and extra) and each minion's own, and
+// reports where the evaluator disagrees.
+func Verify(ctx context.Context, offline, online *Fleet, v VerifyOptions, extra []string) (*VerifyReport, error) {
+	return verifyFleet(ctx, online, v, driftPaths(offline, online, extra))
+}
+
 // driftPaths are the paths drift compared that all minions share.
-func driftPaths(_ DriftReport, offline, online *fleet, extra []string) []string {
+func driftPaths(offline, online *Fleet, extra []string) []string {
 	set := map[string]bool{}
 	fleetProbes(offline, set)
 	fleetProbes(online, set)
@@ -82,9 +93,9 @@ func driftPaths(_ DriftReport, offline, online *fleet, extra []string) []string 
 	return out
 }
 
-// verifyFleet samples v.n minions of the online fleet and compares the
+// verifyFleet samples v.N minions of the online fleet and compares the
 // evaluator with sys/capabilities on paths and each minion's own paths.
-func verifyFleet(ctx context.Context, f *fleet, v verifyOptions, paths []string) (*VerifyReport, error) {
+func verifyFleet(ctx context.Context, f *Fleet, v VerifyOptions, paths []string) (*VerifyReport, error) {
 	c := f.client
 	auths, err := c.Sys().ListAuthWithContext(ctx)
 	if err != nil {
@@ -94,25 +105,25 @@ func verifyFleet(ctx context.Context, f *fleet, v verifyOptions, paths []string)
 	if !ok {
 		return nil, errors.New("no token auth mount")
 	}
-	if v.seed == 0 {
-		v.seed = time.Now().UnixNano()
+	if v.Seed == 0 {
+		v.Seed = time.Now().UnixNano()
 	}
-	r := &VerifyReport{Seed: v.seed, TokenRole: v.role, Minions: []VerifiedMinion{}, Disagreements: []Disagreement{}}
+	r := &VerifyReport{Seed: v.Seed, TokenRole: v.Role, Minions: []VerifiedMinion{}, Disagreements: []Disagreement{}}
 	// A role without an entity yet has nothing a token could be bound to.
-	var eligible []*fleetMinion
+	var eligible []*Minion
 	for _, m := range f.minions {
 		if m.live != nil && m.live.ID != "" {
 			eligible = append(eligible, m)
 		}
 	}
-	order := rand.New(rand.NewSource(v.seed)).Perm(len(eligible))
-	if len(order) > v.n {
-		order = order[:v.n]
+	order := rand.New(rand.NewSource(v.Seed)).Perm(len(eligible))
+	if len(order) > v.N {
+		order = order[:v.N]
 	}
 	slices.Sort(order)
 	for _, i := range order {
 		m := eligible[i]
-		vm, ds, err := verifyMinion(ctx, c, f, m, tm.Accessor, v.role, paths)
+		vm, ds, err := verifyMinion(ctx, c, f, m, tm.Accessor, v.Role, paths)
 		if err != nil {
 			return nil, err
 		}
@@ -125,67 +136,28 @@ func verifyFleet(ctx context.Context, f *fleet, v verifyOptions, paths []string)
 	return r, nil
 }
 
-func verifyMinion(ctx context.Context, c *vaultapi.Client, f *fleet, m *fleetMinion, tokenAccessor, role string, common []string) (vm VerifiedMinion, ds []Disagreement, err error) {
+// verifyMinion compares the evaluator with sys/capabilities for one
+// minion, through a short-lived token bound to its entity.
+func verifyMinion(ctx context.Context, c *vaultapi.Client, f *Fleet, m *Minion, tokenAccessor, role string, common []string) (vm VerifiedMinion, ds []Disagreement, err error) {
 	vm.Role = m.role
-	if m.live == nil || m.live.ID == "" {
-		vm.Skipped = "no entity yet: Vault has nothing to bind a token to"
+	if vm.Skipped = verifySkipped(m); vm.Skipped != "" {
 		return vm, nil, nil
 	}
-	if slices.Contains(m.subject.TokenPolicies, "root") {
-		vm.Skipped = "the role gives root"
-		return vm, nil, nil
-	}
-	set := map[string]bool{}
-	for _, p := range common {
-		set[p] = true
-	}
-	minionProbes(m, set)
-	var paths []string
-	for p := range set {
-		// With a single path Vault's answer holds a "capabilities" key
-		// that is not a path.
-		if p != "capabilities" {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
-
-	// The alias that binds the token to the minion's entity.
-	name := verifyAliasPrefix + m.live.ID
-	aliasID := ""
-	for _, a := range m.live.Aliases {
-		if a.MountAccessor != tokenAccessor {
-			continue
-		}
-		if a.Name != name {
-			vm.Skipped = fmt.Sprintf("the entity already has an alias %q on the token mount", a.Name)
-			return vm, nil, nil
-		}
-		// Left by an interrupted run: used, and removed as ours.
-		aliasID = a.ID
-	}
-	leftover := aliasID != ""
-	if !leftover {
-		s, err := c.Logical().WriteWithContext(ctx, "identity/entity-alias", map[string]any{
-			"name": name, "canonical_id": m.live.ID, "mount_accessor": tokenAccessor})
-		if err != nil {
-			return vm, nil, fmt.Errorf("attaching an alias to the entity of %s: %w", m.role, err)
-		}
-		if s == nil || s.Data["id"] == nil {
-			return vm, nil, fmt.Errorf("attaching an alias to the entity of %s: no alias ID in Vault's answer", m.role)
-		}
-		aliasID = fmt.Sprint(s.Data["id"])
+	paths := verifyPaths(m, common)
+	alias, err := attachAlias(ctx, c, m, tokenAccessor)
+	if err != nil || alias.skipped != "" {
+		vm.Skipped = alias.skipped
+		return vm, nil, err
 	}
 	defer func() {
-		if _, derr := c.Logical().DeleteWithContext(ctx, "identity/entity-alias/id/"+aliasID); derr != nil && err == nil {
-			err = fmt.Errorf("removing the alias %s from the entity of %s: %w", aliasID, m.role, derr)
+		if _, derr := c.Logical().DeleteWithContext(ctx, "identity/entity-alias/id/"+alias.id); derr != nil && err == nil {
+			err = fmt.Errorf("removing the alias %s from the entity of %s: %w", alias.id, m.role, derr)
 		}
 	}()
-
 	want := m.subject.TokenPolicies
 	s, err := c.Logical().WriteWithContext(ctx, "auth/token/create/"+role, map[string]any{
 		"policies": want, "no_default_policy": !slices.Contains(want, "default"),
-		"entity_alias": name, "ttl": "60s", "explicit_max_ttl": "120s", "num_uses": 1,
+		"entity_alias": alias.name, "ttl": "60s", "explicit_max_ttl": "120s", "num_uses": 1,
 		"renewable": false, "display_name": "audit-verify", "no_parent": false,
 	})
 	if err != nil {
@@ -208,16 +180,90 @@ func verifyMinion(ctx context.Context, c *vaultapi.Client, f *fleet, m *fleetMin
 	if !reflect.DeepEqual(got, want) {
 		vm.Note = fmt.Sprintf("the token has policies %v, a fresh login %v: compared for the token's", got, want)
 	}
-
+	// The token's entity holds the alias it was made through.
 	e := *m.live
 	e.Aliases = slices.Clone(m.live.Aliases)
-	if !leftover {
-		e.Aliases = append(e.Aliases, acl.Alias{ID: aliasID, Name: name, MountAccessor: tokenAccessor, Metadata: map[string]string{}})
+	if !alias.leftover {
+		e.Aliases = append(e.Aliases, acl.Alias{ID: alias.id, Name: alias.name, MountAccessor: tokenAccessor, Metadata: map[string]string{}})
 	}
 	prep := f.ev.Prepare(acl.Subject{TokenPolicies: got, Entity: &e, Groups: m.subject.Groups})
-
-	vaultAnswer, vaultErr := capabilitiesOf(ctx, c, token, paths)
 	vm.Paths = len(paths)
+	return vm, compareWithVault(ctx, c, prep, token, m.role, paths), nil
+}
+
+// verifySkipped is why Vault cannot be asked about m ("": it can).
+func verifySkipped(m *Minion) string {
+	switch {
+	case m.live == nil || m.live.ID == "":
+		return "no entity yet: Vault has nothing to bind a token to"
+	case slices.Contains(m.subject.TokenPolicies, "root"):
+		return "the role gives root"
+	}
+	return ""
+}
+
+// verifyPaths are common and the minion's own paths, sorted.
+func verifyPaths(m *Minion, common []string) []string {
+	set := map[string]bool{}
+	for _, p := range common {
+		set[p] = true
+	}
+	minionProbes(m, set)
+	var paths []string
+	for p := range set {
+		// With a single path Vault's answer holds a "capabilities" key
+		// that is not a path.
+		if p != "capabilities" {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	return paths
+}
+
+// verifyAlias is the alias on the token mount that binds the token to the
+// minion's entity.
+type verifyAlias struct {
+	name, id string
+	// leftover: left by an interrupted run, used, and removed as ours.
+	leftover bool
+	// skipped: the entity has another alias on the token mount.
+	skipped string
+}
+
+// attachAlias attaches the alias to m's entity, or finds it there.
+func attachAlias(ctx context.Context, c *vaultapi.Client, m *Minion, tokenAccessor string) (verifyAlias, error) {
+	a := verifyAlias{name: VerifyAliasPrefix + m.live.ID}
+	for _, al := range m.live.Aliases {
+		if al.MountAccessor != tokenAccessor {
+			continue
+		}
+		if al.Name != a.name {
+			a.skipped = fmt.Sprintf("the entity already has an alias %q on the token mount", al.Name)
+			return a, nil
+		}
+		a.id, a.leftover = al.ID, true
+	}
+	if a.leftover {
+		return a, nil
+	}
+	s, err := c.Logical().WriteWithContext(ctx, "identity/entity-alias", map[string]any{
+		"name": a.name, "canonical_id": m.live.ID, "mount_accessor": tokenAccessor})
+	if err != nil {
+		return a, fmt.Errorf("attaching an alias to the entity of %s: %w", m.role, err)
+	}
+	if s == nil || s.Data["id"] == nil {
+		return a, fmt.Errorf("attaching an alias to the entity of %s: no alias ID in Vault's answer", m.role)
+	}
+	a.id = fmt.Sprint(s.Data["id"])
+	return a, nil
+}
+
+// compareWithVault is every path on which prep's answer is not
+// sys/capabilities' for token (an error on one side only included).
+func compareWithVault(ctx context.Context, c *vaultapi.Client, prep *acl.Prepared, token, role string, paths []string) []Disagreement {
+	var ds []Disagreement
+	vaultAnswer, vaultErr := capabilitiesOf(ctx, c, token, paths)
 	for _, p := range paths {
 		d := prep.Check(p)
 		var mine, theirs []string
@@ -235,10 +281,10 @@ func verifyMinion(ctx context.Context, c *vaultapi.Client, f *fleet, m *fleetMin
 			theirs = vaultAnswer[p]
 		}
 		if (d.Err != nil) != (vaultErr != nil) || (vaultErr == nil && !reflect.DeepEqual(mine, theirs)) {
-			ds = append(ds, Disagreement{Role: m.role, Path: p, Evaluator: mine, Vault: theirs})
+			ds = append(ds, Disagreement{Role: role, Path: p, Evaluator: mine, Vault: theirs})
 		}
 	}
-	return vm, ds, nil
+	return ds
 }
 
 // capabilitiesOf is sys/capabilities for token on paths, asked with the
@@ -264,28 +310,6 @@ func capabilitiesOf(ctx context.Context, c *vaultapi.Client, token string, paths
 		}
 	}
 	return out, nil
-}
-
-func verifyTable(w io.Writer, v *VerifyReport) {
-	fmt.Fprintf(w, "verify (seed %d, token role %s): %d answers agree with Vault's sys/capabilities, %d disagree\n", v.Seed, v.TokenRole, v.Agreed, len(v.Disagreements))
-	for _, m := range v.Minions {
-		switch {
-		case m.Skipped != "":
-			fmt.Fprintf(w, "  %s: not verified: %s\n", m.Role, m.Skipped)
-		case m.Note != "":
-			fmt.Fprintf(w, "  %s: %d paths; %s\n", m.Role, m.Paths, m.Note)
-		default:
-			fmt.Fprintf(w, "  %s: %d paths\n", m.Role, m.Paths)
-		}
-	}
-	if len(v.Disagreements) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ROLE\tPATH\tEVALUATOR\tVAULT")
-		for _, d := range v.Disagreements {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Role, d.Path, strings.Join(d.Evaluator, ","), strings.Join(d.Vault, ","))
-		}
-		_ = tw.Flush()
-	}
 }
 
 // vaultErrText is Vault's own message of an error answer, on one line.

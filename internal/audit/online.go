@@ -1,4 +1,4 @@
-package cli
+package audit
 
 import (
 	"context"
@@ -20,7 +20,10 @@ import (
 // fresh login of the role would get now. It never logs a minion in,
 // creates a secret ID or a token.
 
-func loadOnlineFleet(ctx context.Context, mount, version string) (*fleet, error) {
+// LoadOnline reads the fleet from Vault (vaultapi.DefaultConfig: VAULT_ADDR,
+// VAULT_TOKEN ...): a minion per AppRole role of mount. The rules are
+// those of version, or of the server's own version when version is "".
+func LoadOnline(ctx context.Context, mount, version string) (*Fleet, error) {
 	c, err := vaultapi.NewClient(vaultapi.DefaultConfig())
 	if err != nil {
 		return nil, fmt.Errorf("vault client: %w", err)
@@ -36,7 +39,7 @@ func loadOnlineFleet(ctx context.Context, mount, version string) (*fleet, error)
 	if err != nil {
 		return nil, err
 	}
-	f := &fleet{byID: map[string]*fleetMinion{}, docs: map[string]string{}, version: version, client: c}
+	f := &Fleet{byID: map[string]*Minion{}, docs: map[string]string{}, version: version, client: c}
 	names, err := c.Sys().ListPoliciesWithContext(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing ACL policies: %w", err)
@@ -90,20 +93,26 @@ func loadOnlineFleet(ctx context.Context, mount, version string) (*fleet, error)
 // token policies (with "default" unless token_no_default_policy), and the
 // entity of its alias as it is now, the alias's role_name set as the login
 // sets it.
-func onlineMinion(ctx context.Context, c *vaultapi.Client, mount, accessor, role string) (*fleetMinion, error) {
+func onlineMinion(ctx context.Context, c *vaultapi.Client, mount, accessor, role string) (*Minion, error) {
 	base := "auth/" + mount + "/role/" + role
 	s, err := c.Logical().ReadWithContext(ctx, base)
-	if err != nil || s == nil {
-		return nil, fmt.Errorf("reading role %q: %v", role, err)
+	if err != nil {
+		return nil, fmt.Errorf("reading role %q: %w", role, err)
+	}
+	if s == nil {
+		return nil, fmt.Errorf("reading role %q: no such role", role)
 	}
 	noDefault, _ := s.Data["token_no_default_policy"].(bool)
 	tok := anyStrings(s.Data["token_policies"])
 	s, err = c.Logical().ReadWithContext(ctx, base+"/role-id")
-	if err != nil || s == nil {
-		return nil, fmt.Errorf("reading the role ID of %q: %v", role, err)
+	if err != nil {
+		return nil, fmt.Errorf("reading the role ID of %q: %w", role, err)
+	}
+	if s == nil {
+		return nil, fmt.Errorf("reading the role ID of %q: no role ID", role)
 	}
 	roleID, _ := s.Data["role_id"].(string)
-	m := &fleetMinion{id: role, role: role, binding: "", metadata: map[string]string{}, roleID: roleID}
+	m := &Minion{id: role, role: role, binding: "", metadata: map[string]string{}, roleID: roleID}
 	m.subject.TokenPolicies = acl.LoginPolicies(tok, !noDefault)
 	s, err = c.Logical().WriteWithContext(ctx, "identity/lookup/entity", map[string]any{"alias_name": roleID, "alias_mount_accessor": accessor})
 	if err != nil {
@@ -139,8 +148,11 @@ func onlineMinion(ctx context.Context, c *vaultapi.Client, mount, accessor, role
 	m.subject.Entity = e
 	for _, gid := range append(anyStrings(s.Data["direct_group_ids"]), anyStrings(s.Data["inherited_group_ids"])...) {
 		g, err := c.Logical().ReadWithContext(ctx, "identity/group/id/"+gid)
-		if err != nil || g == nil {
-			return nil, fmt.Errorf("reading group %s: %v", gid, err)
+		if err != nil {
+			return nil, fmt.Errorf("reading group %s: %w", gid, err)
+		}
+		if g == nil {
+			return nil, fmt.Errorf("reading group %s: no such group", gid)
 		}
 		name, _ := g.Data["name"].(string)
 		ns, _ := g.Data["namespace_id"].(string)

@@ -1,4 +1,4 @@
-package cli
+package audit
 
 import (
 	"fmt"
@@ -48,7 +48,7 @@ type MinionAccess struct {
 	Caveats      []string `json:"caveats,omitempty"`
 }
 
-func access(m *fleetMinion, p string) MinionAccess {
+func access(m *Minion, p string) MinionAccess {
 	x := m.prep.Explain(p)
 	a := MinionAccess{Minion: m.id, Role: m.role, Binding: m.binding, Capabilities: x.Capabilities, Error: x.Error,
 		Policies: x.Policies, Pattern: x.Pattern, Step: x.Step, Rule: x.Rule, Caveats: x.Caveats}
@@ -58,41 +58,45 @@ func access(m *fleetMinion, p string) MinionAccess {
 	return a
 }
 
-// whoCanQuery is what who-can asks: a path, and what counts as access.
-type whoCanQuery struct {
-	path, logical, operation string
-	// want is the capability asked for (0: any); kv, when set, decides
+// WhoCanQuery is what who-can asks: a path, and what counts as access.
+type WhoCanQuery struct {
+	Path string
+	// Logical and Operation name a KV query for the report: the secret
+	// path as the pillar names it and the operation asked about.
+	Logical, Operation string
+	// Want is the capability asked for (0: any); KV, when set, decides
 	// instead (a KV operation).
-	want acl.Caps
-	kv   *acl.KVRequest
-	all  bool
+	Want acl.Caps
+	KV   *acl.KVRequest
+	// All lists the minions without access too.
+	All bool
 }
 
-func (q whoCanQuery) matches(d acl.Decision) bool {
+func (q WhoCanQuery) matches(d acl.Decision) bool {
 	switch {
 	case d.Err != nil, d.Root:
 		return true
-	case q.kv != nil:
-		return q.kv.Allowed(d.Caps)
-	case q.want != 0:
-		return d.Caps.Allows(q.want)
+	case q.KV != nil:
+		return q.KV.Allowed(d.Caps)
+	case q.Want != 0:
+		return d.Caps.Allows(q.Want)
 	}
 	return d.Caps.Granted() != 0
 }
 
-// whoCan answers for every minion: those the query matches (and those
+// WhoCan answers for every minion: those the query matches (and those
 // whose every request fails); with all, the others too.
-func whoCan(f *fleet, q whoCanQuery) WhoCanReport {
-	p, all := q.path, q.all
-	r := WhoCanReport{Path: p, Logical: q.logical, Operation: q.operation, Minions: []MinionAccess{}, Warnings: f.warnings}
+func WhoCan(f *Fleet, q WhoCanQuery) WhoCanReport {
+	p, all := q.Path, q.All
+	r := WhoCanReport{Path: p, Logical: q.Logical, Operation: q.Operation, Minions: []MinionAccess{}, Warnings: f.warnings}
 	switch {
-	case q.kv != nil:
-		r.Capability = strings.Join(q.kv.Need.Names(), " or ")
-		if !q.kv.Any {
-			r.Capability = strings.Join(q.kv.Need.Names(), ",")
+	case q.KV != nil:
+		r.Capability = strings.Join(q.KV.Need.Names(), " or ")
+		if !q.KV.Any {
+			r.Capability = strings.Join(q.KV.Need.Names(), ",")
 		}
-	case q.want != 0:
-		r.Capability = strings.Join(q.want.Names(), ",")
+	case q.Want != 0:
+		r.Capability = strings.Join(q.Want.Names(), ",")
 	}
 	r.Count.Minions = len(f.minions)
 	for _, m := range f.minions {
@@ -124,7 +128,9 @@ type WhatCanReport struct {
 	Warnings []string          `json:"warnings,omitempty"`
 }
 
-func whatCan(f *fleet, m *fleetMinion, paths []string) WhatCanReport {
+// WhatCan is a minion's policies, its patterns after templating (with the
+// rules dropped for it and why), and its capabilities on paths, explained.
+func WhatCan(f *Fleet, m *Minion, paths []string) WhatCanReport {
 	r := WhatCanReport{Minion: m.id, Role: m.role, Binding: m.binding, Policies: m.prep.Names(), Missing: m.prep.Missing(),
 		Patterns: m.prep.Patterns(), Dropped: m.prep.Dropped(), Rendered: m.prep.Rendered(), Warnings: f.warnings}
 	if r.Patterns == nil {
@@ -213,7 +219,7 @@ func probes(pattern string) []string {
 }
 
 // fleetProbes are the paths every policy of the fleet names.
-func fleetProbes(f *fleet, set map[string]bool) {
+func fleetProbes(f *Fleet, set map[string]bool) {
 	for _, pol := range f.ev.Policies() {
 		for _, r := range pol.Rules {
 			for _, p := range probes(r.Pattern) {
@@ -223,7 +229,25 @@ func fleetProbes(f *fleet, set map[string]bool) {
 	}
 }
 
-func minionProbes(m *fleetMinion, set map[string]bool) {
+// Paths are the concrete paths the fleet's policies name and its
+// minions' templated rules render, sorted: the paths a rule's "*" covers
+// in Check.
+func (f *Fleet) Paths() []string {
+	set := map[string]bool{}
+	fleetProbes(f, set)
+	for _, m := range f.minions {
+		minionProbes(m, set)
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// minionProbes are the paths of a minion's templated rules.
+func minionProbes(m *Minion, set map[string]bool) {
 	if m != nil {
 		preparedProbes(m.prep, set)
 	}
@@ -244,7 +268,7 @@ func preparedProbes(p *acl.Prepared, set map[string]bool) {
 // prepared is the minion's prepared rules: those loadFleet kept, or made
 // now (audit diff keeps none: each minion is prepared while it is
 // compared, and let go). nil for a minion not in the fleet.
-func (f *fleet) prepared(m *fleetMinion) *acl.Prepared {
+func (f *Fleet) prepared(m *Minion) *acl.Prepared {
 	switch {
 	case m == nil:
 		return nil
@@ -258,7 +282,7 @@ func (f *fleet) prepared(m *fleetMinion) *acl.Prepared {
 
 // preparedPair is the prepared rules of one minion on both sides; when the
 // sides share its rendered parts, its subject is made once for both.
-func preparedPair(base, head *fleet, bm, hm *fleetMinion) (bp, hp *acl.Prepared) {
+func preparedPair(base, head *Fleet, bm, hm *Minion) (bp, hp *acl.Prepared) {
 	if bm != nil && hm != nil && bm.unprepared != nil && bm.unprepared == hm.unprepared && bm.role == hm.role {
 		s := bm.unprepared.subject(bm.role)
 		return base.ev.Prepare(s), head.ev.Prepare(s)
@@ -318,14 +342,14 @@ func (in *interned) string(s string) string {
 	return s
 }
 
-// diffFleets compares every minion of both fleets on the paths their
-// policies name plus extra.
-func diffFleets(base, head *fleet, extra []string) DiffReport {
+// Diff compares every minion of both fleets, paired by minion ID, on the
+// paths their policies name plus extra.
+func Diff(base, head *Fleet, extra []string) DiffReport {
 	return diffFleetsWith(base, head, extra, runtime.GOMAXPROCS(0))
 }
 
-// diffFleetsWith is diffFleets with up to workers goroutines.
-func diffFleetsWith(base, head *fleet, extra []string, workers int) DiffReport {
+// diffFleetsWith is Diff with up to workers goroutines.
+func diffFleetsWith(base, head *Fleet, extra []string, workers int) DiffReport {
 	r := DiffReport{Minions: []MinionDiff{}}
 	for _, w := range head.warnings {
 		r.Warnings = append(r.Warnings, "head: "+w)
@@ -405,7 +429,7 @@ func diffFleetsWith(base, head *fleet, extra []string, workers int) DiffReport {
 // diffMinion compares one minion (nil on the side it is missing from),
 // prepared as bp and hp, on the common paths and its own templated ones,
 // which it adds to extraSeen.
-func diffMinion(bm, hm *fleetMinion, bp, hp *acl.Prepared, common map[string]bool, commonList []string, extraSeen map[string]bool, in *interned) (md MinionDiff, gaining, losing bool) {
+func diffMinion(bm, hm *Minion, bp, hp *acl.Prepared, common map[string]bool, commonList []string, extraSeen map[string]bool, in *interned) (md MinionDiff, gaining, losing bool) {
 	md = MinionDiff{Changes: []PathChange{}}
 	switch {
 	case bm == nil:
@@ -463,24 +487,24 @@ func diffMinion(bm, hm *fleetMinion, bp, hp *acl.Prepared, common map[string]boo
 	return md, gaining, losing
 }
 
-// AuditRules is the file of audit check: invariants over the fleet.
-type AuditRules struct {
-	Rules []AuditRule `json:"rules"`
+// Rules is the file of audit check: invariants over the fleet.
+type Rules struct {
+	Rules []Rule `json:"rules"`
 }
 
-// AuditRule says who may hold a capability on some paths. A path ending in
+// Rule says who may hold a capability on some paths. A path ending in
 // "*" covers the paths the policies name under it, plus one probe.
-type AuditRule struct {
+type Rule struct {
 	Name       string   `json:"name"`
 	Paths      []string `json:"paths"`
 	Capability string   `json:"capability"`
 	// Allow is who may; nobody when empty.
-	Allow AuditAllow `json:"allow"`
+	Allow Allow `json:"allow"`
 }
 
-// AuditAllow selects minions: by minion ID glob, or by role (the entity
+// Allow selects minions: by minion ID glob, or by role (the entity
 // metadata "roles").
-type AuditAllow struct {
+type Allow struct {
 	Minions []string `json:"minions,omitempty"`
 	Roles   []string `json:"roles,omitempty"`
 }
@@ -502,7 +526,7 @@ type Violation struct {
 	Pattern      string   `json:"pattern,omitempty"`
 }
 
-func (a AuditAllow) allows(m *fleetMinion) bool {
+func (a Allow) allows(m *Minion) bool {
 	for _, g := range a.Minions {
 		if ok, _ := path.Match(g, m.id); ok {
 			return true
@@ -516,13 +540,11 @@ func (a AuditAllow) allows(m *fleetMinion) bool {
 	return false
 }
 
-func checkRules(f *fleet, rules AuditRules) (CheckReport, error) {
+// Check reports every minion that holds what a rule forbids; err is a
+// rule that says nothing valid.
+func Check(f *Fleet, rules Rules) (CheckReport, error) {
 	r := CheckReport{Rules: len(rules.Rules), Violations: []Violation{}, Warnings: f.warnings}
-	named := map[string]bool{}
-	fleetProbes(f, named)
-	for _, m := range f.minions {
-		minionProbes(m, named)
-	}
+	named := f.Paths()
 	for i, rule := range rules.Rules {
 		if rule.Name == "" {
 			rule.Name = fmt.Sprintf("rule %d", i+1)
@@ -542,7 +564,7 @@ func checkRules(f *fleet, rules AuditRules) (CheckReport, error) {
 				continue
 			}
 			paths = append(paths, prefix+"_")
-			for n := range named {
+			for _, n := range named {
 				if strings.HasPrefix(n, prefix) {
 					paths = append(paths, n)
 				}

@@ -1,4 +1,4 @@
-package cli
+package audit
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/manifest"
+	"github.com/minionvault/minion-vault-operator/internal/testsamples"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 )
 
@@ -20,20 +20,22 @@ import (
 func TestAuditDiffUnpreparedSameAsPrepared(t *testing.T) {
 	dir := t.TempDir()
 	base, head := filepath.Join(dir, "base"), filepath.Join(dir, "head")
-	writeBenchManifests(t, base, 300, false)
-	writeBenchManifests(t, head, 300, true)
-	o := &auditOptions{vaultVersion: "1.21.4", accessor: "auth_approle_offline"}
-	load := func(paths string, fo fleetOptions) *fleet {
+	testsamples.WriteFleet(t, base, 300, false)
+	testsamples.WriteFleet(t, head, 300, true)
+	o := Options{VaultVersion: "1.21.4", Accessor: "auth_approle_offline"}
+	load := func(path string) *Fleet {
 		t.Helper()
-		f, err := o.loadOffline([]string{paths}, fo)
+		f, err := Load([]string{path}, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return f
 	}
-	full := diffFleets(load(base, fleetOptions{}), load(head, fleetOptions{}), []string{"salt/data/env/prod"})
-	fo := fleetOptions{manifests: newManifestCache(2), unprepared: true, shared: newSharedMinions(2)}
-	bf, hf := load(base, fo), load(head, fo)
+	full := Diff(load(base), load(head), []string{"salt/data/env/prod"})
+	bf, hf, err := LoadDiff([]string{base}, []string{head}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, m := range hf.minions {
 		if m.prep != nil || m.unprepared == nil || m.subject.Entity != nil {
 			t.Fatalf("minion %s: prepared or with a subject", m.id)
@@ -42,7 +44,7 @@ func TestAuditDiffUnpreparedSameAsPrepared(t *testing.T) {
 			t.Fatalf("minion %s: a copy per side", m.id)
 		}
 	}
-	lean := diffFleets(bf, hf, []string{"salt/data/env/prod"})
+	lean := Diff(bf, hf, []string{"salt/data/env/prod"})
 	if !reflect.DeepEqual(lean, full) {
 		t.Fatalf("unprepared %+v, prepared %+v", lean.Summary, full.Summary)
 	}
@@ -77,7 +79,7 @@ func TestWriteDiffJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		if err := writeAudit(&got, "json", r, nil); err != nil {
+		if err := Write(&got, "json", r); err != nil {
 			t.Fatal(err)
 		}
 		if got.String() != string(want)+"\n" {
@@ -103,38 +105,5 @@ func TestSharedMinions(t *testing.T) {
 	}
 	if s.share(b, "u", first) != first || s.share(b, "u", other) != other {
 		t.Fatal("different parts are shared")
-	}
-}
-
-// A binding's metadata is taken from its strict decoding: what the lenient
-// decoding of any other document finds, and the same error first.
-func TestParsedBindingMetadata(t *testing.T) {
-	for _, text := range []string{
-		"kind: MinionBinding\napiVersion: minionvault.dev/v1alpha1\nmetadata:\n  name: web01\n  labels: {a: b}\nspec:\n  minionID: web01\n  templateRef: {name: t}\n",
-		"kind: MinionBinding\napiVersion: minionvault.dev/v1alpha1\nmetadata:\n  Name: web02\n  namespace: prod\nspec:\n  minionID: web02\n  templateRef: {name: t}\n",
-		"kind: MinionBinding\nmetadata:\n  name: typo\nspec:\n  minionId: x\n",
-		"kind: MinionBinding\nmetadata:\n  name: 5\n",
-	} {
-		got, err := parseManifestPiece([]byte(text))
-		if err != nil || len(got) != 1 {
-			t.Fatalf("%q: %v", text, err)
-		}
-		docs, err := manifest.Parse([]byte(text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want struct{ Metadata docMeta }
-		wantErr := json.Unmarshal(docs[0].Value.AppendJSON(nil), &want)
-		pd := got[0]
-		switch {
-		case wantErr != nil:
-			if pd.metaErr == nil || pd.metaErr.Error() != wantErr.Error() {
-				t.Errorf("%q: metadata error %v, want %v", text, pd.metaErr, wantErr)
-			}
-		case pd.metaErr != nil || !reflect.DeepEqual(pd.meta, want.Metadata):
-			t.Errorf("%q: metadata %+v (%v), want %+v", text, pd.meta, pd.metaErr, want.Metadata)
-		case (pd.binding == nil) == (pd.decErr == nil):
-			t.Errorf("%q: binding %v, error %v", text, pd.binding, pd.decErr)
-		}
 	}
 }

@@ -1,0 +1,523 @@
+package audit
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
+	"github.com/minionvault/minion-vault-operator/internal/convert"
+	"github.com/minionvault/minion-vault-operator/internal/offline"
+	"github.com/minionvault/minion-vault-operator/pkg/acl"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/template"
+)
+
+// Fleet is what the audit reads: every minion the manifests bind, as the
+// operator would render it, and every policy document the templates render
+// or the policy files hold (Load); or every role of a minion mount as
+// Vault holds it now, and Vault's policies (LoadOnline).
+type Fleet struct {
+	minions []*Minion // by minion ID
+	byID    map[string]*Minion
+	docs    map[string]string
+	ev      *acl.Evaluator
+	// warnings are what the audit cannot see or had to assume.
+	warnings []string
+	// Online only: the Vault version whose rules apply, the minion mount's
+	// accessor, and the client that read the fleet.
+	version, accessor string
+	client            *vaultapi.Client
+}
+
+// Minion is one minion of a fleet: its token policies, entity and alias
+// as Vault holds them after its next login (offline) or now (online).
+type Minion struct {
+	id, binding, template, role string
+	// roles is the entity metadata "roles" (comma-joined by the operator).
+	metadata map[string]string
+	subject  acl.Subject
+	prep     *acl.Prepared
+	// unprepared (audit diff) keeps the rendered parts of the subject
+	// instead of subject and metadata: a fraction of the memory of the
+	// maps, which Fleet.prepared makes for the moment of a comparison.
+	unprepared *unpreparedMinion
+	// pillarPaths are the predicted pillar paths (offline only).
+	pillarPaths []string
+	// Online only: the role ID, and the entity as Vault holds it (nil when
+	// there is none yet), its alias metadata as the last login left it.
+	roleID string
+	live   *acl.Entity
+}
+
+// Options say how a fleet of manifests is evaluated.
+type Options struct {
+	// VaultVersion is the Vault version whose rules apply (acl.ModeForVersion).
+	VaultVersion string
+	// Accessor is the mount accessor of the minions' AppRole mount, for
+	// {{identity.entity.aliases.<accessor>...}}.
+	Accessor string
+}
+
+type loadOptions struct {
+	Options
+	// vaultDocs (audit drift): the policies Vault holds, for those the
+	// minions name that are neither rendered nor a file, and for default.
+	vaultDocs map[string]string
+	// manifests, when set, parses a file content once for several fleets.
+	manifests *offline.ManifestCache
+	// unprepared leaves every minion's prep nil (audit diff prepares each
+	// minion while it compares it and lets it go).
+	unprepared bool
+	// shared, with unprepared, lets fleets read side by side share the
+	// parts of a minion that render the same on both.
+	shared *sharedMinions
+}
+
+// Load reads the fleet of the manifests in paths (files or folders, as
+// plan reads them) and of the *.hcl policy files beside them. A policy
+// file is named by its file name without .hcl, or by a first line
+// "# policy: NAME" (for names with a "/").
+func Load(paths []string, o Options) (*Fleet, error) {
+	return loadFleet(paths, loadOptions{Options: o})
+}
+
+// LoadDiff reads the fleets of two sets of manifests for Diff, side by
+// side: a file the same on both is parsed once, and a minion's rendered
+// parts are kept once where both sides render it alike. The minions are
+// left unprepared: Diff prepares each one while it compares it, never all
+// at once.
+func LoadDiff(base, head []string, o Options) (*Fleet, *Fleet, error) {
+	lo := loadOptions{Options: o, manifests: offline.NewManifestCache(2), unprepared: true, shared: newSharedMinions(2)}
+	var bf *Fleet
+	var berr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		bf, berr = loadFleet(base, lo)
+	}()
+	hf, herr := loadFleet(head, lo)
+	<-done
+	if berr != nil {
+		return nil, nil, fmt.Errorf("base: %w", berr)
+	}
+	if herr != nil {
+		return nil, nil, fmt.Errorf("head: %w", herr)
+	}
+	return bf, hf, nil
+}
+
+// LoadForDrift reads the fleet of the manifests in paths to compare with
+// online (Drift): with the rules of its Vault version, its minion mount's
+// accessor, and Vault's text of the policies that are neither rendered nor
+// a file.
+func LoadForDrift(paths []string, online *Fleet) (*Fleet, error) {
+	return loadFleet(paths, loadOptions{Options: Options{VaultVersion: online.version, Accessor: online.accessor}, vaultDocs: online.docs})
+}
+
+// maxMissingNamed is how many absent policies get a warning each; more are
+// said in one warning.
+const maxMissingNamed = 5
+
+// loadFleet admits and renders the bindings of the manifests in paths
+// through the operator's admission gate, then prepares the minions with
+// the policy documents.
+func loadFleet(paths []string, o loadOptions) (*Fleet, error) {
+	mode, err := acl.ModeForVersion(o.VaultVersion)
+	if err != nil {
+		return nil, err
+	}
+	in, err := offline.ReadManifests(paths, o.manifests)
+	if err != nil {
+		return nil, err
+	}
+	files, err := policyFiles(paths)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{byID: map[string]*Minion{}, docs: map[string]string{}}
+	f.addPolicyFiles(files, o.vaultDocs)
+	// Found before admit lets the bindings go, said after the templates'
+	// warnings, where the audit has always said them.
+	unknown := unknownTemplates(in)
+	if err := f.admit(in, files, o); err != nil {
+		return nil, err
+	}
+	f.warnings = append(f.warnings, unknown...)
+	if o.vaultDocs != nil {
+		f.addVaultDocs(o.vaultDocs)
+	}
+	f.ev, err = acl.New(f.docs, acl.Options{Mode: mode})
+	if err != nil {
+		return nil, err
+	}
+	f.prepare()
+	slices.SortFunc(f.minions, func(a, b *Minion) int { return strings.Compare(a.id, b.id) })
+	return f, nil
+}
+
+// addPolicyFiles takes the policy files' texts, and the default policy
+// from Vault or as Vault ships it when no file holds it.
+func (f *Fleet) addPolicyFiles(files, vaultDocs map[string]string) {
+	for name, text := range files {
+		f.docs[name] = text
+	}
+	if text, ok := vaultDocs["default"]; ok && f.docs["default"] == "" {
+		f.docs["default"] = text
+		f.warnings = append(f.warnings, "policy \"default\" is Vault's text (no default.hcl among the files)")
+	}
+	if _, ok := f.docs["default"]; !ok {
+		f.docs["default"] = acl.DefaultPolicy
+		f.warnings = append(f.warnings, "policy \"default\" is Vault 1.21.4's shipped text (no default.hcl among the files): an edited default policy is not seen")
+	}
+}
+
+// unknownTemplates says which bindings are left out for a template that is
+// not among the manifests (the gate would have them wait for it).
+func unknownTemplates(in *offline.Manifests) []string {
+	known := map[string]bool{}
+	for _, t := range in.Templates {
+		known[t.Obj.Name] = true
+	}
+	var unknown []string
+	for _, b := range in.Bindings {
+		if !known[b.Spec.TemplateRef.Name] {
+			unknown = append(unknown, fmt.Sprintf("MinionBinding %s/%s is left out: MinionTemplate %q is not among the manifests", b.Namespace, b.Name, b.Spec.TemplateRef.Name))
+		}
+	}
+	return unknown
+}
+
+// admit passes every binding of a template among the manifests through the
+// admission gate (admission.Admit, as the operator and plan do) and adds
+// the admitted ones with their policy documents. A template that does not
+// compile leaves its bindings out, with one warning.
+func (f *Fleet) admit(in *offline.Manifests, files map[string]string, o loadOptions) error {
+	ctx := context.Background()
+	facts := offline.NewFacts(in, o.manifests)
+	from := map[string]string{}
+	for _, t := range in.Templates {
+		tpl := t.Obj
+		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.ConfigMaps, t.Doc.MetadataOrder())
+		if err != nil {
+			f.warnings = append(f.warnings, fmt.Sprintf("MinionTemplate %s does not render (%v): its minions are left out", tpl.Name, err))
+			continue
+		}
+		facts.SetCompiled(tpl.Name, render.Compile(rt))
+		for i, b := range in.Bindings {
+			if b == nil || b.Spec.TemplateRef.Name != tpl.Name {
+				continue
+			}
+			// A binding has one template: no later pass needs it, and
+			// with the other side's done with it too, its memory goes
+			// (the gate's claims keep what they need of it).
+			in.Bindings[i] = nil
+			name := b.Namespace + "/" + b.Name
+			a, err := admission.Admit(ctx, facts, b)
+			why, err := leftOut(a, err)
+			if err != nil {
+				return fmt.Errorf("MinionBinding %s: %w", name, err)
+			}
+			if why != "" {
+				f.warnings = append(f.warnings, fmt.Sprintf("MinionBinding %s is left out: %s", name, why))
+				continue
+			}
+			if err := f.addDocuments(a.Result, name, files, from); err != nil {
+				return err
+			}
+			f.addMinion(b, name, tpl.Name, a.Result, o)
+		}
+	}
+	return nil
+}
+
+// leftOut is why the gate's answer leaves a binding out of the fleet ("":
+// admitted), in the audit's words; err is the source's own failure.
+func leftOut(a *admission.Admitted, err error) (string, error) {
+	if a != nil && a.Ahead != nil {
+		// Another binding claims the minion ID first and has not
+		// written yet: the operator asks Vault whose the minion is, the
+		// audit does not read Vault.
+		return "its minion ID is bound by another MinionBinding", nil
+	}
+	if err == nil {
+		return "", nil
+	}
+	v, ok := admission.AsVerdict(err)
+	if !ok {
+		return "", err
+	}
+	switch {
+	case v.Reason == v1alpha1.DuplicateMinionIDReason, v.Reason == v1alpha1.MinionIDReleasingReason:
+		return "its minion ID is bound by another MinionBinding", nil
+	case a.Result != nil:
+		// It rendered and failed validation: the first violation, as the
+		// audit always said it.
+		return "the operator would refuse it: " + a.Compiled.Validate(a.Result)[0].String(), nil
+	}
+	return v.Message, nil
+}
+
+// addDocuments takes the policy documents a binding renders. A document a
+// policy file holds too is the rendered one; two bindings rendering one
+// policy differently is the template reconciler's refusal.
+func (f *Fleet) addDocuments(res *render.Result, name string, files, from map[string]string) error {
+	for _, d := range res.PolicyDocuments {
+		if prev, ok := f.docs[d.Name]; ok && prev != d.HCL {
+			if _, isFile := files[d.Name]; isFile {
+				f.warnings = append(f.warnings, fmt.Sprintf("policy %q is both a file and rendered by %s: the rendered text is used", d.Name, name))
+			} else {
+				return admission.PolicyConflict(d.Name, from[d.Name], name)
+			}
+		}
+		f.docs[d.Name] = d.HCL
+		from[d.Name] = name
+	}
+	return nil
+}
+
+// addVaultDocs takes Vault's text of the policies the minions name that
+// are neither rendered nor a file (audit drift).
+func (f *Fleet) addVaultDocs(vaultDocs map[string]string) {
+	var fromVault []string
+	for _, m := range f.minions {
+		for _, n := range m.subject.PolicyNames() {
+			if _, ok := f.docs[n]; ok {
+				continue
+			}
+			if text, ok := vaultDocs[n]; ok {
+				f.docs[n] = text
+				fromVault = append(fromVault, n)
+			}
+		}
+	}
+	slices.Sort(fromVault)
+	for _, n := range fromVault {
+		f.warnings = append(f.warnings, fmt.Sprintf("policy %q is neither rendered by a template nor among the policy files: Vault's text is used on both sides", n))
+	}
+}
+
+// prepare prepares every minion (audit diff's only finds their absent
+// policies) and warns of the policies no document holds.
+func (f *Fleet) prepare() {
+	var missing []string
+	seenMissing := map[string]bool{}
+	for _, m := range f.minions {
+		var absent []string
+		if m.unprepared != nil {
+			// Only the token policies name policies offline.
+			absent = f.ev.Missing(acl.Subject{TokenPolicies: m.unprepared.tokenPolicies})
+		} else {
+			m.prep = f.ev.Prepare(m.subject)
+			absent = m.prep.Missing()
+		}
+		for _, n := range absent {
+			if !seenMissing[n] {
+				seenMissing[n] = true
+				missing = append(missing, n)
+			}
+		}
+	}
+	slices.Sort(missing)
+	if len(missing) <= maxMissingNamed {
+		for _, n := range missing {
+			f.warnings = append(f.warnings, fmt.Sprintf("policy %q is neither rendered by a template nor among the policy files: treated as absent (Vault skips unknown policies)", n))
+		}
+		return
+	}
+	// Typically a per-minion name ("saltstack/{minion}") that nobody
+	// wrote: one warning, not one per minion.
+	named := make([]string, maxMissingNamed)
+	for i, n := range missing[:maxMissingNamed] {
+		named[i] = strconv.Quote(n)
+	}
+	f.warnings = append(f.warnings, fmt.Sprintf("%d policies are neither rendered by a template nor among the policy files: treated as absent (Vault skips unknown policies): %s and %d more",
+		len(missing), strings.Join(named, ", "), len(missing)-maxMissingNamed))
+}
+
+// unpreparedMinion is what an offline subject is made of.
+type unpreparedMinion struct {
+	tokenPolicies      []string
+	entityName         string
+	entityMD, secretMD []template.KV
+	accessor           string
+}
+
+// addMinion is the minion of b as Vault will hold it after its next login:
+// the role's token policies (with "default"), the entity with its
+// metadata, and the AppRole alias whose metadata is the secret ID's plus
+// role_name. Unprepared, only its parts are kept (see
+// unpreparedMinion.subject).
+func (f *Fleet) addMinion(b *v1alpha1.MinionBinding, name, template string, res *render.Result, o loadOptions) {
+	id := b.Spec.MinionID
+	m := &Minion{id: id, binding: name, template: template, role: res.AppRole.RoleName, pillarPaths: res.PillarPaths}
+	u := &unpreparedMinion{tokenPolicies: acl.LoginPolicies(res.Policies, true), entityName: res.EntityName,
+		entityMD: res.EntityMetadata, secretMD: res.SecretMetadata, accessor: o.Accessor}
+	if o.unprepared {
+		m.unprepared = o.shared.share(b, template, u)
+	} else {
+		m.subject = u.subject(m.role)
+		m.metadata = m.subject.Entity.Metadata
+	}
+	f.minions = append(f.minions, m)
+	f.byID[strings.ToLower(id)] = m
+}
+
+// sharedMinions holds a binding's rendered parts from the first fleet that
+// rendered it until the last one has: with two sides of 10,000 minions
+// that render alike, one copy instead of two.
+type sharedMinions struct {
+	readers int
+	m       sync.Map // sharedKey to *sharedMinion
+}
+
+type sharedKey struct {
+	binding  *v1alpha1.MinionBinding
+	template string
+}
+
+type sharedMinion struct {
+	u     *unpreparedMinion
+	reads atomic.Int32
+}
+
+func newSharedMinions(readers int) *sharedMinions { return &sharedMinions{readers: readers} }
+
+// share is the first reader's parts when u is equal to them, else u.
+func (s *sharedMinions) share(b *v1alpha1.MinionBinding, template string, u *unpreparedMinion) *unpreparedMinion {
+	if s == nil {
+		return u
+	}
+	k := sharedKey{b, template}
+	v, _ := s.m.LoadOrStore(k, &sharedMinion{u: u})
+	sm := v.(*sharedMinion)
+	if int(sm.reads.Add(1)) >= s.readers {
+		s.m.Delete(k)
+	}
+	if sm.u.equal(u) {
+		return sm.u
+	}
+	return u
+}
+
+func (u *unpreparedMinion) equal(o *unpreparedMinion) bool {
+	return u.entityName == o.entityName && u.accessor == o.accessor && slices.Equal(u.tokenPolicies, o.tokenPolicies) &&
+		slices.Equal(u.entityMD, o.entityMD) && slices.Equal(u.secretMD, o.secretMD)
+}
+
+// subject is the offline subject of the minion whose AppRole role is role.
+func (u *unpreparedMinion) subject(role string) acl.Subject {
+	md := make(map[string]string, len(u.entityMD))
+	for _, kv := range u.entityMD {
+		md[kv.Key] = kv.Value
+	}
+	aliasMD := make(map[string]string, len(u.secretMD)+1)
+	aliasMD["role_name"] = role
+	for _, kv := range u.secretMD {
+		aliasMD[kv.Key] = kv.Value
+	}
+	return acl.Subject{
+		TokenPolicies: u.tokenPolicies,
+		Entity: &acl.Entity{
+			// The entity ID is Vault's: offline a stand-in renders
+			// {{identity.entity.id}}.
+			ID: "offline-id-" + u.entityName, Name: u.entityName, Metadata: md,
+			Aliases: []acl.Alias{{ID: "offline-alias-" + u.entityName, Name: "offline-role-id-" + role,
+				MountAccessor: u.accessor, Metadata: aliasMD}},
+		},
+	}
+}
+
+// policyFiles reads the *.hcl files among paths (and in the folders).
+func policyFiles(paths []string) (map[string]string, error) {
+	out := map[string]string{}
+	add := func(file string) error {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(filepath.Base(file), ".hcl")
+		sc := bufio.NewScanner(strings.NewReader(string(data)))
+		if sc.Scan() {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "# policy:"); ok {
+				name = strings.TrimSpace(rest)
+			}
+		}
+		name = acl.SanitizeName(name)
+		if _, dup := out[name]; dup {
+			return fmt.Errorf("%s: policy %q is also in another file", file, name)
+		}
+		out[name] = string(data)
+		return nil
+	}
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			if filepath.Ext(p) == ".hcl" {
+				if err := add(p); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if !e.IsDir() && filepath.Ext(e.Name()) == ".hcl" {
+				if err := add(filepath.Join(p, e.Name())); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Minion finds a minion by ID (case-insensitive), binding name or role;
+// nil when none is.
+func (f *Fleet) Minion(key string) *Minion {
+	if m, ok := f.byID[strings.ToLower(key)]; ok {
+		return m
+	}
+	for _, m := range f.minions {
+		if m.binding == key || m.role == key {
+			return m
+		}
+	}
+	return nil
+}
+
+// Minions are the fleet's minions, by minion ID.
+func (f *Fleet) Minions() []*Minion { return f.minions }
+
+// ID is the minion ID (online: the role name).
+func (m *Minion) ID() string { return m.id }
+
+// Role is the name of the minion's AppRole role.
+func (m *Minion) Role() string { return m.role }
+
+// roles is the minion's roles as the operator writes them to the entity.
+func (m *Minion) roles() []string {
+	var out []string
+	for _, r := range strings.Split(m.metadata["roles"], ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package audit
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/minionvault/minion-vault-operator/pkg/acl"
+)
+
+func TestAuditProbes(t *testing.T) {
+	cases := []struct {
+		pattern string
+		want    []string
+	}{
+		{"salt/data/roles/db", []string{"salt/data/roles/db"}},
+		{"/salt/data/roles/db", []string{"salt/data/roles/db"}},
+		{"salt/data/roles/*", []string{"salt/data/roles/", "salt/data/roles/_"}},
+		{"identity/oidc/provider/+/authorize", []string{"identity/oidc/provider/_/authorize"}},
+		{"*", []string{"_"}},
+		{"salt/{{identity.entity.name}}", nil},
+	}
+	for _, c := range cases {
+		if got := probes(c.pattern); !reflect.DeepEqual(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
+			t.Errorf("probes(%q) = %q, want %q", c.pattern, got, c.want)
+		}
+	}
+}
+
+// testFleet builds a fleet directly from policy texts and minions (ID to
+// token policies and entity metadata), without manifests.
+func testFleet(t *testing.T, docs map[string]string, minions map[string]map[string]string, policies []string) *Fleet {
+	t.Helper()
+	ev, err := acl.New(docs, acl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Fleet{byID: map[string]*Minion{}, docs: docs, ev: ev}
+	for id, md := range minions {
+		m := &Minion{id: id, role: id, metadata: md, subject: acl.Subject{
+			TokenPolicies: acl.LoginPolicies(policies, false),
+			Entity:        &acl.Entity{ID: "id-" + id, Name: id, Metadata: md},
+		}}
+		m.prep = ev.Prepare(m.subject)
+		f.minions = append(f.minions, m)
+		f.byID[id] = m
+	}
+	return f
+}
+
+// TestAuditDiffErrors: a head where every request of a minion fails (a
+// templated value that makes "+*") loses access and gains none.
+func TestAuditDiffErrors(t *testing.T) {
+	docs := map[string]string{"p": "path \"salt/{{identity.entity.metadata.env}}*\" {\n  capabilities = [\"read\"]\n}\npath \"salt/common\" {\n  capabilities = [\"read\"]\n}\n"}
+	base := testFleet(t, docs, map[string]map[string]string{"web01": {"env": "prod"}}, []string{"p"})
+	head := testFleet(t, docs, map[string]map[string]string{"web01": {"env": "prod+"}}, []string{"p"})
+	if base.byID["web01"].prep.Err() != nil || head.byID["web01"].prep.Err() == nil {
+		t.Fatal("want the head minion to fail every request")
+	}
+	r := Diff(base, head, nil)
+	if r.Summary.Gaining != 0 || r.Summary.Losing != 1 || len(r.Minions) != 1 {
+		t.Fatalf("summary %+v minions %+v", r.Summary, r.Minions)
+	}
+	for _, c := range r.Minions[0].Changes {
+		if len(c.Gained) > 0 || !reflect.DeepEqual(c.Lost, []string{"read"}) || !strings.HasPrefix(c.Head[0], "error: error parsing templated policy") {
+			t.Fatalf("change %+v", c)
+		}
+	}
+}
