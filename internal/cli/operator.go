@@ -21,13 +21,12 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers"
+	"github.com/minionvault/minion-vault-operator/controllers/operator"
 	"github.com/minionvault/minion-vault-operator/internal/version"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -271,75 +270,15 @@ func clusterIdentity(ctx context.Context, c client.Reader, flag string) (string,
 
 // Setup registers the three controllers with a manager; tests use it too.
 func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
-	if err := controllers.SetupIndexes(ctx, mgr); err != nil {
-		return err
-	}
-	metrics := controllers.NewMetrics(nil)
-	var obs vault.Observer = metrics
-	if so.Observer != nil {
-		obs = teeObserver{metrics, so.Observer}
-	}
-	// Secret and ConfigMap data is read by name from the API server, and
-	// only when the metadata cache shows a new version.
-	conns := &controllers.Connections{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: mgr.GetCache(),
-		Cache: &vault.Cache{}, Observer: obs, ServiceAccount: so.ServiceAccount, NewClient: so.NewClient,
-		SecretNamespace: so.SecretNamespace,
-	}
-	if so.Concurrency < 1 {
-		so.Concurrency = 1
-	}
-	opts := controller.Options{MaxConcurrentReconciles: so.Concurrency}
-	interval := so.Interval
-	run := func(name string) bool { return len(so.Controllers) == 0 || slices.Contains(so.Controllers, name) }
-	// The binding and template controllers both render each binding on
-	// each change; run together, they share one render of it.
-	renderers := 0
-	for _, name := range []string{controllerBindings, controllerTemplates} {
-		if run(name) {
-			renderers++
-		}
-	}
-	templates := &controllers.Templates{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: mgr.GetCache(),
-		Renders: &controllers.Renders{Consumers: renderers}}
 	clusterID, err := clusterIdentity(ctx, mgr.GetAPIReader(), so.ClusterID)
 	if err != nil {
 		return err
 	}
-	if run(controllerBindings) {
-		if err := (&controllers.MinionBindingReconciler{
-			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
-			Connections: conns, Templates: templates, Metrics: metrics, DefaultInterval: interval,
-			ClusterID: clusterID, APIReader: mgr.GetAPIReader(), SeesAllBindings: !so.Shard,
-		}).SetupWithManager(mgr, opts); err != nil {
-			return err
-		}
-	}
-	if run(controllerTemplates) {
-		if err := (&controllers.MinionTemplateReconciler{
-			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"),
-			Connections: conns, Templates: templates, DefaultInterval: interval, ClusterID: clusterID,
-		}).SetupWithManager(mgr, opts); err != nil {
-			return err
-		}
-	}
-	if run(controllerConnections) {
-		return (&controllers.VaultConnectionReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("minion-vault-operator"), Connections: conns}).
-			SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1})
-	}
-	return nil
-}
-
-type teeObserver []vault.Observer
-
-func (t teeObserver) Request(op, path string, code int, d time.Duration) {
-	for _, o := range t {
-		o.Request(op, path, code, d)
-	}
-}
-
-func (t teeObserver) Login(method string, err error) {
-	for _, o := range t {
-		o.Login(method, err)
-	}
+	run := func(name string) bool { return len(so.Controllers) == 0 || slices.Contains(so.Controllers, name) }
+	return operator.Setup(ctx, mgr, operator.Options{
+		Bindings: run(controllerBindings), Templates: run(controllerTemplates), Connections: run(controllerConnections),
+		ServiceAccount: so.ServiceAccount, Concurrency: so.Concurrency, Interval: so.Interval,
+		Observer: so.Observer, NewClient: so.NewClient, ClusterID: clusterID, Shard: so.Shard,
+		SecretNamespace: so.SecretNamespace,
+	})
 }

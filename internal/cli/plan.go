@@ -14,7 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers"
+	"github.com/minionvault/minion-vault-operator/controllers/binding"
+	"github.com/minionvault/minion-vault-operator/controllers/template"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/internal/offline"
@@ -128,7 +129,7 @@ type TemplatePlan struct {
 	Refused *Refusal       `json:"refused,omitempty"`
 	// plan is the template reconciler's, which tests execute to converge
 	// a fake Vault.
-	plan controllers.PolicyPlan
+	plan template.PolicyPlan
 }
 
 type BindingPlan struct {
@@ -139,7 +140,7 @@ type BindingPlan struct {
 	Changes   []vault.Change `json:"changes"`
 	Refused   *Refusal       `json:"refused,omitempty"`
 	// plan is the planner's, which tests execute to converge a fake Vault.
-	plan controllers.BindingPlan
+	plan binding.BindingPlan
 }
 
 // Refusal is why the operator would not write a binding or template: the
@@ -246,7 +247,7 @@ func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult
 		byTemplate[b.Spec.TemplateRef.Name] = append(byTemplate[b.Spec.TemplateRef.Name], b)
 	}
 
-	policies := &controllers.PolicyPlanner{Vault: vc}
+	policies := &template.PolicyPlanner{Vault: vc}
 	for _, t := range in.Templates {
 		tpl := t.Obj
 		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.ConfigMaps, t.Doc.MetadataOrder())
@@ -287,7 +288,7 @@ func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult
 
 // planPolicies plans the policies the template's admitted bindings
 // render with the template reconciler's own stages (PolicyPlanner).
-func planPolicies(ctx context.Context, policies *controllers.PolicyPlanner, tpl *v1alpha1.MinionTemplate, cluster string, rendered map[types.NamespacedName]*render.Result) (TemplatePlan, []string, error) {
+func planPolicies(ctx context.Context, policies *template.PolicyPlanner, tpl *v1alpha1.MinionTemplate, cluster string, rendered map[types.NamespacedName]*render.Result) (TemplatePlan, []string, error) {
 	tp := TemplatePlan{Name: tpl.Name, Changes: []vault.Change{}}
 	pp, err := policies.Plan(ctx, tpl, cluster, rendered)
 	if v, ok := admission.AsVerdict(err); ok {
@@ -366,9 +367,9 @@ func planVault(ctx context.Context, vc vault.Client, in *planInput, b *v1alpha1.
 			ns = conn.Spec.Namespace
 		}
 	}
-	plan, err := controllers.PlanBinding(ctx, vc, ns, b, a)
+	plan, err := binding.PlanBinding(ctx, vc, ns, b, a)
 	if err != nil {
-		if reason, msg, ok := controllers.Refusal(err); ok {
+		if reason, msg, ok := binding.Refusal(err); ok {
 			return refusedBinding(b, reason, msg), nil
 		}
 		return BindingPlan{}, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)

@@ -15,6 +15,13 @@ type Change struct {
 	After  any `json:"after,omitempty"`
 }
 
+// A Change's actions.
+const (
+	ChangeCreate = "create"
+	ChangeUpdate = "update"
+	ChangeDelete = "delete"
+)
+
 // Placeholder stands for a value Vault only assigns when the write is made
 // (a new role's role ID, a new entity's ID).
 const Placeholder = "(known after apply)"

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers"
+	"github.com/minionvault/minion-vault-operator/controllers/template"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
@@ -65,7 +65,7 @@ func strs(v any) []string {
 // managesExactly: the template's status counts exactly these policies.
 func managesExactly(mt *v1alpha1.MinionTemplate, names ...string) bool {
 	p := mt.Status.Policies
-	return p != nil && p.Count == int64(len(names)) && p.Digest == controllers.PolicySetDigest(names)
+	return p != nil && p.Count == int64(len(names)) && p.Digest == template.PolicySetDigest(names)
 }
 
 // metadataOf is an entity's rendered metadata: without the operator's

@@ -1,0 +1,76 @@
+package binding
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+)
+
+// The binding's inventory (ownership.Inventory) lives in its
+// VaultObjectsAnnotation: where the operator wrote, recorded before it
+// writes, in the request that adds the finalizer, so that a crash or a
+// write that fails half-way never loses track of an object. It is a list of
+// places to look, not a proof: the tenant may edit it, and the operator
+// deletes or takes over only what Vault proves the binding's.
+
+// inventory decodes the record, filling in the Vault of entries written by
+// the previous release (which named only the connection) from that
+// connection's status.
+func (r *Reconciler) inventory(ctx context.Context, obj *v1alpha1.MinionBinding) (ownership.Inventory, error) {
+	inv, err := ownership.Decode(obj.Annotations[v1alpha1.VaultObjectsAnnotation])
+	if err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", v1alpha1.VaultObjectsAnnotation, err)
+	}
+	for i := range inv {
+		if inv[i].Vault == "" {
+			inv[i].Vault = connectionVault(ctx, r.Client, inv[i].Connection)
+		}
+	}
+	return inv, nil
+}
+
+// connectionVault is the Vault a connection was last seen reaching (its
+// status), "" when unknown: to place a record that names only a connection.
+func connectionVault(ctx context.Context, c client.Reader, name string) string {
+	conn := &v1alpha1.VaultConnection{}
+	if err := c.Get(ctx, shared.Named(name), conn); err != nil || conn.Status.ClusterID == "" {
+		return ""
+	}
+	return ownership.VaultKey(conn.Status.ClusterID, conn.Spec.Namespace)
+}
+
+// recordBeforeWriting adds the finalizer and cur to the record, in one
+// patch, when either is missing.
+func (r *Reconciler) recordBeforeWriting(ctx context.Context, obj *v1alpha1.MinionBinding, inv ownership.Inventory, cur ownership.Placement) error {
+	if controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) && inv.Has(cur) {
+		return nil
+	}
+	err := shared.AddFinalizer(ctx, r.Client, obj, func() bool {
+		setInventory(obj, inv.Merge(cur))
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("recording the Vault objects to write, with the finalizer: %w", err)
+	}
+	return nil
+}
+
+// setInventory writes the record into obj's annotations (the caller
+// patches), or removes the annotation when there is nothing left.
+func setInventory(obj *v1alpha1.MinionBinding, inv ownership.Inventory) {
+	raw := inv.Encode()
+	if raw == "" {
+		delete(obj.Annotations, v1alpha1.VaultObjectsAnnotation)
+		return
+	}
+	if obj.Annotations == nil {
+		obj.Annotations = map[string]string{}
+	}
+	obj.Annotations[v1alpha1.VaultObjectsAnnotation] = raw
+}

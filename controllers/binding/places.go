@@ -1,0 +1,284 @@
+package binding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/connection"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// stalePlace is one placement the binding no longer needs, on its way
+// through observe, plan and execute.
+type stalePlace struct {
+	p  ownership.Placement
+	vc vault.Client
+	// gone: the record may forget it without touching Vault: retained
+	// (deletionPolicy Retain), or in a Vault no connection reaches.
+	gone bool
+	err  error // reaching or reading it failed: it stays recorded
+	// retain: left in Vault by deletionPolicy Retain; only its entity's
+	// retained mark is written, when Vault can be reached.
+	retain bool
+	// index is its place in the plan (observed.places index plus one).
+	index int
+}
+
+// observePlaces reads what the stale placements hold, each through a
+// client that reaches its Vault. current is the current entity as
+// observed (nil: the binding is being deleted). A place retained by the
+// deletion policy is read too: its entity is marked retained, so that the
+// objects are kept for this binding (see ownership.RetainedKey). Retaining
+// never waits for Vault: a place whose Vault cannot be reached or read is
+// forgotten unmarked, with a warning.
+func (p *bindingPipeline) observePlaces(ctx context.Context, w bindingWork, current *vault.Entity, pr proof, sc *bindingScope) ([]stalePlace, []placeObserved) {
+	var places []stalePlace
+	var observed []placeObserved
+	for _, pl := range w.stale {
+		retain := w.policy(pl) == v1alpha1.DeletionPolicyRetain
+		sp := stalePlace{p: pl, retain: retain}
+		if retain {
+			sc.retained = append(sc.retained, pl.String())
+		}
+		sp.vc, sp.err = p.reach(ctx, pl)
+		sp.gone, sp.err = sc.unreached(ctx, sp)
+		if sp.err == nil && !sp.gone {
+			var po placeObserved
+			po, sp.err = observePlace(ctx, sp.vc, pl, w.cur, current, strings.ToLower(w.obj.Spec.MinionID), pr, retain)
+			switch {
+			case sp.err != nil && retain:
+				sp.gone, sp.err = true, sc.unmarked(pl, sp.err)
+			case sp.err != nil:
+				sp.gone, sp.err = unreachable(ctx, sp, sp.err, sc)
+			default:
+				observed = append(observed, po)
+				sp.index = len(observed)
+			}
+		}
+		places = append(places, sp)
+	}
+	return places, observed
+}
+
+// unreached sorts a placement whose Vault could not be reached: skipped
+// by a plan, retained (forgotten unmarked), or in a Vault no connection
+// reaches any more, it is forgotten; otherwise it waits (err).
+func (sc *bindingScope) unreached(ctx context.Context, sp stalePlace) (gone bool, _ error) {
+	var skipped errSkipped
+	switch {
+	case sp.err == nil:
+		return false, nil
+	case errors.As(sp.err, &skipped):
+		sc.skipped = append(sc.skipped, skipped.msg)
+		return true, nil
+	case sp.retain:
+		return true, sc.unmarked(sp.p, sp.err)
+	case !isGone(sp.err):
+		return false, sp.err
+	}
+	var g errConnectionGone
+	if errors.As(sp.err, &g) && g.replaced {
+		// The connection now reaches another Vault (re-initialised,
+		// restored): the old one, and its objects, are gone.
+		ctrl.LoggerFrom(ctx).Info("Forgetting a place in a Vault no connection reaches any more", "place", sp.p.String())
+	} else {
+		sc.unreachable = append(sc.unreachable, fmt.Sprintf("%s: %v", sp.p, sp.err))
+	}
+	return true, nil
+}
+
+// observePlace reads the old mount's accessor, the old entity, the old
+// role's role ID and, when the entities read do not link the role, whose
+// login it leads to; for a place retained, the old entity only.
+func observePlace(ctx context.Context, vc vault.Client, p ownership.Placement, cur *ownership.Placement, current *vault.Entity, roleName string, pr proof, retain bool) (placeObserved, error) {
+	po := placeObserved{place: p, roleName: roleName, retain: retain, roleStale: cur == nil || !p.SameRole(*cur), entityStale: cur == nil || !p.SameEntity(*cur)}
+	if retain {
+		po.at = time.Now()
+		var err error
+		if po.entityStale {
+			if po.entity, err = vc.ReadEntityByName(ctx, p.Entity); err != nil {
+				return po, fmt.Errorf("reading entity %s: %w", p.Entity, err)
+			}
+		}
+		return po, nil
+	}
+	if cur != nil && p.Vault == cur.Vault && (p.Vault != "" || p.Connection == cur.Connection) {
+		po.current = current
+	}
+	var err error
+	if po.accessor, err = vc.MountAccessor(ctx, p.Mount); err != nil {
+		return po, fmt.Errorf("reading the accessor of auth/%s: %w", p.Mount, err)
+	}
+	if po.entityStale {
+		if po.entity, err = vc.ReadEntityByName(ctx, p.Entity); err != nil {
+			return po, fmt.Errorf("reading entity %s: %w", p.Entity, err)
+		}
+	}
+	if !po.roleStale || po.accessor == "" {
+		return po, nil
+	}
+	if po.roleID, err = vc.ReadRoleID(ctx, p.Mount, roleName); err != nil {
+		return po, fmt.Errorf("reading the role ID of AppRole %s/%s: %w", p.Mount, roleName, err)
+	}
+	po.roleProven = po.roleID != "" && pr.roleClaim(po.roleID, p.Mount, roleName, nil).Holder == ownership.HolderSelf
+	if po.roleID != "" && !po.roleProven && !po.linked(pr, po.entity, po.current) {
+		if po.roleHolder, err = vc.LookupEntityByAlias(ctx, po.roleID, po.accessor); err != nil {
+			return po, fmt.Errorf("looking up the entity of AppRole %s/%s's role ID: %w", p.Mount, roleName, err)
+		}
+	}
+	return po, nil
+}
+
+// unmarked notes a retained place whose entity could not be marked
+// retained; the place is forgotten all the same (nil error).
+func (sc *bindingScope) unmarked(p ownership.Placement, err error) error {
+	sc.unmarkedRetain = append(sc.unmarkedRetain, fmt.Sprintf("%s: %v", p, err))
+	return nil
+}
+
+// errConnectionGone: no VaultConnection reaches a placement's Vault any
+// more; nothing can delete there.
+type errConnectionGone struct {
+	msg string
+	// replaced: connections exist, but reach other Vaults now.
+	replaced bool
+}
+
+func (e errConnectionGone) Error() string { return e.msg }
+
+func isGone(err error) bool {
+	var g errConnectionGone
+	return errors.As(err, &g)
+}
+
+// clientFor returns a client of the Vault a placement lives in: through the
+// connection it was written with while that still reaches the same Vault,
+// else through any connection that does (a placement is the Vault's, not
+// the connection's).
+func (r *Reconciler) clientFor(ctx context.Context, p ownership.Placement) (vault.Client, error) {
+	candidates := []string{p.Connection}
+	if p.Vault != "" {
+		list := &v1alpha1.VaultConnectionList{}
+		if err := r.List(ctx, list); err != nil {
+			return nil, err
+		}
+		for _, c := range list.Items {
+			if c.Name != p.Connection && c.Status.ClusterID != "" && ownership.VaultKey(c.Status.ClusterID, c.Spec.Namespace) == p.Vault {
+				candidates = append(candidates, c.Name)
+			}
+		}
+	}
+	var firstErr error
+	reached := false
+	for i, name := range candidates {
+		vc, conn, err := r.Connections.Get(ctx, name)
+		if err != nil {
+			if shared.WaitingOn(err, shared.WaitingForConnection) {
+				continue // no such connection
+			}
+			if i == 0 {
+				// The connection the objects were written through exists
+				// but fails: wait for it rather than guess another.
+				return nil, err
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if p.Vault == "" {
+			return vc, nil
+		}
+		key, err := connection.VaultKey(ctx, vc, conn)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if key == p.Vault {
+			return vc, nil
+		}
+		reached = true
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return nil, errConnectionGone{msg: fmt.Sprintf("no VaultConnection reaches Vault %s any more", p.Vault), replaced: reached}
+}
+
+// record patches the binding's annotation to inv, if it differs.
+func (r *Reconciler) record(ctx context.Context, obj *v1alpha1.MinionBinding, inv ownership.Inventory) error {
+	err := shared.PatchMetadata(ctx, r.Client, obj, func() bool {
+		before := obj.Annotations[v1alpha1.VaultObjectsAnnotation]
+		setInventory(obj, inv)
+		return obj.Annotations[v1alpha1.VaultObjectsAnnotation] != before
+	})
+	if err = client.IgnoreNotFound(err); err != nil {
+		return fmt.Errorf("updating annotation %s: %w", v1alpha1.VaultObjectsAnnotation, err)
+	}
+	return nil
+}
+
+// finalize removes the Vault objects of every recorded placement that
+// Vault proves the binding's (unless the deletion policy says Retain), then
+// the finalizer. A binding that never held its minion (a tenant's hand-set
+// finalizer, a forged record) deletes nothing, and says why. It never
+// wedges: objects never written or already gone, a broken record, and a
+// connection that no longer exists let the deletion finish; only an
+// unreachable Vault, or a connection that cannot log in yet (its Secret is
+// missing), makes it wait and retry.
+func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.MinionBinding, sc *bindingScope) error {
+	log := ctrl.LoggerFrom(ctx)
+	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+		return nil
+	}
+	// The template's current policy; if the template is gone, the one
+	// recorded with each placement (a Retain is not lost by deleting the
+	// template first, nor by losing status).
+	tpl := &v1alpha1.MinionTemplate{}
+	if err := r.Get(ctx, shared.Named(obj.Spec.TemplateRef.Name), tpl); apierrors.IsNotFound(err) {
+		tpl = nil
+	} else if err != nil {
+		return err
+	}
+	policy := deletionPolicyFor(tpl)
+	inv, err := r.inventory(ctx, obj)
+	if err != nil {
+		// Never wedge on a broken record: nothing it names is looked at.
+		sc.brokenRecord = err.Error()
+		inv = nil
+	}
+	inv = placesToLook(obj, inv, func(conn string) string { return connectionVault(ctx, r.Client, conn) })
+	// A connection that exists but cannot log in yet (its Secret is
+	// missing): wait rather than leave an AppRole that still works.
+	for _, p := range inv {
+		if _, _, err := r.Connections.Get(ctx, p.Connection); shared.WaitingOn(err, shared.WaitingForCredential) && policy(p) != v1alpha1.DeletionPolicyRetain {
+			sc.wait(v1alpha1.DeletionBlockedReason, "waiting to delete the Vault objects: "+err.Error())
+			return nil
+		}
+	}
+	if len(inv) == 0 {
+		log.V(1).Info("Nothing was written to Vault; removing the finalizer")
+	} else if gone, err := r.run(ctx, bindingWork{obj: obj, stale: inv, policy: policy}, sc); err != nil {
+		// Remember what is gone already; the finalizer stays.
+		sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
+		return errors.Join(err, r.record(ctx, obj, inv.Without(gone)))
+	}
+	if err := shared.RemoveFinalizer(ctx, r.Client, obj); err != nil {
+		return err
+	}
+	sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: "deleted"}
+	return nil
+}

@@ -1,0 +1,195 @@
+package binding
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/connection"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+)
+
+// Reconciler brings Vault to what a MinionBinding renders to:
+// the minion's AppRole role, identity entity (metadata) and entity alias.
+type Reconciler struct {
+	client.Client
+	Recorder    events.EventRecorder
+	Connections *connection.Connections
+	Templates   *admit.Templates
+	Metrics     *shared.Metrics
+	// DefaultInterval applies when a template sets no interval.
+	DefaultInterval time.Duration
+
+	// ClusterID identifies this Kubernetes cluster in the owner markers the
+	// operator writes into Vault (pkg/ownership).
+	ClusterID string
+	// APIReader reads past the cache: whether the binding a marker names
+	// still exists (another shard's bindings are not in the cache).
+	APIReader client.Reader
+	// SeesAllBindings: the cache holds every MinionBinding of the cluster
+	// (no shard): a role whose role ID this cluster's operator chose for
+	// a binding that no claimant of the minion ID is, is a gone binding's.
+	SeesAllBindings bool
+
+	// random is the randomness of a new role ID (crypto/rand).
+	random func() [16]byte
+	// clock is the time of runs of drift corrections (time.Now).
+	clock func() time.Time
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.clock != nil {
+		return r.clock()
+	}
+	return time.Now()
+}
+
+// bindingScope records what one reconcile saw and did; status and events
+// are derived from it after the work.
+type bindingScope struct {
+	outcome shared.Outcome
+	result  *render.Result
+	tpl     *v1alpha1.MinionTemplate
+	conn    string
+	vault   string // the Vault written to (ownership.VaultKey)
+	hash    string
+	// actions is the plan (binding_plan.go), done what was executed
+	// of it: events, status and metrics are derived from them.
+	actions []vaultAction
+	done    []vaultAction
+	// notOwned are objects a removal left because Vault does not prove
+	// them the binding's, with why.
+	notOwned []string
+	retained []string // places left by deletionPolicy Retain
+	// unmarkedRetain are retained places whose entity could not be marked
+	// retained (Vault not reached), with why.
+	unmarkedRetain []string
+	// unreachable are places in a Vault no connection reaches any more.
+	unreachable []string
+	// brokenRecord says why the deletion could not read the binding's
+	// record of where it wrote (it then looks only where status says).
+	brokenRecord string
+	// driftRun says whether this reconcile's corrections made, or
+	// continued, a run of drift that keeps coming back.
+	driftRun driftRun
+	created  bool // first successful write of this binding
+	entityID string
+	roleID   string
+	metadata map[string]string // the entity metadata keys the operator owns, as written
+	requeue  time.Duration
+	// skipped are stale places a plan does not look at (another Vault).
+	skipped []string
+}
+
+// +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings/status,verbs=patch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=minionbindings/finalizers,verbs=update
+// +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// TokenRequest (Vault kubernetes auth) for the operator's own ServiceAccount
+// only: config/rbac/token_request_role.yaml, not a cluster-wide marker.
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile is one pass: get, deletion, suspend, work; status is patched
+// once at the end whatever happened, and not at all when nothing in it
+// changed (a fleet in sync costs no Kubernetes writes). The finalizer is
+// added together with the record of what will be written (see placement),
+// so a new binding costs two writes: that one, and its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := &v1alpha1.MinionBinding{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("minionID", obj.Spec.MinionID))
+	statusBefore := obj.Status.DeepCopy()
+	sc := &bindingScope{}
+	before := shared.ReadyOf(obj)
+
+	defer func() {
+		if retErr != nil && sc.outcome.Kind == shared.OutcomeReady {
+			sc.outcome = shared.OutcomeFor(retErr)
+		}
+		r.finishStatus(obj, sc)
+		// Counted before the status is written: whoever sees the status
+		// finds the metric counted too.
+		observeBinding(r.Metrics, sc)
+		perr := shared.PatchStatus(ctx, r.Client, obj, statusBefore, bindingStatus)
+		r.events(obj, sc, before)
+		result, retErr = shared.ResultFor(sc.outcome, retErr, sc.requeue)
+		if perr != nil {
+			// The status must be written: retry, even a stalled binding.
+			result, retErr = ctrl.Result{}, perr
+		}
+	}()
+
+	if !obj.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, obj, sc)
+	}
+	if obj.Spec.Suspend {
+		sc.outcome = shared.Outcome{Kind: shared.OutcomeSuspended}
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.reconcile(ctx, obj, sc)
+}
+
+func bindingStatus(b *v1alpha1.MinionBinding) *v1alpha1.MinionBindingStatus { return &b.Status }
+
+// reconcile admits the binding, then brings Vault to what it renders to.
+// Every refusal and failure is returned as an error; outcomeFor sorts them.
+func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding, sc *bindingScope) error {
+	a, err := admit.Admit(ctx, r.Client, r.Templates, obj)
+	sc.tpl, sc.result = a.Template, a.Result
+	if err != nil {
+		return err
+	}
+	tpl, res := a.Template, a.Result
+	inv, err := r.inventory(ctx, obj)
+	if err != nil {
+		return &shared.ErrInvalidInput{Err: err}
+	}
+	vc, conn, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
+	if err != nil {
+		return err
+	}
+	sc.conn = tpl.Spec.ConnectionRef.Name
+	if sc.vault, err = connection.VaultKey(ctx, vc, conn); err != nil {
+		return r.Connections.Verify(ctx, sc.conn, err)
+	}
+
+	cur := ownership.Placement{Vault: sc.vault, Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
+		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
+	if err := r.apply(ctx, vc, obj, a, inv, cur, sc); err != nil {
+		// A refusal or outage that is the connection's makes the binding
+		// wait on it, and its siblings with it, without trying Vault.
+		return r.Connections.Verify(ctx, sc.conn, err)
+	}
+	sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
+	sc.requeue = shared.Jitter(shared.TemplateInterval(tpl, r.DefaultInterval))
+	return nil
+}
+
+func readyMessage(res *render.Result) string {
+	return fmt.Sprintf("AppRole %s/%s with %d policies, entity %s with %d metadata keys",
+		res.AppRole.Mount, res.AppRole.RoleName, len(res.Policies), res.EntityName, len(res.EntityMetadata))
+}
+
+func (sc *bindingScope) wait(reason, msg string) {
+	sc.outcome = shared.Outcome{Kind: shared.OutcomeWaiting, Reason: reason, Message: msg}
+	sc.requeue = shared.WaitAfter
+}
+
+func (sc *bindingScope) fail(reason, msg string) {
+	sc.outcome = shared.Outcome{Kind: shared.OutcomeFailed, Reason: reason, Message: msg}
+}
+
+var _ reconcile.Reconciler = &Reconciler{}

@@ -1,0 +1,124 @@
+package binding
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+)
+
+// SetupWithManager watches bindings, and re-queues them when their
+// template, their connection or its Secrets, their namespace, or a binding
+// claiming the same minion ID changes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, shared.ReconcileRequested, shared.RecordRepaired))).
+		Watches(&v1alpha1.MinionTemplate{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTemplate),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, shared.BecameReady, shared.IdentityChanged))).
+		// Metadata only: the operator holds no Secret or ConfigMap data
+		// in its cache; it reads data by name when a version changes.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfSecret)).
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConfigMap)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
+			builder.WithPredicates(shared.ClaimReleased)).
+		WithOptions(opts).
+		Named("minionbinding").
+		Complete(r)
+}
+
+func (r *Reconciler) bindingsOfTemplate(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs, err := shared.BindingsOfTemplates(ctx, r.Client, []string{o.GetName()})
+	return shared.Mapped(ctx, reqs, err)
+}
+
+// bindingsOfConnection wakes the bindings that use a connection (through
+// their template, or, when being deleted or switched, the one they wrote
+// through), so a fixed address or credential is picked up without waiting
+// for backoff.
+func (r *Reconciler) bindingsOfConnection(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs, err := r.connectionBindings(ctx, o.GetName())
+	return shared.Mapped(ctx, reqs, err)
+}
+
+func (r *Reconciler) connectionBindings(ctx context.Context, conn string) ([]reconcile.Request, error) {
+	out, err := shared.BindingsBy(ctx, r.Client, shared.BindingConnectionIndex, conn)
+	if err != nil {
+		return nil, err
+	}
+	templates, err := shared.TemplatesBy(ctx, r.Client, shared.TemplateConnectionIndex, conn)
+	if err != nil {
+		return nil, err
+	}
+	reqs, err := shared.BindingsOfTemplates(ctx, r.Client, templates)
+	return shared.UniqueRequests(append(out, reqs...)), err
+}
+
+// bindingsOfSecret wakes the bindings of every connection that reads the
+// Secret: a rotated token or secret ID ends an AccessDenied backoff at once.
+func (r *Reconciler) bindingsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	conns, err := shared.ConnectionsBy(ctx, r.Client, shared.ConnectionSecretIndex, shared.ObjectKey(o.GetNamespace(), o.GetName()))
+	if err != nil {
+		return shared.Mapped(ctx, nil, err)
+	}
+	var out []reconcile.Request
+	for _, conn := range conns {
+		reqs, err := r.connectionBindings(ctx, conn)
+		if err != nil {
+			return shared.Mapped(ctx, nil, err)
+		}
+		out = append(out, reqs...)
+	}
+	return shared.UniqueRequests(out)
+}
+
+// bindingsOfConfigMap wakes the bindings of the templates whose parameter
+// stack reads the ConfigMap: a fixed parameter file ends a RenderFailed.
+func (r *Reconciler) bindingsOfConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
+	templates, err := shared.TemplatesBy(ctx, r.Client, shared.TemplateConfigMapIndex, shared.ObjectKey(o.GetNamespace(), o.GetName()))
+	if err != nil {
+		return shared.Mapped(ctx, nil, err)
+	}
+	reqs, err := shared.BindingsOfTemplates(ctx, r.Client, templates)
+	return shared.Mapped(ctx, reqs, err)
+}
+
+func (r *Reconciler) bindingsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	return shared.BindingsOfNamespace(ctx, r.Client, o.GetName())
+}
+
+// sameMinionID wakes the other claimants of a minion ID when one starts
+// being deleted (they now wait for it) and when it is gone (the next in
+// line takes the ID over).
+func (r *Reconciler) sameMinionID(ctx context.Context, o client.Object) []reconcile.Request {
+	b, ok := o.(*v1alpha1.MinionBinding)
+	if !ok {
+		return nil
+	}
+	list := &v1alpha1.MinionBindingList{}
+	if err := r.List(ctx, list, client.MatchingFields{shared.MinionIDIndex: shared.MinionIDKey(b.Spec.MinionID)}, client.UnsafeDisableDeepCopy); err != nil {
+		return shared.Mapped(ctx, nil, fmt.Errorf("listing the claimants of minion ID %q: %w", b.Spec.MinionID, err))
+	}
+	var out []reconcile.Request
+	for _, req := range shared.Requests(list) {
+		if req.NamespacedName != (types.NamespacedName{Namespace: b.Namespace, Name: b.Name}) {
+			out = append(out, req)
+		}
+	}
+	return out
+}

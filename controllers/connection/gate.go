@@ -1,0 +1,161 @@
+package connection
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// A connection that cannot be used (its token refused, Vault sealed or
+// unreachable) is known once, at the connection: its bindings and
+// templates then wait on it without a Vault request of their own, instead
+// of each finding out by failing, with backoff, one by one (with a revoked
+// token, a storm of refused requests in Vault and its audit log). The
+// gate closes when the connection's check fails, or when a binding's
+// failure makes Verify check it; it opens when a check passes, or when the
+// connection's client changes (a new generation or Secret version: a new
+// login is worth trying). The connection turning Ready wakes them.
+
+// verifyEvery is how long a passing check of a connection stands for
+// Verify: failures within it are the bindings' own.
+const verifyEvery = time.Second
+
+// connGate is what the last check of a connection found.
+type connGate struct {
+	key     string // the client's cache key ("" without a cache)
+	err     error  // nil: the check passed
+	checked time.Time
+	fails   int // checks failed in a row
+}
+
+// gated is the wait of a connection whose client at key failed its check.
+func (c *Connections) gated(name, key string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.gates[name]
+	if !ok || g.err == nil || g.key != key {
+		return nil
+	}
+	// The reason is the connection's (VaultUnavailable, AccessDenied): what
+	// a binding would have found itself, without asking.
+	return shared.ErrWaiting{What: shared.WaitingForHealth, Reason: shared.OutcomeFor(g.err).Reason,
+		Msg: fmt.Sprintf("VaultConnection %q cannot be used (%v): waiting for its check to pass", name, g.err)}
+}
+
+// retryAfter is when the connection controller checks a failing
+// connection again: soon at first, then every maxRetry at most, so that
+// its bindings resume within seconds of Vault healing while a dead token
+// costs a few requests per interval, not one per binding.
+func (c *Connections) retryAfter(name string, interval time.Duration) time.Duration {
+	c.mu.Lock()
+	n := c.gates[name].fails
+	c.mu.Unlock()
+	d := 2 * time.Second << min(max(n-1, 0), 3)
+	return min(d, maxRetry, interval)
+}
+
+// maxRetry bounds retryAfter.
+const maxRetry = 10 * time.Second
+
+// record remembers a check's verdict on the connection's client at key:
+// a failure of Vault or of the credentials closes the gate, anything else
+// (a wait for a Secret, a pass) opens it.
+func (c *Connections) record(name, key string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gates == nil {
+		c.gates = map[string]connGate{}
+	}
+	if err != nil && (shared.IsWaiting(err) || shared.Classify(err) == vault.ClassInvalid) {
+		err = nil
+	}
+	fails := 0
+	if err != nil {
+		fails = c.gates[name].fails + 1
+	}
+	c.gates[name] = connGate{key: key, err: err, checked: time.Now(), fails: fails}
+}
+
+// Probe gets the connection's client past its gate, runs check on it and
+// records the verdict: the connection controller's check.
+func (c *Connections) Probe(ctx context.Context, name string, check func(vault.Client) error) error {
+	vc, _, key, err := c.client(ctx, name, false)
+	if err == nil {
+		err = check(vc)
+	}
+	c.record(name, key, err)
+	return err
+}
+
+// Verify is for a binding or template whose Vault request failed with err:
+// when the failure could be the connection's (refused, unavailable), it
+// checks the connection's token, once for all the callers that fail
+// meanwhile and not again within verifyEvery of a pass, and returns the
+// connection's wait when the check fails too. Otherwise err is the
+// caller's own.
+func (c *Connections) Verify(ctx context.Context, name string, err error) error {
+	if err == nil || shared.IsWaiting(err) {
+		return err
+	}
+	if cl := shared.Classify(err); cl != vault.ClassDenied && cl != vault.ClassTransient {
+		return err
+	}
+	c.mu.Lock()
+	g, checked := c.gates[name]
+	probe, busy := c.probing[name]
+	switch {
+	case checked && g.err != nil:
+		c.mu.Unlock()
+	case busy:
+		c.mu.Unlock()
+		select {
+		case <-probe:
+		case <-ctx.Done():
+			return err
+		}
+	case checked && time.Since(g.checked) < verifyEvery:
+		c.mu.Unlock()
+		return err
+	default:
+		if c.probing == nil {
+			c.probing = map[string]chan struct{}{}
+		}
+		probe = make(chan struct{})
+		c.probing[name] = probe
+		c.mu.Unlock()
+		perr := c.Probe(ctx, name, func(vc vault.Client) error { return vc.CheckToken(ctx) })
+		c.mu.Lock()
+		delete(c.probing, name)
+		close(probe)
+		wake := c.wake
+		c.mu.Unlock()
+		if perr != nil && wake != nil {
+			// The connection controller still thinks the connection
+			// healthy: it must check it now and keep checking until it
+			// passes, for the waiting ones to be woken (BecameReady).
+			wake(name)
+		}
+	}
+	if gerr := c.gated(name, c.keyOf(name)); gerr != nil {
+		return gerr
+	}
+	return err
+}
+
+// OnClosed sets what Verify calls when its check closes a connection's
+// gate: the connection controller enqueues the connection.
+func (c *Connections) OnClosed(wake func(name string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wake = wake
+}
+
+// keyOf is the key of the connection's last check.
+func (c *Connections) keyOf(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gates[name].key
+}

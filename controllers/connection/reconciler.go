@@ -1,0 +1,171 @@
+package connection
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// Reconciler logs in (through the shared client cache),
+// reports whether Vault is reachable, its version, and its identity: every
+// spec.checkInterval it checks that the token works and that Vault is still
+// the Vault the operator wrote to. A changed identity (status.identity)
+// wakes every binding and template of the connection.
+type Reconciler struct {
+	client.Client
+	Recorder    events.EventRecorder
+	Connections *Connections
+}
+
+// lastLoginRefresh: a check that succeeds moves status.lastLoginTime only
+// when it is this old, so that a healthy connection is not a status write
+// every checkInterval.
+const lastLoginRefresh = 10 * time.Minute
+
+// +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections,verbs=get;list;watch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections/status,verbs=patch
+
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	conn := &v1alpha1.VaultConnection{}
+	if err := r.Get(ctx, req.NamespacedName, conn); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Connections.Forget(req.Name) // no login, no renewals for a deleted connection
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	statusBefore := conn.Status.DeepCopy()
+	var o shared.Outcome
+	defer func() {
+		conn.Status.ObservedGeneration = conn.Generation
+		shared.SetConditions(conn, o)
+		if err := shared.PatchStatus(ctx, r.Client, conn, statusBefore, connectionStatus); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+		if retErr == nil && result.RequeueAfter == 0 {
+			result.RequeueAfter = shared.Jitter(conn.EffectiveCheckInterval())
+		}
+	}()
+	var info vault.ServerInfo
+	var mounts map[string]vault.AuthMount
+	// The verdict opens or closes the gate of the connection's bindings
+	// and templates (connection_gate.go).
+	err := r.Connections.Probe(ctx, conn.Name, func(vc vault.Client) (err error) {
+		if info, err = vc.ServerInfo(ctx); err == nil {
+			// ServerInfo needs no token: check that the credentials work too.
+			err = vc.CheckToken(ctx)
+		}
+		if err == nil {
+			mounts, err = vc.AuthMounts(ctx)
+		}
+		return err
+	})
+	if err == nil {
+		o = r.connected(conn, info, mounts)
+		return ctrl.Result{}, nil
+	}
+	conn.Status.LastError = shared.Truncate(err.Error())
+	if reason, ok := shared.StalledConnection(err); ok {
+		// Only an edit of the connection helps: no retry before the next
+		// check (a new generation reconciles at once).
+		o = shared.Outcome{Kind: shared.OutcomeStalled, Reason: reason, Message: err.Error()}
+		return ctrl.Result{}, nil
+	}
+	if shared.IsWaiting(err) {
+		o = shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.ConnectionNotReadyReason, Message: err.Error()}
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
+	// Checked again within seconds, not with the work queue's backoff
+	// (from milliseconds up to a quarter of an hour): its bindings and
+	// templates wait on this check alone, so it must notice a Vault that
+	// is back soon, and a dead token costs these few requests only.
+	o = shared.OutcomeFor(err)
+	ctrl.LoggerFrom(ctx).Info("Vault connection check failed", "connection", conn.Name, "reason", o.Reason, "error", err.Error())
+	return ctrl.Result{RequeueAfter: r.Connections.retryAfter(conn.Name, conn.EffectiveCheckInterval())}, nil
+}
+
+// connected records a passing check in status: Vault's version and
+// identity (a change wakes everything written there), and the login time.
+func (r *Reconciler) connected(conn *v1alpha1.VaultConnection, info vault.ServerInfo, mounts map[string]vault.AuthMount) shared.Outcome {
+	st := &conn.Status
+	identity := vaultIdentity(info.ClusterID, mounts)
+	if st.Identity != "" && st.Identity != identity && r.Recorder != nil {
+		shared.Emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
+			"Vault's identity changed (cluster ID %s, was %s; or an AppRole mount was re-created): reconciling every binding and template of this connection now",
+			info.ClusterID, st.ClusterID)
+	}
+	st.VaultVersion, st.ClusterID, st.Identity = info.Version, info.ClusterID, identity
+	st.LastError = ""
+	if now := metav1.Now(); st.LastLoginTime == nil || now.Sub(st.LastLoginTime.Time) > lastLoginRefresh {
+		st.LastLoginTime = &now
+	}
+	return shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: fmt.Sprintf("connected to Vault %s", info.Version)}
+}
+
+func connectionStatus(c *v1alpha1.VaultConnection) *v1alpha1.VaultConnectionStatus { return &c.Status }
+
+// vaultIdentity fingerprints a Vault: its cluster ID and the accessors of
+// its AppRole mounts (a mount disabled and enabled again has a new
+// accessor, and none of its roles).
+func vaultIdentity(clusterID string, mounts map[string]vault.AuthMount) string {
+	var parts []string
+	for path, m := range mounts {
+		if m.Type == "approle" {
+			parts = append(parts, path+"="+m.Accessor)
+		}
+	}
+	slices.Sort(parts)
+	sum := sha256.Sum256([]byte(clusterID + "\n" + strings.Join(parts, "\n")))
+	return hex.EncodeToString(sum[:8])
+}
+
+// SetupWithManager watches connections and the metadata of the Secrets
+// they read: a new resourceVersion is a new login, and the data itself is
+// read by name (Connections.secret), never cached.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	// A binding's failure that the connection's token check confirms
+	// (connection_gate.go) comes in here: the connection is checked now.
+	closed := make(chan event.GenericEvent, 64)
+	r.Connections.OnClosed(func(name string) {
+		select {
+		case closed <- event.GenericEvent{Object: &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: name}}}:
+		default: // a check is on its way already
+		}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.VaultConnection{}).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsOfSecret)).
+		WatchesRawSource(source.Channel(closed, &handler.EnqueueRequestForObject{})).
+		WithOptions(opts).
+		Named("vaultconnection").
+		Complete(r)
+}
+
+func (r *Reconciler) connectionsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	names, err := shared.ConnectionsBy(ctx, r.Client, shared.ConnectionSecretIndex, shared.ObjectKey(o.GetNamespace(), o.GetName()))
+	out := make([]reconcile.Request, 0, len(names))
+	for _, n := range names {
+		out = append(out, reconcile.Request{NamespacedName: shared.Named(n)})
+	}
+	return shared.Mapped(ctx, out, err)
+}

@@ -1,0 +1,91 @@
+package admit
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+)
+
+// ClusterFacts is the admission gate's source in the operator: the
+// informer cache, and the shared cache of compiled templates.
+type ClusterFacts struct {
+	reader    client.Reader
+	templates *Templates
+}
+
+// NewClusterFacts is the gate's source of facts against the cluster.
+func NewClusterFacts(reader client.Reader, templates *Templates) ClusterFacts {
+	return ClusterFacts{reader: reader, templates: templates}
+}
+
+var _ admission.Source = ClusterFacts{}
+
+func (f ClusterFacts) Template(ctx context.Context, name string) (*v1alpha1.MinionTemplate, error) {
+	tpl := &v1alpha1.MinionTemplate{}
+	if err := f.reader.Get(ctx, types.NamespacedName{Name: name}, tpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return tpl, nil
+}
+
+func (f ClusterFacts) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
+	n := &corev1.Namespace{}
+	if err := f.reader.Get(ctx, types.NamespacedName{Name: namespace}, n); err != nil {
+		return nil, err
+	}
+	return n.Labels, nil
+}
+
+func (f ClusterFacts) Claimants(ctx context.Context, minionID string) ([]*v1alpha1.MinionBinding, error) {
+	list := &v1alpha1.MinionBindingList{}
+	if err := f.reader.List(ctx, list, client.MatchingFields{shared.MinionIDIndex: shared.MinionIDKey(minionID)}); err != nil {
+		return nil, err
+	}
+	out := make([]*v1alpha1.MinionBinding, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// Compile sorts Templates.Compile's errors for the gate: a missing
+// ConfigMap is waited for, an API error retried, anything else is the
+// template's own problem.
+func (f ClusterFacts) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
+	c, err := f.templates.Compile(ctx, tpl)
+	switch {
+	case err == nil:
+		return c, nil
+	case shared.IsWaiting(err):
+		return nil, &admission.Verdict{Kind: admission.Waiting, Reason: v1alpha1.RenderFailedReason, Message: err.Error()}
+	case shared.IsAPIError(err):
+		return nil, err
+	}
+	return nil, &admission.Verdict{Kind: admission.Stalled, Reason: v1alpha1.RenderFailedReason, Message: fmt.Sprintf("template %q: %v", tpl.Name, err)}
+}
+
+// Render renders through the process's shared renders (admission.Renderer).
+func (f ClusterFacts) Render(compiled *render.Compiled, b *v1alpha1.MinionBinding) (*render.Result, []render.Violation, error) {
+	var renders *Renders
+	if f.templates != nil {
+		renders = f.templates.Renders
+	}
+	return renders.Render(compiled, b)
+}
+
+// Admit runs the admission gate for a binding against the cluster.
+func Admit(ctx context.Context, reader client.Reader, templates *Templates, b *v1alpha1.MinionBinding) (*admission.Admitted, error) {
+	return admission.Admit(ctx, ClusterFacts{reader: reader, templates: templates}, b)
+}

@@ -1,0 +1,96 @@
+package shared
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+)
+
+// Outcome is what one reconcile observed; status is derived from it in one
+// place (setConditions), following kstatus: Ready always, Reconciling and
+// Stalled only while true.
+type Outcome struct {
+	Kind    OutcomeKind
+	Reason  string
+	Message string
+}
+
+type OutcomeKind int
+
+const (
+	OutcomeReady     OutcomeKind = iota // desired state applied
+	OutcomeStalled                      // invalid configuration: no retry until something changes
+	OutcomeWaiting                      // waiting for something to appear: requeue
+	OutcomeFailed                       // transient failure: backoff
+	OutcomeSuspended                    // suspended by the user
+)
+
+type Conditioned interface {
+	GetConditions() []metav1.Condition
+	SetConditions([]metav1.Condition)
+	GetGeneration() int64
+}
+
+// SetConditions writes Ready, Reconciling and Stalled for an outcome.
+func SetConditions(obj Conditioned, o Outcome) {
+	conds := obj.GetConditions()
+	gen := obj.GetGeneration()
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&conds, metav1.Condition{Type: t, Status: s, Reason: reason, Message: Truncate(msg), ObservedGeneration: gen})
+	}
+	switch o.Kind {
+	case OutcomeReady:
+		set(v1alpha1.ReadyCondition, metav1.ConditionTrue, o.Reason, o.Message)
+		meta.RemoveStatusCondition(&conds, v1alpha1.ReconcilingCondition)
+		meta.RemoveStatusCondition(&conds, v1alpha1.StalledCondition)
+	case OutcomeStalled:
+		set(v1alpha1.ReadyCondition, metav1.ConditionFalse, o.Reason, o.Message)
+		set(v1alpha1.StalledCondition, metav1.ConditionTrue, o.Reason, o.Message)
+		meta.RemoveStatusCondition(&conds, v1alpha1.ReconcilingCondition)
+	case OutcomeWaiting, OutcomeFailed:
+		set(v1alpha1.ReadyCondition, metav1.ConditionFalse, o.Reason, o.Message)
+		set(v1alpha1.ReconcilingCondition, metav1.ConditionTrue, v1alpha1.ProgressingReason, o.Message)
+		meta.RemoveStatusCondition(&conds, v1alpha1.StalledCondition)
+	case OutcomeSuspended:
+		set(v1alpha1.ReadyCondition, metav1.ConditionFalse, v1alpha1.SuspendedReason, "reconciliation is suspended")
+		meta.RemoveStatusCondition(&conds, v1alpha1.ReconcilingCondition)
+		meta.RemoveStatusCondition(&conds, v1alpha1.StalledCondition)
+	}
+	obj.SetConditions(conds)
+}
+
+// Truncate keeps condition messages within the API's 32 KiB limit.
+func Truncate(s string) string {
+	const limit = 4096
+	if len(s) > limit {
+		return s[:limit-3] + "..."
+	}
+	return s
+}
+
+// ReadyOf returns a copy of the Ready condition: callers keep it as
+// the "before" state while the status is rewritten in place.
+func ReadyOf(obj Conditioned) *metav1.Condition {
+	c := meta.FindStatusCondition(obj.GetConditions(), v1alpha1.ReadyCondition)
+	if c == nil {
+		return nil
+	}
+	cp := *c
+	return &cp
+}
+
+// Emit records an event, its note cut to what the Events API accepts
+// (1 KiB): long violation lists stay whole in the condition message.
+func Emit(rec events.EventRecorder, obj runtime.Object, eventType, reason, action, format string, args ...any) {
+	note := fmt.Sprintf(format, args...)
+	if len(note) > 1000 {
+		note = strings.ToValidUTF8(note[:997], "") + "..."
+	}
+	rec.Eventf(obj, nil, eventType, reason, action, "%s", note)
+}

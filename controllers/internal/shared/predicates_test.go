@@ -1,0 +1,75 @@
+package shared
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+)
+
+// The events that wake a binding or a template, and those that must not:
+// the operator's own annotation and status writes would otherwise
+// reconcile every new binding twice.
+func TestPredicates(t *testing.T) {
+	now := metav1.Now()
+	binding := func(gen int64, ann map[string]string, deleting bool) *v1alpha1.MinionBinding {
+		b := &v1alpha1.MinionBinding{ObjectMeta: metav1.ObjectMeta{Name: "b", Generation: gen, Annotations: ann}}
+		if deleting {
+			b.DeletionTimestamp = &now
+		}
+		return b
+	}
+	conn := func(identity string, ready bool) *v1alpha1.VaultConnection {
+		c := &v1alpha1.VaultConnection{}
+		c.Status.Identity = identity
+		if ready {
+			c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ReadyCondition, Status: metav1.ConditionTrue}}
+		}
+		return c
+	}
+	forBinding := predicate.Or(predicate.GenerationChangedPredicate{}, ReconcileRequested, RecordRepaired)
+	owned := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions","entity":"e"}]`}
+	moved := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions-b","entity":"e"}]`}
+	broken := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions","entity":".."}]`}
+	asked := map[string]string{v1alpha1.ReconcileRequestAnnotation: "2026-12-03T00:00:00Z"}
+	for _, tc := range []struct {
+		name string
+		p    predicate.Predicate
+		old  client.Object
+		new  client.Object
+		want bool
+	}{
+		{"spec changed", forBinding, binding(1, nil, false), binding(2, nil, false), true},
+		{"own ownership record written", forBinding, binding(1, nil, false), binding(1, owned, false), false},
+		{"own ownership record rewritten", forBinding, binding(1, owned, false), binding(1, moved, false), false},
+		{"a broken record removed", forBinding, binding(1, broken, false), binding(1, nil, false), true},
+		{"a broken record mended", forBinding, binding(1, broken, false), binding(1, owned, false), true},
+		{"a record broken by hand", forBinding, binding(1, owned, false), binding(1, broken, false), true},
+		{"status or metadata only", forBinding, binding(1, owned, false), binding(1, owned, false), false},
+		{"reconcile requested", forBinding, binding(1, owned, false), binding(1, asked, false), true},
+		{"reconcile requested again, same value", forBinding, binding(1, asked, false), binding(1, asked, false), false},
+		{"deletion starts", ClaimReleased, binding(1, nil, false), binding(1, nil, true), true},
+		{"deleting, finalizer still there", ClaimReleased, binding(1, nil, true), binding(1, owned, true), false},
+		{"identity changed", IdentityChanged, conn("a", true), conn("b", true), true},
+		{"identity first known", IdentityChanged, conn("", true), conn("b", true), false},
+		{"identity same", IdentityChanged, conn("a", true), conn("a", true), false},
+		{"connection became ready", BecameReady, conn("a", false), conn("a", true), true},
+		{"connection stayed ready", BecameReady, conn("a", true), conn("a", true), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+				t.Errorf("Update = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if !ClaimReleased.Delete(event.DeleteEvent{Object: binding(1, nil, true)}) {
+		t.Error("a binding that is gone releases its minion ID")
+	}
+	if ClaimReleased.Create(event.CreateEvent{Object: binding(1, nil, false)}) {
+		t.Error("a new binding releases nothing")
+	}
+}

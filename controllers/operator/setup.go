@@ -1,0 +1,110 @@
+// Package operator wires the three controllers into a manager: the field
+// indexes they share, the metrics, the Vault connections, the compile and
+// render caches, and each kind's reconciler. It is the controllers'
+// surface for the operator command; `minionvault plan` uses the kinds'
+// own exports (binding.PlanBinding, template.PolicyPlanner).
+package operator
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/binding"
+	"github.com/minionvault/minion-vault-operator/controllers/connection"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/template"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// Options are what the operator command decides.
+type Options struct {
+	// Bindings, Templates and Connections are the controllers to run.
+	Bindings, Templates, Connections bool
+	ServiceAccount                   types.NamespacedName
+	Concurrency                      int
+	// Interval is the resync of templates that set none.
+	Interval time.Duration
+	// Observer also sees every Vault request (tests count writes with it).
+	Observer vault.Observer
+	// NewClient replaces the Vault client cache (unit tests).
+	NewClient func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error)
+	// ClusterID names this cluster in the owner markers written to Vault.
+	ClusterID string
+	// Shard: the bindings controller sees some namespaces or labels only.
+	Shard bool
+	// SecretNamespace is the only namespace VaultConnections may name
+	// Secrets in ("": any, for tests that grant Secrets cluster-wide).
+	SecretNamespace string
+}
+
+// Setup registers the indexes and the controllers o asks for with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	if err := shared.SetupIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	metrics := shared.NewMetrics(nil)
+	var obs vault.Observer = metrics
+	if o.Observer != nil {
+		obs = teeObserver{metrics, o.Observer}
+	}
+	// Secret and ConfigMap data is read by name from the API server, and
+	// only when the metadata cache shows a new version.
+	conns := &connection.Connections{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: mgr.GetCache(),
+		Cache: &vault.Cache{}, Observer: obs, ServiceAccount: o.ServiceAccount, NewClient: o.NewClient,
+		SecretNamespace: o.SecretNamespace,
+	}
+	opts := controller.Options{MaxConcurrentReconciles: max(o.Concurrency, 1)}
+	// The binding and template controllers both render each binding on
+	// each change; run together, they share one render of it.
+	renderers := 0
+	for _, on := range []bool{o.Bindings, o.Templates} {
+		if on {
+			renderers++
+		}
+	}
+	templates := &admit.Templates{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: mgr.GetCache(),
+		Renders: &admit.Renders{Consumers: renderers}}
+	recorder := mgr.GetEventRecorder("minion-vault-operator")
+	if o.Bindings {
+		if err := (&binding.Reconciler{
+			Client: mgr.GetClient(), Recorder: recorder,
+			Connections: conns, Templates: templates, Metrics: metrics, DefaultInterval: o.Interval,
+			ClusterID: o.ClusterID, APIReader: mgr.GetAPIReader(), SeesAllBindings: !o.Shard,
+		}).SetupWithManager(mgr, opts); err != nil {
+			return err
+		}
+	}
+	if o.Templates {
+		if err := (&template.Reconciler{
+			Client: mgr.GetClient(), Recorder: recorder,
+			Connections: conns, Templates: templates, DefaultInterval: o.Interval, ClusterID: o.ClusterID,
+		}).SetupWithManager(mgr, opts); err != nil {
+			return err
+		}
+	}
+	if o.Connections {
+		return (&connection.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Connections: conns}).
+			SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1})
+	}
+	return nil
+}
+
+// teeObserver sends each Vault request to both observers.
+type teeObserver struct{ a, b vault.Observer }
+
+func (t teeObserver) Request(op, path string, code int, d time.Duration) {
+	t.a.Request(op, path, code, d)
+	t.b.Request(op, path, code, d)
+}
+
+func (t teeObserver) Login(method string, err error) {
+	t.a.Login(method, err)
+	t.b.Login(method, err)
+}

@@ -1,0 +1,88 @@
+package template
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/binding"
+	"github.com/minionvault/minion-vault-operator/controllers/connection"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// The template controller's tests run the binding reconciler beside it
+// (through its exported surface, as the operator does): a template writes
+// the policies of the bindings that hold their minion in Vault.
+
+const testCluster = testkit.Cluster
+
+type harness struct {
+	t   *testing.T
+	c   client.Client
+	v   *vault.Fake
+	rec *events.FakeRecorder
+	r   *binding.Reconciler
+}
+
+func newHarness(t *testing.T, objs ...client.Object) *harness {
+	c := testkit.Builder().WithObjects(objs...).Build()
+	v := vault.NewFake()
+	v.EnableAuth("salt-minions")
+	rec := events.NewFakeRecorder(100)
+	conns := &connection.Connections{Client: c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return v, nil }}
+	return &harness{t: t, c: c, v: v, rec: rec, r: &binding.Reconciler{
+		Client: c, Recorder: rec, Connections: conns, Templates: &admit.Templates{Client: c}, DefaultInterval: time.Hour,
+		ClusterID: testCluster, SeesAllBindings: true,
+	}}
+}
+
+// reconcile runs the binding reconciler once on ns/name; only a stalled
+// binding may end in an error (a terminal one).
+func (h *harness) reconcile(ns, name string) ctrl.Result {
+	h.t.Helper()
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	stalled := false
+	if b := (&v1alpha1.MinionBinding{}); h.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, b) == nil {
+		stalled = apimeta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.StalledCondition)
+	}
+	terminal := errors.Is(err, reconcile.TerminalError(nil))
+	if err != nil && !terminal || terminal != stalled {
+		h.t.Fatalf("reconcile: %v (stalled %v)", err, stalled)
+	}
+	return res
+}
+
+func (h *harness) events() string {
+	var out []string
+	for {
+		select {
+		case e := <-h.rec.Events:
+			out = append(out, e)
+		default:
+			return strings.Join(out, "\n")
+		}
+	}
+}
+
+func fixtures(pillar map[string]any) []client.Object { return testkit.Fixtures(pillar) }
+
+func rawDoc(v any) *v1alpha1.Document { return testkit.RawDoc(v) }
+
+func testPolicyOwner(template string) ownership.PolicyOwner {
+	return ownership.PolicyOwner{Cluster: testCluster, Template: template}
+}
+
+func ownershipHeader(template string) string { return testPolicyOwner(template).Header() }

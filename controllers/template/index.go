@@ -1,0 +1,669 @@
+package template
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+)
+
+// policyIndex is the template controllers' memory of what every binding
+// renders as ACL policies, so that a binding's change costs work in
+// proportion to that binding, not to the fleet: per policy name a count of
+// the bindings rendering each body, per binding the names it renders. It is
+// built by a template's full scan (after a start, a template change, every
+// interval) and kept current by binding deltas in between.
+//
+// Every method takes the index's own lock: callers hold none and touch no
+// field. What the index believes is in Vault changes only in settle, from
+// the outcome of a Vault read, write or delete that succeeded. A name whose
+// wanted state is not confirmed in Vault is dirty until a sync confirms
+// it, so a failed write is retried by the next sync of the template,
+// whichever controller runs it, and the template is not Ready meanwhile.
+type policyIndex struct {
+	mu        sync.Mutex
+	templates map[string]*templatePolicies
+	bindings  map[types.NamespacedName]bindingPolicies
+}
+
+// bindingPolicies is what one binding contributes to the index.
+type bindingPolicies struct {
+	template string
+	member   bool              // refers to the template and is not being deleted
+	docs     map[string]string // policy name (lowercased, as Vault stores it) -> body
+}
+
+// templatePolicies is one template's part of the index.
+type templatePolicies struct {
+	// scanLock is held for writing by a full scan and for reading by deltas
+	// and retries, so that no delta interleaves with a scan of the template.
+	scanLock sync.RWMutex
+
+	// Guarded by policyIndex.mu from here on.
+	built      bool
+	compiled   *render.Compiled // what the last scan rendered with
+	lastScan   time.Time
+	discovered bool   // Vault's policies were listed for this template since the start
+	identity   string // the connection's Vault identity when they were
+	vaultKey   string // where policyOwners keeps what is known of that Vault
+	// handledRequest is the last reconcile request a full scan handled.
+	handledRequest string
+	members        int // bindings that refer to the template
+	refs           map[string]*policyRef
+	// owned are the policies in Vault with this template's header, each
+	// with the body last confirmed there (unknownBody: found by a
+	// discovery and not compared yet).
+	owned    map[string]string
+	notOwned map[string]bool // wanted, but someone else's
+	// notOwnedSeen is when a sync last found a name someone else's, and
+	// notOwnedWait how long after that recheckNotOwned looks again: from
+	// notOwnedFirst, doubling up to waitAfter while they stay someone
+	// else's (an owner that lets go, such as another cluster's template
+	// after a handover, does so within seconds).
+	notOwnedSeen time.Time
+	notOwnedWait time.Duration
+	// dirty names wait for a sync: their wanted state changed, or the
+	// last attempt failed. inFlight names are claimed by a sync under way.
+	dirty    map[string]bool
+	inFlight map[string]bool
+	digest   [16]byte // XOR of sha256(name)[:16] over owned
+	// What syncs wrote and deleted since the template's last status
+	// reconcile: reported there as one event each, not one per binding (a
+	// burst of 10,000 new bindings is not 10,000 events).
+	unreported policyPass
+}
+
+// unknownBody marks an owned policy whose body was not compared: no
+// rendered body equals it, so a wanted name with it is still to check.
+const unknownBody = "\x00unknown"
+
+// policyRef counts, per body, the bindings that render a policy name. More
+// than one body is a template error (a name must determine its body).
+type policyRef struct {
+	bodies map[string]int
+	from   map[string]types.NamespacedName // one binding per body, for messages
+}
+
+// desired returns the body to write, or ok false when no binding renders
+// the name or bindings disagree (conflict true).
+func (p *policyRef) desired() (body string, ok, conflict bool) {
+	switch len(p.bodies) {
+	case 0:
+		return "", false, false
+	case 1:
+		for b := range p.bodies {
+			return b, true, false
+		}
+	}
+	return "", false, true
+}
+
+func newPolicyIndex() *policyIndex {
+	return &policyIndex{templates: map[string]*templatePolicies{}, bindings: map[types.NamespacedName]bindingPolicies{}}
+}
+
+// templateLocked returns the part of a template, creating it.
+func (idx *policyIndex) templateLocked(name string) *templatePolicies {
+	tp := idx.templates[name]
+	if tp == nil {
+		tp = &templatePolicies{refs: map[string]*policyRef{}, owned: map[string]string{}, notOwned: map[string]bool{},
+			dirty: map[string]bool{}, inFlight: map[string]bool{}}
+		idx.templates[name] = tp
+	}
+	return tp
+}
+
+func (idx *policyIndex) part(template string) *templatePolicies {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.templateLocked(template)
+}
+
+// holdForScan keeps deltas and retries of the template out until release.
+func (idx *policyIndex) holdForScan(template string) (release func()) {
+	tp := idx.part(template)
+	tp.scanLock.Lock()
+	return tp.scanLock.Unlock
+}
+
+// holdForDelta keeps a full scan of the template out until release.
+func (idx *policyIndex) holdForDelta(template string) (release func()) {
+	tp := idx.part(template)
+	tp.scanLock.RLock()
+	return tp.scanLock.RUnlock
+}
+
+// docsOf turns a render result into name -> body (names lowercased: Vault
+// stores policy names in lower case).
+func docsOf(res *render.Result) map[string]string {
+	if res == nil || len(res.PolicyDocuments) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(res.PolicyDocuments))
+	for _, d := range res.PolicyDocuments {
+		out[strings.ToLower(d.Name)] = d.HCL
+	}
+	return out
+}
+
+// built reports whether a full scan of the template rebuilt its part:
+// before that, a delta has nothing to count into.
+func (idx *policyIndex) built(template string) bool {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	return tp != nil && tp.built
+}
+
+// templateOf returns the template a binding was last counted into.
+func (idx *policyIndex) templateOf(key types.NamespacedName) string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.bindings[key].template
+}
+
+// set replaces a binding's contribution and returns the policy names whose
+// desired state changed (a first or last binding, a new body), per
+// template; they are dirty until a sync confirms them. Templates that are
+// not built are left alone: their next scan renders every binding.
+func (idx *policyIndex) set(key types.NamespacedName, next bindingPolicies) map[string][]string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	prev, had := idx.bindings[key]
+	touched := map[string][]string{}
+	same := had && prev.template == next.template
+	if had && prev.template != "" {
+		if tp := idx.templates[prev.template]; tp != nil && tp.built && prev.member {
+			tp.members--
+		}
+		for name, body := range prev.docs {
+			if b, ok := next.docs[name]; same && ok && b == body {
+				continue
+			}
+			idx.adjustLocked(prev.template, key, name, body, -1, touched)
+		}
+	}
+	if next.template == "" {
+		delete(idx.bindings, key)
+		return touched
+	}
+	if tp := idx.templates[next.template]; tp != nil && tp.built && next.member {
+		tp.members++
+	}
+	for name, body := range next.docs {
+		if b, ok := prev.docs[name]; same && ok && b == body {
+			continue
+		}
+		idx.adjustLocked(next.template, key, name, body, +1, touched)
+	}
+	idx.bindings[key] = next
+	return touched
+}
+
+// adjustLocked counts one binding in or out of a policy body, and marks the
+// name dirty when its desired state changes.
+func (idx *policyIndex) adjustLocked(template string, key types.NamespacedName, name, body string, delta int, touched map[string][]string) {
+	tp := idx.templates[template]
+	if tp == nil || !tp.built {
+		return
+	}
+	ref := tp.refs[name]
+	if ref == nil {
+		if delta < 0 {
+			return
+		}
+		ref = &policyRef{bodies: map[string]int{}, from: map[string]types.NamespacedName{}}
+		tp.refs[name] = ref
+	}
+	before, beforeOK, _ := ref.desired()
+	ref.bodies[body] += delta
+	if delta > 0 {
+		ref.from[body] = key
+	}
+	if ref.bodies[body] <= 0 {
+		delete(ref.bodies, body)
+		delete(ref.from, body)
+	}
+	if after, afterOK, _ := ref.desired(); after != before || afterOK != beforeOK {
+		touched[template] = append(touched[template], name)
+		tp.dirty[name] = true
+	}
+	if len(ref.bodies) == 0 {
+		delete(tp.refs, name)
+	}
+}
+
+// rebuild replaces a template's bindings with a full scan's, and marks
+// every name it wants or owns dirty: a scan compares each with Vault.
+func (idx *policyIndex) rebuild(template string, compiled *render.Compiled, scanned map[types.NamespacedName]bindingPolicies) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	for key, b := range idx.bindings {
+		if b.template == template {
+			delete(idx.bindings, key)
+		}
+	}
+	tp := idx.templateLocked(template)
+	tp.refs = map[string]*policyRef{}
+	tp.members = 0
+	for key, b := range scanned {
+		idx.bindings[key] = b
+		if b.member {
+			tp.members++
+		}
+		for name, body := range b.docs {
+			ref := tp.refs[name]
+			if ref == nil {
+				ref = &policyRef{bodies: map[string]int{}, from: map[string]types.NamespacedName{}}
+				tp.refs[name] = ref
+			}
+			ref.bodies[body]++
+			ref.from[body] = key
+		}
+	}
+	for name := range tp.refs {
+		tp.dirty[name] = true
+	}
+	for name := range tp.owned {
+		tp.dirty[name] = true
+	}
+	tp.built, tp.compiled, tp.lastScan = true, compiled, time.Now()
+}
+
+// wanted returns what a template wants written (conflicting names left
+// out).
+func (idx *policyIndex) wanted(template string) map[string]string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil {
+		return nil
+	}
+	out := make(map[string]string, len(tp.refs))
+	for name, ref := range tp.refs {
+		if body, ok, _ := ref.desired(); ok {
+			out[name] = body
+		}
+	}
+	return out
+}
+
+// ownedNames returns the names the template is known to own in Vault.
+func (idx *policyIndex) ownedNames(template string) []string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil {
+		return nil
+	}
+	return slices.Collect(maps.Keys(tp.owned))
+}
+
+// discoveredOwned records policies a discovery found with the template's
+// header: owned, their bodies not compared, so dirty.
+func (idx *policyIndex) discoveredOwned(template string, found []string) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templateLocked(template)
+	for _, n := range found {
+		if _, ok := tp.owned[n]; !ok {
+			tp.own(n, unknownBody)
+		}
+		tp.dirty[n] = true
+	}
+	tp.discovered = true
+}
+
+// notOwnedFirst is the first wait before names found someone else's are
+// looked at again.
+const notOwnedFirst = 5 * time.Second
+
+// recheckNotOwned marks the names found someone else's dirty again when
+// their wait is over (untilRecheck): their owner (another template,
+// another cluster, an administrator) may have deleted them since, and
+// nothing else would tell.
+func (idx *policyIndex) recheckNotOwned(template string) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil || len(tp.notOwned) == 0 || time.Since(tp.notOwnedSeen) < tp.notOwnedWait {
+		return
+	}
+	for n := range tp.notOwned {
+		tp.dirty[n] = true
+	}
+}
+
+// untilRecheck is the time until names found someone else's are looked at
+// again (0: there are none).
+func (idx *policyIndex) untilRecheck(template string) time.Duration {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil || len(tp.notOwned) == 0 {
+		return 0
+	}
+	return max(tp.notOwnedWait-time.Since(tp.notOwnedSeen), time.Second)
+}
+
+// policyWork is what one sync claimed: names to bring to a body, and
+// names no binding wants (deleted when the template owns them).
+type policyWork struct {
+	desired map[string]string
+	stale   []string
+}
+
+func (w policyWork) empty() bool { return len(w.desired) == 0 && len(w.stale) == 0 }
+
+func (w policyWork) names() []string {
+	return append(slices.Collect(maps.Keys(w.desired)), w.stale...)
+}
+
+// inOrder is the order a sync reads and plans the names in: the wanted in
+// name order, then the stale ones that are not also wanted (a name is
+// planned once).
+func (w policyWork) inOrder() []string {
+	names := slices.Sorted(maps.Keys(w.desired))
+	for _, n := range w.stale {
+		if _, ok := w.desired[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// claim takes the template's dirty names that no other sync holds. They
+// stay dirty until settle confirms them, so a claim that fails leaves them
+// for the next one.
+func (idx *policyIndex) claim(template string) policyWork {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil {
+		return policyWork{}
+	}
+	w := policyWork{desired: map[string]string{}}
+	for name := range tp.dirty {
+		if tp.inFlight[name] {
+			continue
+		}
+		tp.inFlight[name] = true
+		if ref := tp.refs[name]; ref != nil {
+			if body, ok, _ := ref.desired(); ok {
+				w.desired[name] = body
+				continue
+			}
+		}
+		w.stale = append(w.stale, name)
+	}
+	slices.Sort(w.stale)
+	return w
+}
+
+// settle records what a sync of claimed work found and did in Vault, and
+// releases the claim. A name stays dirty unless Vault was seen in the state
+// the index wants now: a failed name (no outcome) is retried by the next
+// sync, and so is one whose wanted body changed while it was in flight.
+func (idx *policyIndex) settle(template string, w policyWork, pass policyPass) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templateLocked(template)
+	for _, n := range pass.owned {
+		tp.own(n, w.desired[n])
+		delete(tp.notOwned, n)
+	}
+	for _, n := range slices.Concat(pass.deleted, pass.absent) {
+		tp.disown(n)
+		delete(tp.notOwned, n)
+	}
+	for _, n := range pass.notOwned {
+		tp.disown(n)
+		tp.notOwned[n] = true
+	}
+	switch {
+	case len(pass.notOwned) > 0:
+		tp.notOwnedSeen = time.Now()
+		tp.notOwnedWait = min(max(2*tp.notOwnedWait, notOwnedFirst), shared.WaitAfter)
+	case len(tp.notOwned) == 0:
+		tp.notOwnedWait = 0
+	}
+	tp.unreported.written = appendCounted(tp.unreported.written, pass.written)
+	tp.unreported.deleted = appendCounted(tp.unreported.deleted, pass.deleted)
+	for _, n := range w.names() {
+		delete(tp.inFlight, n)
+	}
+	for _, n := range slices.Concat(pass.owned, pass.deleted, pass.absent, pass.notOwned) {
+		if tp.confirmedLocked(n) {
+			delete(tp.dirty, n)
+		}
+	}
+}
+
+// confirmedLocked: Vault was seen as the index wants the name now (or
+// someone else's policy is there, which the status reports).
+func (tp *templatePolicies) confirmedLocked(name string) bool {
+	body, wanted := "", false
+	if ref := tp.refs[name]; ref != nil {
+		body, wanted, _ = ref.desired()
+	}
+	got, owned := tp.owned[name]
+	switch {
+	case wanted && tp.notOwned[name]:
+		return true
+	case wanted:
+		return owned && got == body
+	}
+	return !owned
+}
+
+// own records name as in Vault with the template's header and body.
+func (tp *templatePolicies) own(name, body string) {
+	if _, was := tp.owned[name]; !was {
+		tp.flipDigest(name)
+	}
+	tp.owned[name] = body
+}
+
+// disown records name as not the template's in Vault.
+func (tp *templatePolicies) disown(name string) {
+	if _, was := tp.owned[name]; was {
+		tp.flipDigest(name)
+		delete(tp.owned, name)
+	}
+}
+
+// flipDigest adds a name to the digest of the owned names, or removes it.
+func (tp *templatePolicies) flipDigest(name string) {
+	sum := sha256.Sum256([]byte(name))
+	for i := range tp.digest {
+		tp.digest[i] ^= sum[i]
+	}
+}
+
+// takeUnreported returns and clears what syncs wrote and deleted since
+// the last call.
+func (idx *policyIndex) takeUnreported(template string) (written, deleted []string) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templateLocked(template)
+	written, deleted = tp.unreported.written, tp.unreported.deleted
+	tp.unreported = policyPass{}
+	return written, deleted
+}
+
+// appendCounted appends names to a report list, keeping at most
+// reportNames of them and "and N more" for the rest.
+func appendCounted(list, names []string) []string {
+	if len(names) == 0 {
+		return list
+	}
+	more := 0
+	if n := len(list); n > 0 {
+		if _, err := fmt.Sscanf(list[n-1], "and %d more", &more); err == nil {
+			list = list[:n-1]
+		}
+	}
+	for _, n := range names {
+		if len(list) < reportNames {
+			list = append(list, n)
+		} else {
+			more++
+		}
+	}
+	if more > 0 {
+		list = append(list, fmt.Sprintf("and %d more", more))
+	}
+	return list
+}
+
+// reportNames is how many policy names one event names.
+const reportNames = 20
+
+// templateSummary is what a template's status shows of the index.
+type templateSummary struct {
+	built     bool
+	members   int
+	owned     int
+	digest    string
+	conflicts []string // messages
+	notOwned  []string
+	// missing: wanted and not confirmed in Vault with that body; stale:
+	// owned and no longer wanted; unchecked: dirty, whatever Vault has.
+	missing, stale, unchecked int
+}
+
+// pending reports whether Vault is not yet known to be as wanted.
+func (s templateSummary) pending() bool { return s.missing+s.stale+s.unchecked > 0 }
+
+func (idx *policyIndex) summary(template string) templateSummary {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templates[template]
+	if tp == nil {
+		return templateSummary{}
+	}
+	s := templateSummary{built: tp.built, members: tp.members, owned: len(tp.owned), notOwned: slices.Sorted(maps.Keys(tp.notOwned)),
+		unchecked: len(tp.dirty)}
+	if len(tp.owned) > 0 {
+		s.digest = hex.EncodeToString(tp.digest[:])
+	}
+	for _, name := range slices.Sorted(maps.Keys(tp.refs)) {
+		ref := tp.refs[name]
+		body, ok, conflict := ref.desired()
+		if conflict {
+			var from []string
+			for _, b := range slices.Sorted(maps.Keys(ref.bodies)) {
+				from = append(from, ref.from[b].String())
+			}
+			s.conflicts = append(s.conflicts, admission.PolicyConflict(name, from...).Message)
+		}
+		if got, owned := tp.owned[name]; ok && !tp.notOwned[name] && (!owned || got != body) {
+			s.missing++
+		}
+	}
+	for name := range tp.owned {
+		if ref := tp.refs[name]; ref == nil {
+			s.stale++
+		} else if _, ok, _ := ref.desired(); !ok {
+			s.stale++
+		}
+	}
+	return s
+}
+
+// scanRequest is what decides whether a template's full scan is due.
+type scanRequest struct {
+	compiled *render.Compiled
+	identity string // the connection's Vault identity ("" unknown)
+	vaultKey string // see Reconciler.templateVault
+	asked    string // the template's reconcile request annotation
+	handled  string // the request its status says was handled
+	interval time.Duration
+}
+
+// scanDue records the template's Vault and says whether a full scan is
+// due, why (log values), and the key of what was known of a Vault that is
+// no longer the template's ("" if none).
+func (idx *policyIndex) scanDue(template string, rq scanRequest) (due bool, why []any, forget string) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	tp := idx.templateLocked(template)
+	if tp.identity != rq.identity {
+		// Another Vault, or the same one re-initialised or restored: what
+		// was found there is no longer known.
+		forget, tp.discovered = tp.vaultKey, false
+	}
+	// The key also changes when the connection's cluster becomes known:
+	// the same Vault, nothing to discover again.
+	tp.identity, tp.vaultKey = rq.identity, rq.vaultKey
+	// A request is handled once: the status that records it may not be in
+	// the cache yet when the next reconcile (a status refresh) reads it.
+	requested := rq.asked != rq.handled && rq.asked != tp.handledRequest
+	why = []any{"vault", rq.vaultKey, "built", tp.built, "discovered", tp.discovered, "compiledChanged", tp.compiled != rq.compiled, "requested", requested}
+	due = !tp.built || !tp.discovered || tp.compiled != rq.compiled || time.Since(tp.lastScan) >= rq.interval-rq.interval/10 || requested
+	return due, why, forget
+}
+
+// scanned records the reconcile request a successful full scan handled.
+func (idx *policyIndex) scanned(template, asked string) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	idx.templateLocked(template).handledRequest = asked
+}
+
+// untilScan is the time left until the template's next full scan.
+func (idx *policyIndex) untilScan(template string, interval time.Duration) time.Duration {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return interval - time.Since(idx.templateLocked(template).lastScan)
+}
+
+// discovered reports whether the template's Vault was listed since the
+// start (or since it changed).
+func (idx *policyIndex) discovered(template string) bool {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.templateLocked(template).discovered
+}
+
+// VaultKey is where policyOwners keeps what is known of the template's
+// Vault.
+func (idx *policyIndex) vaultKey(template string) string {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.templateLocked(template).vaultKey
+}
+
+// forget drops a deleted template.
+func (idx *policyIndex) forget(template string) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	delete(idx.templates, template)
+}
+
+// PolicySetDigest is status.policies.digest of a set of policy names: the
+// XOR of the first 16 bytes of each name's SHA-256, in hex ("" for none).
+// The index keeps it up to date one name at a time.
+func PolicySetDigest(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	var d [16]byte
+	for _, n := range names {
+		sum := sha256.Sum256([]byte(n))
+		for i := range d {
+			d[i] ^= sum[i]
+		}
+	}
+	return hex.EncodeToString(d[:])
+}

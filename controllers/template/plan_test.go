@@ -1,0 +1,180 @@
+package template
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+const testPolicyBody = "path \"x\" {\n  capabilities = [\"read\"]\n}\n"
+
+// planPolicies decides each observed name once, wanted names first in
+// name order, then the stale ones; a name that was not read gets no
+// action.
+func TestPlanPolicies(t *testing.T) {
+	self := testPolicyOwner("t")
+	w := policyWork{
+		desired: map[string]string{"b_new": testPolicyBody, "a_same": testPolicyBody, "c_foreign": testPolicyBody, "d_unread": testPolicyBody, "e_both": testPolicyBody},
+		stale:   []string{"z_ours", "y_foreign", "x_gone", "e_both"},
+	}
+	observed := map[string]observedPolicy{
+		"a_same":    {hcl: self.Header() + testPolicyBody, found: true},
+		"b_new":     {},
+		"c_foreign": {hcl: testPolicyBody, found: true},
+		"e_both":    {hcl: self.Header() + "old", found: true},
+		"z_ours":    {hcl: self.Header() + testPolicyBody, found: true},
+		"y_foreign": {hcl: testPolicyOwner("u").Header() + testPolicyBody, found: true},
+		"x_gone":    {},
+	}
+	var got []string
+	for _, a := range planPolicies(w, observed, self, false) {
+		got = append(got, a.name+" "+a.kind.String())
+		if a.kind == ownership.PolicyWrite && a.body != self.Header()+testPolicyBody {
+			t.Errorf("%s writes %q", a.name, a.body)
+		}
+	}
+	want := []string{"a_same keep", "b_new write", "c_foreign not-owned", "e_both write", "z_ours delete", "y_foreign not-owned", "x_gone absent"}
+	if !slices.Equal(got, want) {
+		t.Errorf("actions\n %q\nwant\n %q", got, want)
+	}
+	pass, err := executePolicies(context.Background(), vault.NewFake(), planPolicies(w, observed, self, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Someone else's policy is reported only where a binding wants the name.
+	if !slices.Equal(pass.notOwned, []string{"c_foreign"}) || !slices.Contains(pass.absent, "y_foreign") || !slices.Contains(pass.absent, "x_gone") {
+		t.Errorf("pass %+v", pass)
+	}
+}
+
+// A failed read ends a sync before anything is written: the names read
+// are recorded, the failed one is in no list and stays dirty.
+func TestPolicySyncStopsAtAFailedRead(t *testing.T) {
+	ctx := context.Background()
+	v := vault.NewFake()
+	desired := map[string]string{}
+	for _, n := range []string{"p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8"} {
+		desired[n] = testPolicyBody
+	}
+	v.FailNext("ReadPolicy", &vault.Error{Op: "read sys/policies/acl", StatusCode: 503})
+	var owners policyOwners
+	pass, err := syncPolicies(ctx, v, testPolicyOwner("t"), false, desired, nil, owners.reader("k"))
+	if err == nil || !strings.Contains(err.Error(), "reading ACL policy") {
+		t.Fatalf("err %v", err)
+	}
+	if v.Writes() != 0 || len(pass.written) != 0 || len(pass.owned) != 0 {
+		t.Errorf("a sync whose read failed wrote: %d writes, pass %+v", v.Writes(), pass)
+	}
+	if len(pass.absent)+len(pass.notOwned) >= len(desired) {
+		t.Errorf("the failed name was recorded: %+v", pass)
+	}
+}
+
+// The plan of a template's policies is the sync's: the same reads, the same
+// decisions; converged, it is empty.
+func TestPolicyPlannerPlansWhatTheSyncDoes(t *testing.T) {
+	ctx := context.Background()
+	v := vault.NewFake()
+	self := testPolicyOwner("t")
+	for name, hcl := range map[string]string{
+		"t_keep":    self.Header() + testPolicyBody,
+		"t_change":  self.Header() + "path \"old\" {\n  capabilities = [\"read\"]\n}\n",
+		"t_stale":   self.Header() + testPolicyBody,
+		"t_legacy":  ownership.PolicyOwner{Template: "t"}.Header() + testPolicyBody,
+		"t_foreign": testPolicyBody,
+		"u_other":   testPolicyOwner("u").Header() + testPolicyBody,
+	} {
+		if err := v.WritePolicy(ctx, name, hcl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tpl := &v1alpha1.MinionTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}}
+	bindings := map[types.NamespacedName]*render.Result{
+		{Namespace: "salt", Name: "web01"}: {PolicyDocuments: []render.RenderedPolicy{{Name: "t_keep", HCL: testPolicyBody}, {Name: "t_change", HCL: testPolicyBody}}},
+		{Namespace: "salt", Name: "web02"}: {PolicyDocuments: []render.RenderedPolicy{{Name: "t_new", HCL: testPolicyBody}, {Name: "t_foreign", HCL: testPolicyBody}, {Name: "t_keep", HCL: testPolicyBody}}},
+	}
+	v.ResetCalls()
+	planner := &PolicyPlanner{Vault: vault.ReadOnly(v)}
+	pp, err := planner.Plan(ctx, tpl, "", bindings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range pp.Changes {
+		got = append(got, c.Action+" "+c.Path)
+	}
+	want := []string{"create sys/policies/acl/t_new", "update sys/policies/acl/t_change",
+		"delete sys/policies/acl/t_legacy", "delete sys/policies/acl/t_stale"}
+	if !slices.Equal(got, want) || !slices.Equal(pp.NotOwned, []string{"t_foreign"}) || len(pp.Warnings) != 0 {
+		t.Errorf("plan %q, not owned %q, warnings %q; want %q", got, pp.NotOwned, pp.Warnings, want)
+	}
+	// Every policy in Vault read once (root aside; default and the six
+	// above), the plan's discovery and reads together, and t_new, absent.
+	if n := v.Calls("ReadPolicy"); n != 8 {
+		t.Errorf("%d policy reads, want 8", n)
+	}
+	if err := pp.Execute(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	if pp, err = (&PolicyPlanner{Vault: v}).Plan(ctx, tpl, testCluster, bindings); err != nil || len(pp.Changes) != 0 {
+		t.Errorf("converged, yet %+v %v", pp.Changes, err)
+	}
+}
+
+// A plan told no cluster takes the one its template's headers name; with
+// two, it warns and takes none as the template's.
+func TestPolicyPlannerLearnsTheCluster(t *testing.T) {
+	ctx := context.Background()
+	v := vault.NewFake()
+	tpl := &v1alpha1.MinionTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}}
+	write := func(name string, o ownership.PolicyOwner) {
+		if err := v.WritePolicy(ctx, name, o.Header()+testPolicyBody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("t_a", ownership.PolicyOwner{Cluster: "c-1", Template: "t"})
+	pp, err := (&PolicyPlanner{Vault: v}).Plan(ctx, tpl, "", nil)
+	if err != nil || len(pp.Changes) != 1 || pp.Changes[0].Action != "delete" || len(pp.Warnings) != 0 {
+		t.Errorf("one cluster: %+v %v", pp, err)
+	}
+	write("t_b", ownership.PolicyOwner{Cluster: "c-2", Template: "t"})
+	pp, err = (&PolicyPlanner{Vault: v}).Plan(ctx, tpl, "", nil)
+	if err != nil || len(pp.Changes) != 0 || len(pp.Warnings) != 1 || !strings.Contains(pp.Warnings[0], "c-1, c-2") {
+		t.Errorf("two clusters: %+v %v", pp, err)
+	}
+	pp, err = (&PolicyPlanner{Vault: v}).Plan(ctx, tpl, "c-2", nil)
+	if err != nil || len(pp.Changes) != 1 || pp.Changes[0].Path != "sys/policies/acl/t_b" {
+		t.Errorf("told c-2: %+v %v", pp, err)
+	}
+}
+
+// Bindings that render one name differently: the template's own Stalled
+// verdict, and nothing planned.
+func TestPolicyPlannerRefusesAConflict(t *testing.T) {
+	tpl := &v1alpha1.MinionTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}}
+	bindings := map[types.NamespacedName]*render.Result{
+		{Namespace: "b", Name: "web02"}: {PolicyDocuments: []render.RenderedPolicy{{Name: "p", HCL: "two"}}},
+		{Namespace: "a", Name: "web01"}: {PolicyDocuments: []render.RenderedPolicy{{Name: "p", HCL: "one"}}},
+	}
+	v := vault.NewFake()
+	_, err := (&PolicyPlanner{Vault: v}).Plan(context.Background(), tpl, "", bindings)
+	var verdict *admission.Verdict
+	if !errors.As(err, &verdict) || verdict.Reason != v1alpha1.ValidationFailedReason ||
+		verdict.Message != `policy "p" renders differently for MinionBindings a/web01 and b/web02` {
+		t.Fatalf("err %v", err)
+	}
+	if v.Calls("*") != 0 {
+		t.Errorf("a refused plan made %d Vault calls", v.Calls("*"))
+	}
+}

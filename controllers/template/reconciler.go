@@ -1,0 +1,291 @@
+package template
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/connection"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+)
+
+// Reconciler writes the ACL policies a template's bindings
+// render (each concrete policy once, with an ownership header), deletes
+// those no binding renders any more, and refuses to overwrite policies it
+// does not own.
+//
+// It runs as two controllers over one policy index (see SetupWithManager).
+// Reconcile, keyed by template, is the scan and status controller: a full
+// scan when one is due (after a start, a change of the template or its
+// ConfigMaps, every interval: every binding rendered, every wanted policy
+// compared with Vault), otherwise a retry of what is still dirty, then the
+// template's status from the index. The policy delta controller
+// (policyDeltaReconciler), keyed by binding, counts one binding's policy
+// documents in or out and touches Vault only for the names whose desired
+// state changed. A burst of ten thousand new bindings is ten thousand deltas
+// and one status update a second, not ten thousand scans.
+type Reconciler struct {
+	client.Client
+	Recorder        events.EventRecorder
+	Connections     *connection.Connections
+	Templates       *admit.Templates
+	DefaultInterval time.Duration
+	// ClusterID identifies this Kubernetes cluster in the ownership header
+	// of the ACL policies the operator writes (ownership.PolicyOwner).
+	ClusterID string
+
+	once   sync.Once
+	index  *policyIndex
+	owners policyOwners
+	// refresh asks for a delayed status refresh of a template (see
+	// SetupWithManager); nil in unit tests that call Reconcile directly.
+	refresh func(template string)
+}
+
+// +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates/status,verbs=patch
+// +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates/finalizers,verbs=update
+
+// init makes the index once, whichever comes first: SetupWithManager, or
+// a unit test's direct Reconcile.
+func (r *Reconciler) init() {
+	r.once.Do(func() { r.index = newPolicyIndex() })
+}
+
+// templateScope records what one reconcile of a template saw; its status
+// and requeue are derived from it in finishStatus.
+type templateScope struct {
+	readyBefore *metav1.Condition
+	outcome     shared.Outcome
+	requeue     time.Duration // the next resync when Ready
+	// pending: names another sync holds (a delta under way); the status
+	// is looked at again soon, whatever the outcome.
+	pending bool
+	// What this pass did in Vault, for the events (finishStatus emits
+	// them all): policies written and deleted, and why the template's
+	// policies were left in Vault at its deletion.
+	written, deleted []string
+	left             string
+}
+
+// Reconcile is the scan and status controller's pass: get, deletion,
+// finalizer, compile, converge; status is patched once at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	r.init()
+	tpl := &v1alpha1.MinionTemplate{}
+	if err := r.Get(ctx, req.NamespacedName, tpl); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	statusBefore := tpl.Status.DeepCopy()
+	sc := &templateScope{readyBefore: shared.ReadyOf(tpl)}
+	defer func() { result, retErr = r.finishStatus(ctx, tpl, statusBefore, sc, retErr) }()
+
+	if !tpl.DeletionTimestamp.IsZero() {
+		r.Templates.Forget(tpl.UID)
+		if err := r.finalize(ctx, tpl, sc); err != nil {
+			sc.outcome = shared.Outcome{Kind: shared.OutcomeFailed, Reason: v1alpha1.DeletionBlockedReason, Message: "deleting ACL policies: " + err.Error()}
+			return ctrl.Result{}, err
+		}
+		sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: "deleted"}
+		return ctrl.Result{}, nil
+	}
+	if err := shared.AddFinalizer(ctx, r.Client, tpl, func() bool { return false }); err != nil {
+		return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+	}
+	compiled, err := r.compile(ctx, tpl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.announceProgress(ctx, tpl, statusBefore); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.converge(ctx, tpl, compiled, statusBefore.LastHandledReconcileAt, sc)
+}
+
+// announceProgress patches the status before Vault is touched when it
+// says Ready and the index knows of policies still to write, delete or
+// compare: the sync that follows may hang in Vault for as long as Vault
+// lets it, and a Ready that no longer holds must not stand meanwhile.
+// before becomes the patched status, the base of the final patch.
+func (r *Reconciler) announceProgress(ctx context.Context, tpl *v1alpha1.MinionTemplate, before *v1alpha1.MinionTemplateStatus) error {
+	if !apimeta.IsStatusConditionTrue(tpl.Status.Conditions, v1alpha1.ReadyCondition) {
+		return nil // the common case while bindings converge: no summary to take
+	}
+	s := r.index.summary(tpl.Name)
+	if !s.built || !s.pending() {
+		return nil
+	}
+	s.writeTo(tpl)
+	shared.SetConditions(tpl, s.outcome())
+	if err := shared.PatchStatus(ctx, r.Client, tpl, before, templateStatus); err != nil {
+		return err
+	}
+	*before = *tpl.Status.DeepCopy()
+	return nil
+}
+
+func templateStatus(t *v1alpha1.MinionTemplate) *v1alpha1.MinionTemplateStatus { return &t.Status }
+
+// finishStatus derives the status from the scope, patches it when it
+// changed, reports a new problem as an event, and tells controller-runtime
+// what next (resultFor).
+func (r *Reconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTemplate, statusBefore *v1alpha1.MinionTemplateStatus,
+	sc *templateScope, retErr error) (ctrl.Result, error) {
+	if retErr != nil && sc.outcome.Kind == shared.OutcomeReady {
+		sc.outcome = shared.OutcomeFor(retErr)
+	}
+	tpl.Status.ObservedGeneration = tpl.Generation
+	if v := tpl.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]; v != "" {
+		tpl.Status.LastHandledReconcileAt = v
+	}
+	shared.SetConditions(tpl, sc.outcome)
+	perr := shared.PatchStatus(ctx, r.Client, tpl, statusBefore, templateStatus)
+	r.events(tpl, sc)
+	switch {
+	case perr != nil:
+		// The status must be written: retry, even a stalled template.
+		return ctrl.Result{}, perr
+	case sc.pending && retErr == nil:
+		return ctrl.Result{RequeueAfter: statusRefreshDelay}, nil
+	case sc.outcome.Kind == shared.OutcomeStalled:
+		// Not a terminal error, unlike a binding's: every delta of the
+		// template's bindings asks for a status refresh, and each would log
+		// the same error again. The condition says it once.
+		return ctrl.Result{}, nil
+	}
+	return shared.ResultFor(sc.outcome, retErr, sc.requeue)
+}
+
+// compile returns the compiled template; a problem of the template is a
+// refusal (admission.Verdict) that outcomeFor turns into Stalled or
+// Waiting, as for its bindings.
+func (r *Reconciler) compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
+	compiled, err := admit.NewClusterFacts(r.Client, r.Templates).Compile(ctx, tpl)
+	if err != nil {
+		return nil, err
+	}
+	if ps := compiled.Problems(); len(ps) > 0 {
+		// Every binding is refused with these; say so where they are.
+		return nil, &admission.Verdict{Kind: admission.Stalled, Reason: admission.ViolationReason(ps), Message: admission.ViolationMessage(ps)}
+	}
+	return compiled, nil
+}
+
+// finalize deletes every policy whose header names the template (unless
+// its deletionPolicy is Retain), then the finalizer. After a start the
+// template's policies are found by listing Vault's; none is missed however
+// many there are, because none is recorded in status.
+func (r *Reconciler) finalize(ctx context.Context, tpl *v1alpha1.MinionTemplate, sc *templateScope) error {
+	if tpl.Spec.EffectiveDeletionPolicy() == v1alpha1.DeletionPolicyDelete {
+		if err := r.deletePolicies(ctx, tpl, sc); err != nil {
+			return err
+		}
+	}
+	if err := shared.RemoveFinalizer(ctx, r.Client, tpl); err != nil {
+		return fmt.Errorf("removing the finalizer: %w", err)
+	}
+	r.index.forget(tpl.Name)
+	return nil
+}
+
+// deletePolicies deletes the policies the template owns in Vault; a
+// connection that cannot be used leaves them there, with a warning.
+func (r *Reconciler) deletePolicies(ctx context.Context, tpl *v1alpha1.MinionTemplate, sc *templateScope) error {
+	vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
+	switch {
+	case err != nil && shared.IsWaiting(err) && !shared.WaitingOn(err, shared.WaitingForHealth):
+		// No connection to delete through: the policies stay. One that
+		// fails its check is waited for, as any Vault failure.
+		sc.left = err.Error()
+		return nil
+	case err != nil:
+		return err
+	}
+	defer r.index.holdForScan(tpl.Name)()
+	owned := r.index.ownedNames(tpl.Name)
+	reader := r.reader(tpl.Name)
+	if !r.index.discovered(tpl.Name) {
+		found, err := discoverOwned(ctx, vc, r.policyOwner(tpl), reader, nil)
+		if err != nil {
+			return err
+		}
+		owned = append(owned, found...)
+	}
+	slices.Sort(owned)
+	owned = slices.Compact(owned)
+	pass, err := syncPolicies(ctx, vc, r.policyOwner(tpl), false, nil, owned, reader)
+	r.index.settle(tpl.Name, policyWork{stale: owned}, pass)
+	sc.deleted = appendCounted(nil, pass.deleted)
+	return err
+}
+
+// templateVault is the identity the template's VaultConnection reports
+// (status.identity, "" when unknown), and the key under which what is
+// known of its Vault's policies is kept: the Vault cluster and namespace,
+// so that two connections to one Vault read each policy once between them
+// (the connection's name until its cluster is known).
+func (r *Reconciler) templateVault(ctx context.Context, conn string) (identity, key string) {
+	vc := &v1alpha1.VaultConnection{}
+	if err := r.Get(ctx, types.NamespacedName{Name: conn}, vc); err != nil {
+		return "", "connection/" + conn
+	}
+	if vc.Status.ClusterID == "" {
+		return vc.Status.Identity, "connection/" + conn
+	}
+	return vc.Status.Identity, "cluster/" + vc.Status.ClusterID + "/namespace/" + vc.Spec.Namespace
+}
+
+// policyOwner is the owner the template's policies' header names.
+func (r *Reconciler) policyOwner(tpl *v1alpha1.MinionTemplate) ownership.PolicyOwner {
+	return ownership.PolicyOwner{Cluster: r.ClusterID, Template: tpl.Name}
+}
+
+// reader reads the policies of the template's Vault (see policyOwners).
+func (r *Reconciler) reader(template string) *policyReader {
+	return r.owners.reader(r.index.vaultKey(template))
+}
+
+func (r *Reconciler) requestRefresh(template string) {
+	if r.refresh != nil {
+		r.refresh(template)
+	}
+}
+
+// events reports what the pass did and a new problem; every event of a
+// template is emitted here. Progress (policies still being written) is no
+// problem to warn of.
+func (r *Reconciler) events(tpl *v1alpha1.MinionTemplate, sc *templateScope) {
+	action := "Reconcile"
+	if !tpl.DeletionTimestamp.IsZero() {
+		action = "Delete"
+	}
+	if len(sc.written) > 0 {
+		shared.Emit(r.Recorder, tpl, "Normal", "PoliciesWritten", action, "ACL policies written: %s", strings.Join(sc.written, ", "))
+	}
+	if len(sc.deleted) > 0 {
+		shared.Emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", action, "ACL policies deleted: %s", strings.Join(sc.deleted, ", "))
+	}
+	if sc.left != "" {
+		shared.Emit(r.Recorder, tpl, "Warning", v1alpha1.DeletionBlockedReason, action, "ACL policies left in Vault: %s", sc.left)
+	}
+	before := sc.readyBefore
+	if after := shared.ReadyOf(tpl); after != nil && after.Status != metav1.ConditionTrue && after.Reason != v1alpha1.ProgressingReason &&
+		(before == nil || before.Reason != after.Reason || before.Message != after.Message) {
+		shared.Emit(r.Recorder, tpl, "Warning", after.Reason, action, "%s", after.Message)
+	}
+}

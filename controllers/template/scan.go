@@ -1,0 +1,165 @@
+package template
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// syncRounds bounds how often one sync claims the template's dirty names
+// again: names dirtied while it was writing (a binding changed meanwhile)
+// are taken in the next round, and whatever is left after the last is the
+// next sync's (the status refresh every delta asks for).
+const syncRounds = 4
+
+// converge brings the template's policies to its bindings' (a full scan
+// when one is due, otherwise a retry of the dirty names) and records in
+// sc the outcome and requeue the index says.
+func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, handled string, sc *templateScope) error {
+	interval := shared.TemplateInterval(tpl, r.DefaultInterval)
+	identity, key := r.templateVault(ctx, tpl.Spec.ConnectionRef.Name)
+	asked := tpl.Annotations[v1alpha1.ReconcileRequestAnnotation]
+	due, why, forget := r.index.scanDue(tpl.Name, scanRequest{compiled: compiled, identity: identity, vaultKey: key,
+		asked: asked, handled: handled, interval: interval})
+	if forget != "" {
+		r.owners.forget(forget)
+	}
+	var err error
+	if due {
+		ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", why...)
+		if err = r.fullScan(ctx, tpl, compiled); err == nil {
+			r.index.scanned(tpl.Name, asked)
+		}
+	} else {
+		r.index.recheckNotOwned(tpl.Name)
+		err = r.retryDirty(ctx, tpl)
+	}
+	sc.written, sc.deleted = r.index.takeUnreported(tpl.Name)
+	if err != nil {
+		return err
+	}
+	s := r.summarize(tpl)
+	sc.outcome, sc.pending = s.outcome(), s.pending()
+	sc.requeue = shared.Jitter(max(r.index.untilScan(tpl.Name, interval), time.Second))
+	if recheck := r.index.untilRecheck(tpl.Name); recheck > 0 {
+		sc.requeue = min(sc.requeue, recheck)
+	}
+	return nil
+}
+
+// fullScan renders every binding of the template, rebuilds its part of the
+// index, lists Vault's policies once after a start to find the template's
+// own, and brings every wanted policy to its body, with deltas held off.
+func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled) error {
+	defer r.index.holdForScan(tpl.Name)()
+	list := &v1alpha1.MinionBindingList{}
+	if err := r.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: tpl.Name}); err != nil {
+		return fmt.Errorf("listing the bindings of template %q: %w", tpl.Name, err)
+	}
+	scanned := make(map[types.NamespacedName]bindingPolicies, len(list.Items))
+	for i := range list.Items {
+		b := &list.Items[i]
+		docs, err := r.policiesOfBinding(ctx, b)
+		if err != nil {
+			return err
+		}
+		scanned[client.ObjectKeyFromObject(b)] = bindingPolicies{template: tpl.Name, member: b.DeletionTimestamp.IsZero(), docs: docs}
+	}
+	r.index.rebuild(tpl.Name, compiled, scanned)
+	if !r.index.discovered(tpl.Name) {
+		vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
+		if err != nil {
+			return err
+		}
+		found, err := discoverOwned(ctx, vc, r.policyOwner(tpl), r.reader(tpl.Name), r.index.wanted(tpl.Name))
+		if err != nil {
+			return err
+		}
+		r.index.discoveredOwned(tpl.Name, found)
+	}
+	return r.syncDirty(ctx, tpl)
+}
+
+// retryDirty syncs what earlier syncs left dirty (a failed write, a
+// connection that was not ready), with full scans held off.
+func (r *Reconciler) retryDirty(ctx context.Context, tpl *v1alpha1.MinionTemplate) error {
+	defer r.index.holdForDelta(tpl.Name)()
+	return r.syncDirty(ctx, tpl)
+}
+
+// syncDirty brings the template's dirty names to what the index wants,
+// and records in the index what Vault answered. The caller holds the
+// template (for a scan or a delta). A connection is got only when there is
+// something to sync: a template whose bindings render no policy needs none.
+func (r *Reconciler) syncDirty(ctx context.Context, tpl *v1alpha1.MinionTemplate) error {
+	reader := r.reader(tpl.Name)
+	defer reader.prune()
+	var vc vault.Client
+	for range syncRounds {
+		work := r.index.claim(tpl.Name)
+		if work.empty() {
+			return nil
+		}
+		if vc == nil {
+			var err error
+			if vc, _, err = r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name); err != nil {
+				r.index.settle(tpl.Name, work, policyPass{})
+				return err
+			}
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("Syncing ACL policies", "template", tpl.Name, "wanted", len(work.desired), "stale", len(work.stale))
+		pass, err := syncPolicies(ctx, vc, r.policyOwner(tpl), tpl.Spec.AdoptPolicies, work.desired, work.stale, reader)
+		err = r.Connections.Verify(ctx, tpl.Spec.ConnectionRef.Name, err)
+		for _, n := range pass.written {
+			// Other templates' first scans need not read these.
+			reader.set(n, r.policyOwner(tpl))
+		}
+		r.index.settle(tpl.Name, work, pass)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// summarize writes the index's counts into the template's status.
+func (r *Reconciler) summarize(tpl *v1alpha1.MinionTemplate) templateSummary {
+	s := r.index.summary(tpl.Name)
+	s.writeTo(tpl)
+	return s
+}
+
+func (s templateSummary) writeTo(tpl *v1alpha1.MinionTemplate) {
+	tpl.Status.Bindings = int32(s.members)
+	tpl.Status.Policies = &v1alpha1.PolicySummary{Count: int64(s.owned), Digest: s.digest}
+}
+
+// outcome is the template's condition from the index: Ready only when
+// every wanted policy is confirmed in Vault and no stale one is left.
+func (s templateSummary) outcome() shared.Outcome {
+	switch {
+	case len(s.conflicts) > 0:
+		return shared.Outcome{Kind: shared.OutcomeStalled, Reason: v1alpha1.ValidationFailedReason, Message: strings.Join(shared.FirstN(s.conflicts, 10), "; ")}
+	case len(s.notOwned) > 0:
+		// Vault's state, not the template's: the owner may delete them (a
+		// handover between two clusters on one Vault), so they are looked
+		// at again (recheckNotOwned).
+		return shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.PolicyNotOwnedReason,
+			Message: fmt.Sprintf("%d ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s",
+				len(s.notOwned), strings.Join(shared.FirstN(s.notOwned, 20), ", "))}
+	case s.pending():
+		return shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.ProgressingReason,
+			Message: fmt.Sprintf("ACL policies in progress: %d to write, %d to delete, %d to compare with Vault", s.missing, s.stale, s.unchecked)}
+	}
+	return shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: fmt.Sprintf("%d bindings, %d ACL policies", s.members, s.owned)}
+}

@@ -1,0 +1,438 @@
+package template
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// A template's ACL policies go through three stages, as a binding's role,
+// entity and alias do: observe (read each name, through the policyReader),
+// plan (planPolicies: pure, one action per name, decided by
+// ownership.DecidePolicy) and execute (executePolicies: the writes and
+// deletions). `minionvault plan` runs the first two and prints the
+// actions, so the plan of the policies is what the template reconciler
+// does, decided by the same code.
+
+// policyPass is the result of syncing a set of names: each name whose sync
+// succeeded is in exactly one of owned (written now or found as wanted,
+// written also listed in written), deleted, notOwned (wanted, someone
+// else's) and absent (not wanted, and not the template's in Vault); a
+// name that failed is in none.
+type policyPass struct {
+	owned, notOwned, written, deleted, absent []string
+}
+
+// record files a name whose action is done (or needed no request).
+func (p *policyPass) record(a policyAction) {
+	switch a.kind {
+	case ownership.PolicyKeep:
+		p.owned = append(p.owned, a.name)
+	case ownership.PolicyWrite:
+		p.owned = append(p.owned, a.name)
+		p.written = append(p.written, a.name)
+	case ownership.PolicyDelete:
+		p.deleted = append(p.deleted, a.name)
+	case ownership.PolicyNotOwned:
+		// Someone else's policy is the template's problem only when a
+		// binding wants the name; otherwise the name is merely not ours.
+		if a.wanted {
+			p.notOwned = append(p.notOwned, a.name)
+		} else {
+			p.absent = append(p.absent, a.name)
+		}
+	case ownership.PolicyAbsent:
+		p.absent = append(p.absent, a.name)
+	}
+}
+
+// syncPolicies brings every name in desired (wanted, with its body) and in
+// stale (owned before, no longer wanted) to what the template wants: it
+// reads them all, plans, then writes and deletes, a few requests in flight
+// at each stage (a template with a policy per minion has as many as it has
+// bindings). The ownership header that every policy the operator writes
+// starts with (ownership.PolicyOwner: the template and its cluster) is the
+// record of what the template owns; it is written in the same request as
+// the policy, so no crash can separate the two.
+func syncPolicies(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, adopt bool, desired map[string]string, stale []string, reader *policyReader) (policyPass, error) {
+	w := policyWork{desired: desired, stale: stale}
+	observed, readErr := observePolicies(ctx, vc, reader, w.inOrder())
+	actions := planPolicies(w, observed, self, adopt)
+	if readErr != nil {
+		// A failed read ends the pass as a failed write does (Vault is
+		// unreachable, or the token lacks a right): nothing more is sent,
+		// and what was read is recorded, so that only the names not
+		// confirmed stay dirty for the next sync.
+		actions = slices.DeleteFunc(actions, policyAction.sendsRequest)
+	}
+	pass, err := executePolicies(ctx, vc, actions)
+	if readErr != nil {
+		return pass, readErr
+	}
+	return pass, err
+}
+
+// observedPolicy is what a read found of one name in Vault.
+type observedPolicy struct {
+	hcl   string
+	found bool
+}
+
+// observePolicies reads names through the reader (a body a discovery
+// kept is taken instead of a request), policyWorkers at a time. At the
+// first error it stops and returns what it read so far with that error.
+func observePolicies(ctx context.Context, vc vault.Client, reader *policyReader, names []string) (map[string]observedPolicy, error) {
+	var mu sync.Mutex
+	observed := make(map[string]observedPolicy, len(names))
+	err := inParallel(ctx, names, func(ctx context.Context, name string) error {
+		hcl, found, err := reader.read(ctx, vc, name)
+		if err != nil {
+			return fmt.Errorf("reading ACL policy %s: %w", name, err)
+		}
+		mu.Lock()
+		observed[name] = observedPolicy{hcl: hcl, found: found}
+		mu.Unlock()
+		return nil
+	})
+	return observed, err
+}
+
+// executePolicies makes the actions' requests, policyWorkers at a time,
+// and returns what was done: every action that needs no request, and
+// those whose request succeeded. The first failure stops it (the requests
+// in flight are cancelled) and is returned.
+func executePolicies(ctx context.Context, vc vault.Client, actions []policyAction) (policyPass, error) {
+	var (
+		pass  policyPass
+		calls []policyAction
+		mu    sync.Mutex
+	)
+	for _, a := range actions {
+		if a.sendsRequest() {
+			calls = append(calls, a)
+		} else {
+			pass.record(a)
+		}
+	}
+	err := inParallel(ctx, calls, func(ctx context.Context, a policyAction) error {
+		if err := a.execute(ctx, vc); err != nil {
+			return err
+		}
+		mu.Lock()
+		pass.record(a)
+		mu.Unlock()
+		return nil
+	})
+	// The workers finish in any order: the lists that events, status and
+	// plan name are sorted, the same for the same pass (owned and absent
+	// only go into the index's sets, and at a full scan hold every policy).
+	for _, names := range []*[]string{&pass.notOwned, &pass.written, &pass.deleted} {
+		slices.Sort(*names)
+	}
+	return pass, err
+}
+
+// execute makes the action's request.
+func (a policyAction) execute(ctx context.Context, vc vault.Client) error {
+	log := ctrl.LoggerFrom(ctx)
+	switch a.kind {
+	case ownership.PolicyWrite:
+		log.Info("Writing ACL policy", "policy", a.name)
+		if err := vc.WritePolicy(ctx, a.name, a.body); err != nil {
+			return fmt.Errorf("writing ACL policy %s: %w", a.name, err)
+		}
+	case ownership.PolicyDelete:
+		log.Info("Deleting ACL policy no binding renders", "policy", a.name)
+		if err := vc.DeletePolicy(ctx, a.name); err != nil {
+			return fmt.Errorf("deleting ACL policy %s: %w", a.name, err)
+		}
+	}
+	return nil
+}
+
+// policyWorkers is how many policy requests one pass keeps in flight.
+const policyWorkers = 4
+
+// inParallel calls do for each item, policyWorkers at a time, in the
+// items' order. At the first error it hands out no more items, cancels the
+// calls in flight (their requests are of no use to a pass that failed)
+// and returns that error once they are done.
+func inParallel[T any](ctx context.Context, items []T, do func(context.Context, T) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan T)
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	for range policyWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range jobs {
+				if err := do(ctx, it); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					cancel()
+				}
+			}
+		}()
+	}
+	func() {
+		defer close(jobs)
+		for _, it := range items {
+			select {
+			case jobs <- it:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	return first
+}
+
+// discoverOwned lists Vault's ACL policies and returns those whose header
+// names self, reading every policy whose owner is not known yet
+// (known: owner by name, filled in as policies are read). It is the one way
+// to find policies written before the operator started that no binding
+// renders any more. Names in desired are not read here: the sync that
+// follows reads each of them anyway (and finds its owner), so a restart
+// costs one read per policy, not two.
+func discoverOwned(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, reader *policyReader, desired map[string]string) ([]string, error) {
+	return discoverHeaders(ctx, vc, self.Owns, reader, desired)
+}
+
+// discoverHeaders is discoverOwned for any test of the owner: a plan that
+// is not told the cluster looks for the template's policies of every
+// cluster, to learn it from their headers.
+func discoverHeaders(ctx context.Context, vc vault.Client, match func(ownership.PolicyOwner) bool, reader *policyReader, desired map[string]string) ([]string, error) {
+	names, err := vc.ListPolicies(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing ACL policies: %w", err)
+	}
+	var (
+		mu   sync.Mutex
+		out  []string
+		errs []error
+		wg   sync.WaitGroup
+	)
+	next := make(chan string)
+	for range policyWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range next {
+				owner, found, err := reader.owner(ctx, vc, n)
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("reading ACL policy %s: %w", n, err))
+					mu.Unlock()
+					continue
+				}
+				if !found {
+					continue
+				}
+				if match(owner) {
+					mu.Lock()
+					out = append(out, n)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, n := range names {
+		if _, ok := desired[strings.ToLower(n)]; ok || n == "root" {
+			// root carries no header and cannot be read as a document.
+			continue
+		}
+		next <- n
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return out, nil
+}
+
+// policyOwners remembers, per Vault (cluster and namespace), which
+// owner's header each ACL policy read so far carries (zero for none), so
+// that the first full scans after a start read each policy in Vault once,
+// not once per template or connection: templates scan in parallel and in
+// any order, and one's discovery reads the others' policies.
+type policyOwners struct {
+	mu     sync.Mutex
+	vaults map[string]*vaultPolicies
+}
+
+// vaultPolicies is what is known of one Vault's policies.
+type vaultPolicies struct {
+	owners map[string]ownership.PolicyOwner // by lowercased name
+	// bodies are policies with a template's header that a discovery read
+	// and no sync has used yet: the sync of the template they belong to
+	// takes them instead of reading them again. They are used only while
+	// fresh (the scans after a start), then dropped.
+	bodies map[string]discoveredBody
+	reads  singleflight.Group
+}
+
+type discoveredBody struct {
+	hcl string
+	at  time.Time
+}
+
+// discoveredBodyTTL bounds how old a body a sync may take instead of reading it.
+const discoveredBodyTTL = 2 * time.Minute
+
+func (o *policyOwners) vault(key string) *vaultPolicies {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.vaults == nil {
+		o.vaults = map[string]*vaultPolicies{}
+	}
+	v := o.vaults[key]
+	if v == nil {
+		v = &vaultPolicies{owners: map[string]ownership.PolicyOwner{}, bodies: map[string]discoveredBody{}}
+		o.vaults[key] = v
+	}
+	return v
+}
+
+// forget drops what is known of a Vault (it changed).
+func (o *policyOwners) forget(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.vaults, key)
+}
+
+// reader reads policies of the Vault key through what is known of it.
+func (o *policyOwners) reader(key string) *policyReader {
+	return &policyReader{owners: o, v: o.vault(key)}
+}
+
+// policyReader reads a Vault's policies for syncs and discoveries: one
+// request for concurrent reads of a name, the owner of each recorded, and
+// a body a discovery read handed to the sync that wants it.
+type policyReader struct {
+	owners *policyOwners
+	v      *vaultPolicies
+}
+
+// owner returns the owner whose header the policy carries (zero for
+// none, found false when it does not exist): recorded if it was read
+// before, otherwise read, and its body kept for the owner's sync.
+func (r *policyReader) owner(ctx context.Context, vc vault.Client, name string) (owner ownership.PolicyOwner, found bool, err error) {
+	res, err := r.readOnce(ctx, vc, name, true)
+	if err != nil || !res.found {
+		return ownership.PolicyOwner{}, false, err
+	}
+	owner, _ = ownership.ParseHeader(res.hcl)
+	if res.known {
+		owner = res.owner
+	}
+	return owner, true, nil
+}
+
+// read returns the policy's text, for a sync: a body a discovery kept is
+// taken instead of reading it again, if it is fresh.
+func (r *policyReader) read(ctx context.Context, vc vault.Client, name string) (string, bool, error) {
+	res, err := r.readOnce(ctx, vc, name, false)
+	if err == nil && res.known {
+		// Joined a discovery's call that answered from what was recorded,
+		// without the text: ask again.
+		res, err = r.readOnce(ctx, vc, name, false)
+	}
+	return res.hcl, res.found, err
+}
+
+type policyRead struct {
+	hcl          string
+	found, known bool
+	owner        ownership.PolicyOwner // when known: recorded before, hcl not read
+}
+
+// readOnce is one read of a name at a time, whichever asks: what was kept or
+// recorded is consulted inside it, so that a discovery and a sync walking
+// the same names never read one twice, in whatever order they meet.
+func (r *policyReader) readOnce(ctx context.Context, vc vault.Client, name string, discovery bool) (policyRead, error) {
+	name = strings.ToLower(name)
+	v, err, shared := r.v.reads.Do(name, func() (any, error) {
+		r.owners.mu.Lock()
+		if discovery {
+			if owner, ok := r.v.owners[name]; ok {
+				r.owners.mu.Unlock()
+				return policyRead{found: true, known: true, owner: owner}, nil
+			}
+		} else if kb, ok := r.v.bodies[name]; ok {
+			delete(r.v.bodies, name)
+			if time.Since(kb.at) < discoveredBodyTTL {
+				r.owners.mu.Unlock()
+				return policyRead{hcl: kb.hcl, found: true}, nil
+			}
+		}
+		r.owners.mu.Unlock()
+		hcl, found, err := vc.ReadPolicy(ctx, name)
+		if err != nil {
+			return policyRead{}, err
+		}
+		owner, ours := ownership.ParseHeader(hcl)
+		r.owners.mu.Lock()
+		defer r.owners.mu.Unlock()
+		switch {
+		case !found:
+			delete(r.v.owners, name)
+		case ours:
+			r.v.owners[name] = owner
+			if discovery {
+				r.v.bodies[name] = discoveredBody{hcl: hcl, at: time.Now()}
+			}
+		default:
+			r.v.owners[name] = ownership.PolicyOwner{}
+		}
+		return policyRead{hcl: hcl, found: found}, nil
+	})
+	if err != nil {
+		return policyRead{}, err
+	}
+	res := v.(policyRead)
+	if shared && !discovery && !res.known {
+		// A sync that joined a discovery's read has the body: nothing to
+		// keep for it.
+		r.owners.mu.Lock()
+		delete(r.v.bodies, name)
+		r.owners.mu.Unlock()
+	}
+	return res, nil
+}
+
+// set records that name carries owner's header (written or seen).
+func (r *policyReader) set(name string, owner ownership.PolicyOwner) {
+	r.owners.mu.Lock()
+	defer r.owners.mu.Unlock()
+	r.v.owners[strings.ToLower(name)] = owner
+}
+
+// prune drops the bodies no sync took while they were fresh.
+func (r *policyReader) prune() {
+	r.owners.mu.Lock()
+	defer r.owners.mu.Unlock()
+	for n, kb := range r.v.bodies {
+		if time.Since(kb.at) >= discoveredBodyTTL {
+			delete(r.v.bodies, n)
+		}
+	}
+}

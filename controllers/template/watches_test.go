@@ -1,0 +1,119 @@
+package template
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
+)
+
+// Every watch of the template controller maps a changed Secret, ConfigMap, connection or
+// template to exactly the objects that depend on it, through the field
+// indexes, each once: a fix ends a RenderFailed or AccessDenied without a
+// manual poke, and nothing else is woken.
+func TestTemplateWatchMappings(t *testing.T) {
+	c := testkit.WithFieldIndexes(fake.NewClientBuilder().WithScheme(testkit.Scheme())).
+		WithObjects(testkit.WatchFixtures()...).WithInterceptorFuncs(testkit.ListsOnlyByIndex(t)).Build()
+	tr := &Reconciler{Client: c}
+	ctx := context.Background()
+	conn := func(name string) client.Object {
+		return &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	_ = conn
+	tests := []struct {
+		name string
+		got  []reconcile.Request
+		want []string
+	}{
+		{"templates of a connection", tr.templatesOfConnection(ctx, conn("vault")), []string{"also", "with"}},
+		{"templates of a ConfigMap", tr.templatesOfConfigMap(ctx, testkit.MetadataOf("ConfigMap", "salt", "params")), []string{"also", "with"}},
+		{"templates of another ConfigMap", tr.templatesOfConfigMap(ctx, testkit.MetadataOf("ConfigMap", "salt", "token")), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, r := range tc.got {
+				got = append(got, strings.TrimPrefix(r.Namespace+"/"+r.Name, "/"))
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("woke %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The index keys themselves: each reference an object makes, once, and
+// nothing for a record that cannot be read.
+func TestFieldIndexKeys(t *testing.T) {
+	keys := map[string]func(client.Object) []string{}
+	for _, f := range shared.FieldIndexes {
+		keys[f.Field] = f.Extract
+	}
+	objs := map[string]client.Object{}
+	for _, o := range testkit.WatchFixtures() {
+		objs[o.GetName()] = o
+	}
+	tests := []struct {
+		index, object string
+		want          []string
+	}{
+		{shared.TemplateConfigMapIndex, "also", []string{"salt/params"}},
+		{shared.TemplateConfigMapIndex, "with", []string{"salt/more", "salt/params"}},
+		{shared.TemplateConfigMapIndex, "without", nil},
+		{shared.TemplateConnectionIndex, "with", []string{"vault"}},
+		{shared.ConnectionSecretIndex, "vault", []string{"ops/ca", "ops/token"}},
+		{shared.ConnectionSecretIndex, "other", []string{"ops/approle", "ops/ca"}},
+		{shared.BindingConnectionIndex, "b1", nil},
+		{shared.BindingConnectionIndex, "switching", []string{"vault"}},
+		{shared.BindingConnectionIndex, "orphan-other", []string{"other"}},
+		{shared.BindingConnectionIndex, "bad-record", nil},
+		{shared.TemplateRefIndex, "orphan", []string{"gone"}},
+		{shared.MinionIDIndex, "b1", []string{"b1"}},
+		// The wrong kind is no key, not a panic.
+		{shared.MinionIDIndex, "vault", nil},
+		{shared.ConnectionSecretIndex, "b1", nil},
+	}
+	for _, tc := range tests {
+		if got := keys[tc.index](objs[tc.object]); !slices.Equal(got, tc.want) {
+			t.Errorf("%s of %s = %q, want %q", tc.index, tc.object, got, tc.want)
+		}
+	}
+}
+
+// A template whose own patterns are wrong (a rule path placeholder missing
+// from the policy name) says so itself, Stalled, not Ready.
+func TestTemplateWithOwnProblemsIsStalled(t *testing.T) {
+	objs := fixtures(map[string]any{"roles": []string{"web"}})
+	tpl := objs[2].(*v1alpha1.MinionTemplate)
+	tpl.Spec.PolicyDocuments = []v1alpha1.PolicyDocument{{Name: "fixed", Rules: []v1alpha1.PolicyRule{
+		{Path: "salt/data/{pillar[roles]}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}}}
+	h := newHarness(t, objs...)
+	r := &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, ClusterID: testCluster}
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.MinionTemplate{}
+	if err := h.c.Get(ctx, types.NamespacedName{Name: "t"}, got); err != nil {
+		t.Fatal(err)
+	}
+	stalled := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.StalledCondition)
+	if stalled == nil || stalled.Status != metav1.ConditionTrue || !strings.Contains(stalled.Message, "used in the rule path but not in the name") {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+	if h.v.Writes() != 0 {
+		t.Errorf("%d Vault writes", h.v.Writes())
+	}
+}
