@@ -2,7 +2,6 @@ package binding
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
@@ -47,17 +45,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 
 func (h *harness) reconcile(ns, name string) ctrl.Result {
 	h.t.Helper()
-	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
-	// A stalled binding is a terminal error (no retry), and only that.
-	stalled := false
-	if b := (&v1alpha1.MinionBinding{}); h.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, b) == nil {
-		stalled = apimeta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.StalledCondition)
-	}
-	terminal := errors.Is(err, reconcile.TerminalError(nil))
-	if err != nil && !terminal || terminal != stalled {
-		h.t.Fatalf("reconcile: %v (stalled %v)", err, stalled)
-	}
-	return res
+	return testkit.Reconcile(h.t, h.c, h.r, ns, name)
 }
 
 func (h *harness) get(ns, name string) *v1alpha1.MinionBinding {
@@ -68,17 +56,7 @@ func (h *harness) get(ns, name string) *v1alpha1.MinionBinding {
 	return b
 }
 
-func (h *harness) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-h.rec.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
-}
+func (h *harness) events() string { return testkit.Drain(h.rec) }
 
 // The cluster and Vault of the unit tests.
 const (

@@ -2,17 +2,12 @@ package template
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/binding"
@@ -53,29 +48,10 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 // binding may end in an error (a terminal one).
 func (h *harness) reconcile(ns, name string) ctrl.Result {
 	h.t.Helper()
-	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
-	stalled := false
-	if b := (&v1alpha1.MinionBinding{}); h.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, b) == nil {
-		stalled = apimeta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.StalledCondition)
-	}
-	terminal := errors.Is(err, reconcile.TerminalError(nil))
-	if err != nil && !terminal || terminal != stalled {
-		h.t.Fatalf("reconcile: %v (stalled %v)", err, stalled)
-	}
-	return res
+	return testkit.Reconcile(h.t, h.c, h.r, ns, name)
 }
 
-func (h *harness) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-h.rec.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
-}
+func (h *harness) events() string { return testkit.Drain(h.rec) }
 
 func fixtures(pillar map[string]any) []client.Object { return testkit.Fixtures(pillar) }
 

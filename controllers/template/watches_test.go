@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
@@ -23,35 +22,17 @@ import (
 // indexes, each once: a fix ends a RenderFailed or AccessDenied without a
 // manual poke, and nothing else is woken.
 func TestTemplateWatchMappings(t *testing.T) {
-	c := testkit.WithFieldIndexes(fake.NewClientBuilder().WithScheme(testkit.Scheme())).
-		WithObjects(testkit.WatchFixtures()...).WithInterceptorFuncs(testkit.ListsOnlyByIndex(t)).Build()
+	c := testkit.WatchClient(t)
 	tr := &Reconciler{Client: c}
 	ctx := context.Background()
 	conn := func(name string) client.Object {
 		return &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	}
-	_ = conn
-	tests := []struct {
-		name string
-		got  []reconcile.Request
-		want []string
-	}{
-		{"templates of a connection", tr.templatesOfConnection(ctx, conn("vault")), []string{"also", "with"}},
-		{"templates of a ConfigMap", tr.templatesOfConfigMap(ctx, testkit.MetadataOf("ConfigMap", "salt", "params")), []string{"also", "with"}},
-		{"templates of another ConfigMap", tr.templatesOfConfigMap(ctx, testkit.MetadataOf("ConfigMap", "salt", "token")), nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, r := range tc.got {
-				got = append(got, strings.TrimPrefix(r.Namespace+"/"+r.Name, "/"))
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("woke %q, want %q", got, tc.want)
-			}
-		})
-	}
+	testkit.CheckWakes(t, []testkit.Wake{
+		{Name: "templates of a connection", Got: tr.templatesOfConnection(ctx, conn("vault")), Want: []string{"also", "with"}},
+		{Name: "templates of a ConfigMap", Got: tr.templatesOfConfigMap(ctx, testkit.MetadataOf("ConfigMap", "salt", "params")), Want: []string{"also", "with"}},
+		{Name: "templates of another ConfigMap", Got: tr.templatesOfConfigMap(ctx, testkit.MetadataOf("ConfigMap", "salt", "token")), Want: nil},
+	})
 }
 
 // The index keys themselves: each reference an object makes, once, and

@@ -4,14 +4,23 @@
 package testkit
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
@@ -68,5 +77,36 @@ func Fixtures(pillar map[string]any) []client.Object {
 		}},
 		&v1alpha1.MinionBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "salt", Name: "web01", UID: "uid-web01", Generation: 1, CreationTimestamp: metav1.Now()},
 			Spec: v1alpha1.MinionBindingSpec{MinionID: "web01", TemplateRef: v1alpha1.MinionTemplateReference{Name: "t"}, Pillar: RawDoc(pillar)}},
+	}
+}
+
+// Reconcile runs r once on ns/name and fails the test unless a terminal
+// error comes exactly with the object's Stalled condition (a stalled
+// object is never retried; anything else that fails is).
+func Reconcile(t testing.TB, c client.Client, r reconcile.Reconciler, ns, name string) ctrl.Result {
+	t.Helper()
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+	stalled := false
+	if b := (&v1alpha1.MinionBinding{}); c.Get(context.Background(), key, b) == nil {
+		stalled = apimeta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.StalledCondition)
+	}
+	terminal := errors.Is(err, reconcile.TerminalError(nil))
+	if err != nil && !terminal || terminal != stalled {
+		t.Fatalf("reconcile: %v (stalled %v)", err, stalled)
+	}
+	return res
+}
+
+// Drain returns the events recorded so far, one per line, and forgets them.
+func Drain(rec *events.FakeRecorder) string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return strings.Join(out, "\n")
+		}
 	}
 }
