@@ -130,7 +130,7 @@ func headerCluster(template string, observed map[string]observedPolicy) (cluster
 // Execute makes the plan's writes against vc, as the template reconciler
 // would (tests converge a fake Vault with it).
 func (pp PolicyPlan) Execute(ctx context.Context, vc vault.Client) error {
-	_, err := executePolicies(ctx, vc, pp.actions)
+	_, err := executePolicies(ctx, vc, pp.actions, nil)
 	return err
 }
 

@@ -671,3 +671,40 @@ func TestTemplateNotReadyWhileASyncHangs(t *testing.T) {
 		t.Errorf("policies %q", names)
 	}
 }
+
+// A write sent after a discovery read a policy makes its kept body stale,
+// whether or not the client heard the answer (a response lost on the way
+// back): the sync that follows reads Vault again instead of writing the
+// same body a second time.
+func TestKeptBodyIsNotUsedAfterAWrite(t *testing.T) {
+	ctx := context.Background()
+	var owners policyOwners
+	rd := owners.reader("k")
+	v := vault.NewFake()
+	self := testPolicyOwner("t")
+	old, want := self.Header()+"path \"a\" {\n  capabilities = [\"read\"]\n}\n", self.Header()+"path \"b\" {\n  capabilities = [\"read\"]\n}\n"
+	if err := v.WritePolicy(ctx, "p", old); err != nil {
+		t.Fatal(err)
+	}
+	// Another template's discovery reads p and keeps its body for t.
+	if _, _, err := rd.owner(ctx, v, "p"); err != nil {
+		t.Fatal(err)
+	}
+	// t's sync writes p; the answer is lost: the pass fails.
+	rd.changing("p")
+	if err := v.WritePolicy(ctx, "p", want); err != nil {
+		t.Fatal(err)
+	}
+	// The retry must see the written body, and plan nothing.
+	v.ResetCalls()
+	pass, err := syncPolicies(ctx, v, self, false, map[string]string{"p": strings.TrimPrefix(want, self.Header())}, nil, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := v.Calls("WritePolicy"); w != 0 || len(pass.written) != 0 {
+		t.Errorf("the retry wrote p again (%d writes): it planned from the body kept before the write", w)
+	}
+	if r := v.Calls("ReadPolicy"); r != 1 {
+		t.Errorf("%d reads, want 1", r)
+	}
+}

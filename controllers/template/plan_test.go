@@ -48,7 +48,7 @@ func TestPlanPolicies(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("actions\n %q\nwant\n %q", got, want)
 	}
-	pass, err := executePolicies(context.Background(), vault.NewFake(), planPolicies(w, observed, self, false))
+	pass, err := executePolicies(context.Background(), vault.NewFake(), planPolicies(w, observed, self, false), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func syncPolicies(ctx context.Context, vc vault.Client, self ownership.PolicyOwn
 		// confirmed stay dirty for the next sync.
 		actions = slices.DeleteFunc(actions, policyAction.sendsRequest)
 	}
-	pass, err := executePolicies(ctx, vc, actions)
+	pass, err := executePolicies(ctx, vc, actions, reader)
 	if readErr != nil {
 		return pass, readErr
 	}
@@ -110,7 +110,7 @@ func observePolicies(ctx context.Context, vc vault.Client, reader *policyReader,
 // and returns what was done: every action that needs no request, and
 // those whose request succeeded. The first failure stops it (the requests
 // in flight are cancelled) and is returned.
-func executePolicies(ctx context.Context, vc vault.Client, actions []policyAction) (policyPass, error) {
+func executePolicies(ctx context.Context, vc vault.Client, actions []policyAction, reader *policyReader) (policyPass, error) {
 	var (
 		pass  policyPass
 		calls []policyAction
@@ -124,6 +124,10 @@ func executePolicies(ctx context.Context, vc vault.Client, actions []policyActio
 		}
 	}
 	err := inParallel(ctx, calls, func(ctx context.Context, a policyAction) error {
+		// From now on no read of the name that began before may stand for
+		// it: the write can land whatever the client hears (an answer lost
+		// on the way back is an error here and a change in Vault).
+		reader.changing(a.name)
 		if err := a.execute(ctx, vc); err != nil {
 			return err
 		}
@@ -288,11 +292,16 @@ type vaultPolicies struct {
 	// fresh (the scans after a start), then dropped.
 	bodies map[string]discoveredBody
 	reads  singleflight.Group
+	// changes counts, by name, the writes and deletes sent: a read (a
+	// discovery's kept body, or one a sync joined) made before the last of
+	// them is not what Vault holds now, and a sync reads again.
+	changes map[string]uint64
 }
 
 type discoveredBody struct {
-	hcl string
-	at  time.Time
+	hcl    string
+	at     time.Time
+	change uint64 // changes[name] when it was read
 }
 
 // discoveredBodyTTL bounds how old a body a sync may take instead of reading it.
@@ -306,7 +315,7 @@ func (o *policyOwners) vault(key string) *vaultPolicies {
 	}
 	v := o.vaults[key]
 	if v == nil {
-		v = &vaultPolicies{owners: map[string]ownership.PolicyOwner{}, bodies: map[string]discoveredBody{}}
+		v = &vaultPolicies{owners: map[string]ownership.PolicyOwner{}, bodies: map[string]discoveredBody{}, changes: map[string]uint64{}}
 		o.vaults[key] = v
 	}
 	return v
@@ -362,6 +371,7 @@ func (r *policyReader) read(ctx context.Context, vc vault.Client, name string) (
 type policyRead struct {
 	hcl          string
 	found, known bool
+	change       uint64 // changes[name] when the read began
 	owner        ownership.PolicyOwner // when known: recorded before, hcl not read
 }
 
@@ -379,11 +389,12 @@ func (r *policyReader) readOnce(ctx context.Context, vc vault.Client, name strin
 			}
 		} else if kb, ok := r.v.bodies[name]; ok {
 			delete(r.v.bodies, name)
-			if time.Since(kb.at) < discoveredBodyTTL {
+			if time.Since(kb.at) < discoveredBodyTTL && kb.change == r.v.changes[name] {
 				r.owners.mu.Unlock()
-				return policyRead{hcl: kb.hcl, found: true}, nil
+				return policyRead{hcl: kb.hcl, found: true, change: kb.change}, nil
 			}
 		}
+		change := r.v.changes[name]
 		r.owners.mu.Unlock()
 		hcl, found, err := vc.ReadPolicy(ctx, name)
 		if err != nil {
@@ -397,18 +408,28 @@ func (r *policyReader) readOnce(ctx context.Context, vc vault.Client, name strin
 			delete(r.v.owners, name)
 		case ours:
 			r.v.owners[name] = owner
-			if discovery {
-				r.v.bodies[name] = discoveredBody{hcl: hcl, at: time.Now()}
+			if discovery && change == r.v.changes[name] {
+				r.v.bodies[name] = discoveredBody{hcl: hcl, at: time.Now(), change: change}
 			}
 		default:
 			r.v.owners[name] = ownership.PolicyOwner{}
 		}
-		return policyRead{hcl: hcl, found: found}, nil
+		return policyRead{hcl: hcl, found: found, change: change}, nil
 	})
 	if err != nil {
 		return policyRead{}, err
 	}
 	res := v.(policyRead)
+	if !discovery && !res.known && res.change != r.changesOf(name) {
+		// Read before a write of the name was sent (a discovery's read
+		// that this sync joined): read what Vault holds now.
+		change := r.changesOf(name)
+		hcl, found, err := vc.ReadPolicy(ctx, name)
+		if err != nil {
+			return policyRead{}, err
+		}
+		return policyRead{hcl: hcl, found: found, change: change}, nil
+	}
 	if shared && !discovery && !res.known {
 		// A sync that joined a discovery's read has the body: nothing to
 		// keep for it.
@@ -420,6 +441,25 @@ func (r *policyReader) readOnce(ctx context.Context, vc vault.Client, name strin
 }
 
 // set records that name carries owner's header (written or seen).
+// changing notes that a write or delete of name is being sent (a nil
+// reader, a plan's, keeps nothing).
+func (r *policyReader) changing(name string) {
+	if r == nil {
+		return
+	}
+	name = strings.ToLower(name)
+	r.owners.mu.Lock()
+	defer r.owners.mu.Unlock()
+r.v.changes[name]++
+delete(r.v.bodies, name)
+}
+
+func (r *policyReader) changesOf(name string) uint64 {
+	r.owners.mu.Lock()
+	defer r.owners.mu.Unlock()
+	return r.v.changes[name]
+}
+
 func (r *policyReader) set(name string, owner ownership.PolicyOwner) {
 	r.owners.mu.Lock()
 	defer r.owners.mu.Unlock()
