@@ -371,7 +371,7 @@ func (r *policyReader) read(ctx context.Context, vc vault.Client, name string) (
 type policyRead struct {
 	hcl          string
 	found, known bool
-	change       uint64 // changes[name] when the read began
+	change       uint64                // changes[name] when the read began
 	owner        ownership.PolicyOwner // when known: recorded before, hcl not read
 }
 
@@ -450,8 +450,8 @@ func (r *policyReader) changing(name string) {
 	name = strings.ToLower(name)
 	r.owners.mu.Lock()
 	defer r.owners.mu.Unlock()
-r.v.changes[name]++
-delete(r.v.bodies, name)
+	r.v.changes[name]++
+	delete(r.v.bodies, name)
 }
 
 func (r *policyReader) changesOf(name string) uint64 {
