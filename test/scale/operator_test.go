@@ -79,9 +79,10 @@ func (o *operatorProc) startOnce(ctx context.Context) error {
 		"--pprof-bind-address=" + addr(ports[2]),
 		"--concurrency=" + strconv.Itoa(o.concurrency),
 		// Not in a pod: the namespace of the connection's Secret.
-		"--secret-namespace=" + operatorNamespace,
 	}
-	env := append(cleanEnv(), "KUBECONFIG="+o.kubeconfig)
+	// POD_NAMESPACE: where the operator reads Secrets (--secret-namespace's
+	// default, as in its Deployment); a previous release ignores it.
+	env := append(cleanEnv(), "KUBECONFIG="+o.kubeconfig, "POD_NAMESPACE="+operatorNamespace)
 	if o.cgroupProcs != "" {
 		// Into the cgroup before the operator starts (same PID after exec),
 		// so that it finds the limit as in a container.
