@@ -36,16 +36,15 @@ import (
 // The mount's accessor comes from the client's cache (sys/auth is read once
 // per connection, and again when Vault changes).
 func (r *Reconciler) apply(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, a *admission.Admitted,
-	inv ownership.Inventory, cur ownership.Placement, sc *bindingScope) error {
+	inv ownership.Inventory, cur ownership.Placement, knownRoleID string, sc *bindingScope) error {
 	tpl, res := a.Template, a.Result
-	sc.hash = desiredHash(sc.vault, res)
 	sc.created = statusFacts(obj).appliedHash == ""
 	sc.metadata = map[string]string{}
 	for _, kv := range res.EntityMetadata {
 		sc.metadata[kv.Key] = kv.Value
 	}
 	w := bindingWork{obj: obj, res: res, vc: vc, cur: &cur, rivals: rivals(r.ClusterID, a), inv: inv,
-		stale: inv.Stale(&cur), policy: recordedPolicy(tpl), mode: planModeOf(obj, tpl, sc.hash)}
+		stale: inv.Stale(&cur), policy: recordedPolicy(tpl), mode: planModeOf(obj, tpl, sc.hash), knownRoleID: knownRoleID}
 	gone, err := r.run(ctx, w, sc)
 	if len(w.stale) == 0 {
 		return err

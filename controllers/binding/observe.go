@@ -103,7 +103,12 @@ type observed struct {
 	entityProven bool
 	// linkedRole: the entity holds the alias of the role, whose role ID
 	// proves it the binding's.
-	linkedRole  bool
+	linkedRole bool
+	// roleKnown: the role was not read. This process found or wrote it as
+	// the binding renders it now, under roleID, less than an interval ago
+	// (checkSchedule): it is taken as it was, as between any two drift
+	// checks, and role is the rendering.
+	roleKnown   bool
 	mount, name string
 	entityName  string
 	// places are the stale placements (a switch, or the binding's
@@ -114,8 +119,11 @@ type observed struct {
 // observe reads the role, its role ID and the entity, and, only when the
 // role is not linked to the entity, whose login the role leads to, and the
 // state of a binding a claim names. A binding in sync costs the first
-// three (the accessor comes from the client's cache).
-func (p *bindingPipeline) observeCurrent(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, res *render.Result, rivals ownership.Rivals) (*observed, error) {
+// three (the accessor comes from the client's cache). knownRoleID: the
+// role is as the binding renders it under that role ID, known from this
+// process's last check (checkSchedule): only the entity is read.
+func (p *bindingPipeline) observeCurrent(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, res *render.Result, rivals ownership.Rivals,
+	knownRoleID string) (*observed, error) {
 	mount, role := res.AppRole.Mount, res.AppRole.RoleName
 	accessor, err := vc.MountAccessor(ctx, mount)
 	if err != nil {
@@ -125,10 +133,12 @@ func (p *bindingPipeline) observeCurrent(ctx context.Context, vc vault.Client, o
 		return nil, shared.VaultState(nil, fmt.Sprintf("no auth method is mounted at auth/%s", mount))
 	}
 	o := &observed{proof: p.proof, accessor: accessor, mount: mount, name: role, entityName: res.EntityName, rivals: rivals}
-	if o.role, err = vc.ReadRole(ctx, mount, role); err != nil {
+	if knownRoleID != "" {
+		o.role, o.roleID, o.roleKnown = roleParams(res.AppRole.Params), knownRoleID, true
+	} else if o.role, err = vc.ReadRole(ctx, mount, role); err != nil {
 		return nil, fmt.Errorf("reading AppRole %s/%s: %w", mount, role, err)
 	}
-	if o.role != nil {
+	if o.role != nil && !o.roleKnown {
 		if o.roleID, err = vc.ReadRoleID(ctx, mount, role); err != nil {
 			return nil, fmt.Errorf("reading the role ID of AppRole %s/%s: %w", mount, role, err)
 		}

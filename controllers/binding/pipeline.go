@@ -48,6 +48,9 @@ type bindingWork struct {
 	policy func(ownership.Placement) v1alpha1.DeletionPolicy
 	// mode shapes the plan; its newRoleID is chosen by plan.
 	mode planMode
+	// knownRoleID: the current placement's role is as the binding renders
+	// it, under this role ID, and is not read (observeCurrent).
+	knownRoleID string
 }
 
 // observe reads the current placement (unless the binding is being
@@ -58,7 +61,7 @@ func (p *bindingPipeline) observe(ctx context.Context, w bindingWork, sc *bindin
 	o := &observed{proof: p.proof}
 	if w.cur != nil {
 		var err error
-		if o, err = p.observeCurrent(ctx, w.vc, w.obj, w.res, w.rivals); err != nil {
+		if o, err = p.observeCurrent(ctx, w.vc, w.obj, w.res, w.rivals, w.knownRoleID); err != nil {
 			return nil, nil, err
 		}
 	}

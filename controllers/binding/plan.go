@@ -277,6 +277,9 @@ func (p *planner) role(res *render.Result, d ownership.Decision, o *observed, en
 		p.actions = append(p.actions, vaultAction{kind: actTake, object: objRole, what: what, why: "linked to the binding's entity", mount: mount, name: name})
 	}
 	p.alias(mount, o, entity, entityID)
+	if o.roleKnown {
+		return
+	}
 	if differs, why := roleDiffers(res.AppRole.Params, o.role); differs {
 		p.add(vaultAction{kind: actUpdate, object: objRole, call: callWriteRole, what: what, why: why,
 			mount: mount, name: name, params: params, before: shownParams(o.role, params)})

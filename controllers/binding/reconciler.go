@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,8 +43,12 @@ type Reconciler struct {
 
 	// random is the randomness of a new role ID (crypto/rand).
 	random func() [16]byte
-	// clock is the time of runs of drift corrections (time.Now).
+	// clock is the time of runs of drift corrections and of checks
+	// (time.Now).
 	clock func() time.Time
+	// checks is when each binding's next drift check is due (nil: every
+	// reconcile compares with Vault, as unit tests expect).
+	checks *checkSchedule
 }
 
 func (r *Reconciler) now() time.Time {
@@ -108,6 +113,9 @@ type bindingScope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &v1alpha1.MinionBinding{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.checks.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("minionID", obj.Spec.MinionID))
@@ -168,13 +176,41 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 
 	cur := ownership.Placement{Vault: sc.vault, Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
 		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
-	if err := r.apply(ctx, vc, obj, a, inv, cur, sc); err != nil {
+	sc.hash = desiredHash(sc.vault, res)
+	interval := shared.TemplateInterval(tpl, r.DefaultInterval)
+	key := client.ObjectKeyFromObject(obj)
+	if r.checks != nil && inSync(obj, sc.hash, inv, cur) {
+		if wait := r.checks.next(key, obj.UID, r.now(), interval).Sub(r.now()); wait > 0 {
+			// In sync when last looked at, and its check not due yet.
+			sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
+			sc.requeue = wait
+			return nil
+		}
+	}
+	roleFP := roleFingerprint(sc.vault, res)
+	known := ""
+	if !requested(obj) {
+		known = r.checks.knownRoleID(key, obj.UID, r.now(), roleFP)
+	}
+	if err := r.apply(ctx, vc, obj, a, inv, cur, known, sc); err != nil {
+		r.checks.forget(key)
 		// A refusal or outage that is the connection's makes the binding
 		// wait on it, and its siblings with it, without trying Vault.
 		return r.Connections.Verify(ctx, sc.conn, err)
 	}
 	sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
-	sc.requeue = shared.Jitter(shared.TemplateInterval(tpl, r.DefaultInterval))
+	sc.requeue = shared.Jitter(interval)
+	if known == "" {
+		// Checked now: the next check is an interval away. A run that
+		// took the role as known leaves the check where it was.
+		role := knownRole{}
+		if sc.roleID != "" && !sc.held(objRole) {
+			role = knownRole{fp: roleFP, roleID: sc.roleID}
+		}
+		r.checks.checked(key, obj.UID, r.now().Add(sc.requeue), role)
+	} else {
+		sc.requeue = r.checks.next(key, obj.UID, r.now(), interval).Sub(r.now())
+	}
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 // template, their connection or its Secrets, their namespace, or a binding
 // claiming the same minion ID changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.checks = newCheckSchedule()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, shared.ReconcileRequested, shared.RecordRepaired))).

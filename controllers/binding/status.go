@@ -177,6 +177,12 @@ func (sc *bindingScope) wrote() bool {
 	return false
 }
 
+// held: the plan held back an action on the object (detect-only drift),
+// so Vault does not hold what the binding renders for it.
+func (sc *bindingScope) held(object objectKind) bool {
+	return slices.ContainsFunc(sc.actions, func(a vaultAction) bool { return a.object == object && a.held })
+}
+
 // written names what was written at the current placement.
 func (sc *bindingScope) written() []string {
 	return sc.names(func(a vaultAction) bool { return a.place == 0 && a.call != callNone && a.kind != actDelete })

@@ -59,7 +59,7 @@ func (p *PolicyPlanner) Plan(ctx context.Context, tpl *v1alpha1.MinionTemplate, 
 	for key, res := range bindings {
 		scanned[key] = bindingPolicies{template: tpl.Name, member: true, docs: docsOf(res)}
 	}
-	idx.rebuild(tpl.Name, nil, scanned)
+	idx.rebuild(tpl.Name, nil, scanned, true)
 	if s := idx.summary(tpl.Name); len(s.conflicts) > 0 {
 		o := s.outcome()
 		return PolicyPlan{}, &admission.Verdict{Kind: admission.Stalled, Reason: o.Reason, Message: o.Message}

@@ -243,9 +243,13 @@ func (idx *policyIndex) adjustLocked(template string, key types.NamespacedName, 
 	}
 }
 
-// rebuild replaces a template's bindings with a full scan's, and marks
-// every name it wants or owns dirty: a scan compares each with Vault.
-func (idx *policyIndex) rebuild(template string, compiled *render.Compiled, scanned map[types.NamespacedName]bindingPolicies) {
+// rebuild replaces a template's bindings with a full scan's. A verifying
+// scan marks every name it wants or owns dirty, so that each is compared
+// with Vault; any other scan (the template changed within the interval)
+// marks only the names whose wanted state differs from what Vault was
+// confirmed to hold, so that a rollout that leaves a policy as it was
+// does not read it again before its interval.
+func (idx *policyIndex) rebuild(template string, compiled *render.Compiled, scanned map[types.NamespacedName]bindingPolicies, verify bool) {
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
 	for key, b := range idx.bindings {
@@ -272,12 +276,19 @@ func (idx *policyIndex) rebuild(template string, compiled *render.Compiled, scan
 		}
 	}
 	for name := range tp.refs {
-		tp.dirty[name] = true
+		if verify || !tp.confirmedLocked(name) {
+			tp.dirty[name] = true
+		}
 	}
 	for name := range tp.owned {
-		tp.dirty[name] = true
+		if verify || !tp.confirmedLocked(name) {
+			tp.dirty[name] = true
+		}
 	}
-	tp.built, tp.compiled, tp.lastScan = true, compiled, time.Now()
+	tp.built, tp.compiled = true, compiled
+	if verify {
+		tp.lastScan = time.Now()
+	}
 }
 
 // wanted returns what a template wants written (conflicting names left
@@ -591,10 +602,25 @@ type scanRequest struct {
 	interval time.Duration
 }
 
-// scanDue records the template's Vault and says whether a full scan is
-// due, why (log values), and the key of what was known of a Vault that is
-// no longer the template's ("" if none).
-func (idx *policyIndex) scanDue(template string, rq scanRequest) (due bool, why []any, forget string) {
+// scanKind is the full scan a template's reconcile makes.
+type scanKind int
+
+const (
+	noScan scanKind = iota
+	// renderScan: the template changed since the last scan, which
+	// compared every name with Vault less than an interval ago. Every
+	// binding is rendered again; only the names whose wanted state is not
+	// what Vault was confirmed to hold are synced.
+	renderScan
+	// verifyScan: after a start, a new Vault, a reconcile request, or
+	// once per interval. Every name is compared with Vault.
+	verifyScan
+)
+
+// scanDue records the template's Vault and says which full scan is due,
+// why (log values), and the key of what was known of a Vault that is no
+// longer the template's ("" if none).
+func (idx *policyIndex) scanDue(template string, rq scanRequest) (scan scanKind, why []any, forget string) {
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
 	tp := idx.templateLocked(template)
@@ -610,8 +636,13 @@ func (idx *policyIndex) scanDue(template string, rq scanRequest) (due bool, why 
 	// the cache yet when the next reconcile (a status refresh) reads it.
 	requested := rq.asked != rq.handled && rq.asked != tp.handledRequest
 	why = []any{"vault", rq.vaultKey, "built", tp.built, "discovered", tp.discovered, "compiledChanged", tp.compiled != rq.compiled, "requested", requested}
-	due = !tp.built || !tp.discovered || tp.compiled != rq.compiled || time.Since(tp.lastScan) >= rq.interval-rq.interval/10 || requested
-	return due, why, forget
+	switch {
+	case !tp.built || !tp.discovered || requested || time.Since(tp.lastScan) >= rq.interval-rq.interval/10:
+		scan = verifyScan
+	case tp.compiled != rq.compiled:
+		scan = renderScan
+	}
+	return scan, why, forget
 }
 
 // scanned records the reconcile request a successful full scan handled.

@@ -23,7 +23,7 @@ import (
 // binding delta touches Vault for nothing else.
 func TestPolicyIndexTouchesOnlyChangedNames(t *testing.T) {
 	x := newPolicyIndex()
-	x.rebuild("t", nil, nil)
+	x.rebuild("t", nil, nil, true)
 	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "salt", Name: n} }
 	docs := func(kv ...string) bindingPolicies {
 		d := bindingPolicies{template: "t", member: true, docs: map[string]string{}}
@@ -386,7 +386,7 @@ func TestPolicyIndexRetriesWhatVaultDidNotConfirm(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			x := newPolicyIndex()
-			x.rebuild("t", nil, map[types.NamespacedName]bindingPolicies{b1: wants("A")})
+			x.rebuild("t", nil, map[types.NamespacedName]bindingPolicies{b1: wants("A")}, true)
 			if tc.before != nil {
 				tc.before(x)
 			}
@@ -503,7 +503,7 @@ func TestFailedPolicySyncIsRetried(t *testing.T) {
 // at once, and when they are done every wanted policy is confirmed.
 func TestPolicyIndexParallelDeltas(t *testing.T) {
 	x := newPolicyIndex()
-	x.rebuild("t", nil, nil)
+	x.rebuild("t", nil, nil, true)
 	var (
 		mu       sync.Mutex
 		inFlight = map[string]bool{}

@@ -29,15 +29,15 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 	interval := shared.TemplateInterval(tpl, r.DefaultInterval)
 	identity, key := r.templateVault(ctx, tpl.Spec.ConnectionRef.Name)
 	asked := tpl.Annotations[v1alpha1.ReconcileRequestAnnotation]
-	due, why, forget := r.index.scanDue(tpl.Name, scanRequest{compiled: compiled, identity: identity, vaultKey: key,
+	scan, why, forget := r.index.scanDue(tpl.Name, scanRequest{compiled: compiled, identity: identity, vaultKey: key,
 		asked: asked, handled: handled, interval: interval})
 	if forget != "" {
 		r.owners.forget(forget)
 	}
 	var err error
-	if due {
-		ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", why...)
-		if err = r.fullScan(ctx, tpl, compiled); err == nil {
+	if scan != noScan {
+		ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", append(why, "verify", scan == verifyScan)...)
+		if err = r.fullScan(ctx, tpl, compiled, scan == verifyScan); err == nil {
 			r.index.scanned(tpl.Name, asked)
 		}
 	} else {
@@ -59,8 +59,9 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 
 // fullScan renders every binding of the template, rebuilds its part of the
 // index, lists Vault's policies once after a start to find the template's
-// own, and brings every wanted policy to its body, with deltas held off.
-func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled) error {
+// own, and brings every wanted policy to its body (verify: each compared
+// with Vault; else those whose wanted state changed), with deltas held off.
+func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, verify bool) error {
 	defer r.index.holdForScan(tpl.Name)()
 	list := &v1alpha1.MinionBindingList{}
 	if err := r.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: tpl.Name}); err != nil {
@@ -75,7 +76,7 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 		}
 		scanned[client.ObjectKeyFromObject(b)] = bindingPolicies{template: tpl.Name, member: b.DeletionTimestamp.IsZero(), docs: docs}
 	}
-	r.index.rebuild(tpl.Name, compiled, scanned)
+	r.index.rebuild(tpl.Name, compiled, scanned, verify)
 	if !r.index.discovered(tpl.Name) {
 		vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 		if err != nil {

@@ -46,6 +46,11 @@ type OperatorOptions struct {
 	ServiceAccount  string
 	Controllers     []string
 	LeaderID        string
+	// The leader-election timing: a new leader takes over at most
+	// LeaseDuration (plus a RetryPeriod) after the old one stopped
+	// renewing; a leader that cannot renew within RenewDeadline (the API
+	// server unreachable) stops and exits, for its Pod to restart.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// MemoryLimitPercent of the container's memory limit becomes the Go
 	// runtime's soft memory limit (0: none; GOMEMLIMIT wins).
 	MemoryLimitPercent int
@@ -154,6 +159,9 @@ func newOperatorCmd() *cobra.Command {
 	f.StringVar(&o.ServiceAccount, "service-account", "", "namespace/name of the operator's service account, for Vault kubernetes auth")
 	f.StringSliceVar(&o.Controllers, "controllers", allControllers, "controllers to run: bindings, templates, connections (sharding: see docs/operations.md)")
 	f.StringVar(&o.LeaderID, "leader-election-id", "", "name of the leader-election lease (default: one per set of --controllers and watch flags)")
+	f.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "how long after the leader's last renewal another replica may take over")
+	f.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops and exits")
+	f.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "how often replicas try to take or renew the lease")
 	f.IntVar(&o.MemoryLimitPercent, "memory-limit-percent", 90, "percent of the container's memory limit (cgroup) the Go runtime keeps its memory under by collecting garbage harder (0: off; GOMEMLIMIT, when set, wins)")
 	f.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(os.Getenv, os.ReadFile),
 		"the only namespace the operator reads Secrets in: VaultConnections must keep their token, AppRole secret ID and CA Secrets there; the default is the pod's namespace (POD_NAMESPACE, else the service account's mount, else "+DefaultSecretNamespace+")")
@@ -202,6 +210,12 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.leaderElectionID(),
 		LeaderElectionNamespace: o.LeaderNamespace,
+		LeaseDuration:           positive(o.LeaseDuration),
+		RenewDeadline:           positive(o.RenewDeadline),
+		RetryPeriod:             positive(o.RetryPeriod),
+		// The process ends as soon as the manager stops, so a leader that
+		// is shut down hands the lease over at once, not a lease later.
+		LeaderElectionReleaseOnCancel: true,
 		Cache:                   cacheOpts,
 		Client:                  ClientOptions(),
 	})
@@ -230,6 +244,14 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 	log.Info("Starting the operator", "version", version.Version, "watchNamespace", o.WatchNamespace, "labelSelector", o.LabelSelector,
 		"secretNamespace", o.SecretNamespace)
 	return mgr.Start(ctx)
+}
+
+// positive is d, or nil (controller-runtime's default) when not set.
+func positive(d time.Duration) *time.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return &d
 }
 
 // SetupOptions configure Setup.

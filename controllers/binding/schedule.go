@@ -1,0 +1,151 @@
+package binding
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+)
+
+// checkSchedule is when each binding's next drift check is due: the
+// process's memory of when it last compared the binding's objects with
+// Vault. A binding that renders what it last applied and is not due is
+// not read from Vault at all: events that change nothing the binding
+// renders (a connection turning Ready again, a template's status, a new
+// leader's first list of every binding) cost no Vault request.
+//
+// A new process (a restart, a new leader) knows nothing: it takes a
+// binding that status says is in sync (the operator alone writes status)
+// as checked at a random point of the last interval, so that the first
+// checks of a fleet are spread over the interval, as the previous
+// process's were, instead of all made at the start. Believing status
+// costs at most one interval before drift made while no operator ran is
+// corrected, as the previous process's memory would have.
+type checkSchedule struct {
+	mu  sync.Mutex
+	due map[types.NamespacedName]scheduled
+	// spread is a random duration in [0, interval) (math/rand).
+	spread func(interval time.Duration) time.Duration
+}
+
+type scheduled struct {
+	uid types.UID
+	at  time.Time
+	// role is the role as the last check found or wrote it.
+	role knownRole
+}
+
+// knownRole is a role the process found or wrote as a rendering whose
+// fingerprint is fp (roleFingerprint), under roleID. Until the binding's
+// next check, a change of the binding's rendering that leaves its role as
+// it was reads only the entity: a rollout of entity metadata costs one
+// read and one write per minion, not four reads.
+type knownRole struct {
+	fp, roleID string
+}
+
+// roleFingerprint fingerprints what the binding renders for its role.
+func roleFingerprint(vaultKey string, res *render.Result) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	_ = enc.Encode(vaultKey)
+	_ = enc.Encode(res.AppRole)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func newCheckSchedule() *checkSchedule {
+	return &checkSchedule{due: map[types.NamespacedName]scheduled{}}
+}
+
+// next is when the binding's next check is due, chosen now when the
+// process has not checked it yet.
+func (s *checkSchedule) next(key types.NamespacedName, uid types.UID, now time.Time, interval time.Duration) time.Time {
+	if s == nil {
+		return now
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.due[key]; ok && d.uid == uid {
+		return d.at
+	}
+	spread := s.spread
+	if spread == nil {
+		spread = func(d time.Duration) time.Duration { return rand.N(d) }
+	}
+	at := now
+	if interval > 0 {
+		at = now.Add(spread(interval))
+	}
+	s.due[key] = scheduled{uid: uid, at: at}
+	return at
+}
+
+// checked records that the binding was compared with Vault, when the
+// next check is due, and the role as found or written (empty: unknown).
+func (s *checkSchedule) checked(key types.NamespacedName, uid types.UID, next time.Time, role knownRole) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.due[key] = scheduled{uid: uid, at: next, role: role}
+}
+
+// knownRoleID is the role ID of the binding's role when the process knows
+// the role is as rendered with fingerprint fp, its check not due yet;
+// "" when it must be read.
+func (s *checkSchedule) knownRoleID(key types.NamespacedName, uid types.UID, now time.Time, fp string) string {
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.due[key]
+	if !ok || d.uid != uid || !now.Before(d.at) || d.role.fp != fp {
+		return ""
+	}
+	return d.role.roleID
+}
+
+// forget drops the binding: its next reconcile reads Vault (a failure,
+// its deletion).
+func (s *checkSchedule) forget(key types.NamespacedName) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.due, key)
+}
+
+// inSync reports whether status says Vault held what the binding renders
+// now (hash) at cur when the operator last looked, with nothing asked of
+// the operator since: the spec handled, Ready for it, no reconcile
+// request pending, the placement recorded with the finalizer, no stale
+// placement to clean up. Only such a binding may wait for its check.
+func inSync(obj *v1alpha1.MinionBinding, hash string, inv ownership.Inventory, cur ownership.Placement) bool {
+	st := &obj.Status
+	ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ReadyCondition)
+	return ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == v1alpha1.SucceededReason &&
+		ready.ObservedGeneration == obj.Generation && st.ObservedGeneration == obj.Generation &&
+		statusFacts(obj).appliedHash == hash && !requested(obj) &&
+		controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) && inv.Has(cur) && len(inv.Stale(&cur)) == 0
+}
+
+// requested: a reconcile request (the annotation) is not handled yet; it
+// asks for everything to be compared with Vault now.
+func requested(obj *v1alpha1.MinionBinding) bool {
+	v := obj.Annotations[v1alpha1.ReconcileRequestAnnotation]
+	return v != "" && v != obj.Status.LastHandledReconcileAt
+}

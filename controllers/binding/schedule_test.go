@@ -1,0 +1,206 @@
+package binding
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/connection"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// readCounter counts the reads of a binding's objects by kind.
+type readCounter struct {
+	vault.Client
+	mu                        sync.Mutex
+	role, roleID, entity, all int
+}
+
+func (c *readCounter) ReadRole(ctx context.Context, mount, name string) (map[string]any, error) {
+	c.count(&c.role)
+	return c.Client.ReadRole(ctx, mount, name)
+}
+
+func (c *readCounter) ReadRoleID(ctx context.Context, mount, name string) (string, error) {
+	c.count(&c.roleID)
+	return c.Client.ReadRoleID(ctx, mount, name)
+}
+
+func (c *readCounter) ReadEntityByName(ctx context.Context, name string) (*vault.Entity, error) {
+	c.count(&c.entity)
+	return c.Client.ReadEntityByName(ctx, name)
+}
+
+func (c *readCounter) count(n *int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*n++
+}
+
+func (c *readCounter) take() (role, roleID, entity int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	role, roleID, entity = c.role, c.roleID, c.entity
+	c.role, c.roleID, c.entity = 0, 0, 0
+	return role, roleID, entity
+}
+
+// A binding in sync is not read from Vault until its check is due; a new
+// process spreads the first checks over the interval; a change of the
+// rendering reads what it writes (the entity for a metadata rollout, the
+// role for a role change), and drift made between two checks is found at
+// the next check, as before.
+func TestChecksAreSpreadAndChangesReadWhatTheyWrite(t *testing.T) {
+	h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	h.r.clock = func() time.Time { return now }
+	newSchedule := func() *checkSchedule {
+		s := newCheckSchedule()
+		s.spread = func(d time.Duration) time.Duration { return d / 2 }
+		return s
+	}
+	h.r.checks = newSchedule()
+	reads := &readCounter{Client: h.v}
+	h.r.Connections = &connection.Connections{Client: h.c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return reads, nil }}
+	ttl := func(s string) func(*v1alpha1.MinionTemplate) {
+		return func(t *v1alpha1.MinionTemplate) {
+			v := intstr.FromString(s)
+			t.Spec.AppRole = &v1alpha1.MinionAppRoleSpec{TokenTTL: &v}
+		}
+	}
+	metadata := func(v string) func(*v1alpha1.MinionTemplate) {
+		return func(t *v1alpha1.MinionTemplate) { t.Spec.Metadata.Entity["rollout"] = v }
+	}
+	type counts struct{ role, roleID, entity, writes int }
+	steps := []struct {
+		name   string
+		before func()
+		want   counts
+		// requeue is the wait the reconcile asks for (0: not checked).
+		requeue time.Duration
+	}{
+		{"a new binding", nil, counts{role: 1, entity: 1, writes: 3}, 0},
+		{"in sync, its check not due: nothing read", nil, counts{}, 0},
+		{"a new process: the first check half an interval away (spread)", func() { h.r.checks = newSchedule() }, counts{}, 30 * time.Minute},
+		{"its check due: everything read", func() { now = now.Add(31 * time.Minute) }, counts{role: 1, roleID: 1, entity: 1}, 0},
+		{"the template changes entity metadata: the entity read and written, the role not read",
+			func() { h.editTemplate(metadata("1")) }, counts{entity: 1, writes: 1}, 0},
+		{"the template changes the role: the role read and written", func() { h.editTemplate(ttl("2h")) },
+			counts{role: 1, roleID: 1, entity: 1, writes: 1}, 0},
+		{"the role deleted by hand, then a metadata rollout: the role is taken as it was",
+			func() {
+				if err := h.v.DeleteRole(context.Background(), "salt-minions", "web01"); err != nil {
+					t.Fatal(err)
+				}
+				h.editTemplate(metadata("2"))
+			}, counts{entity: 1, writes: 1}, 0},
+		{"at the next check the role is found missing and created again", func() { now = now.Add(2 * time.Hour) },
+			counts{role: 1, entity: 1, writes: 2}, 0},
+		{"a forced reconcile reads everything", func() {
+			h.editBinding(func(b *v1alpha1.MinionBinding) {
+				b.Annotations[v1alpha1.ReconcileRequestAnnotation] = "now"
+				b.Generation-- // an annotation is not the spec
+			})
+		}, counts{role: 1, roleID: 1, entity: 1}, 0},
+	}
+	for _, s := range steps {
+		if s.before != nil {
+			s.before()
+		}
+		reads.take()
+		h.v.ResetCalls()
+		res := h.reconcile("salt", "web01")
+		role, roleID, entity := reads.take()
+		got := counts{role, roleID, entity, h.v.Writes()}
+		if got != s.want {
+			t.Errorf("%s: %+v, want %+v", s.name, got, s.want)
+		}
+		if s.requeue > 0 && res.RequeueAfter != s.requeue {
+			t.Errorf("%s: requeued after %s, want %s", s.name, res.RequeueAfter, s.requeue)
+		}
+		if c := shared.ReadyOf(h.get("salt", "web01")); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("%s: not Ready: %+v", s.name, c)
+		}
+	}
+	if md := h.get("salt", "web01").Status.Entity.Metadata; md["rollout"] != "2" {
+		t.Errorf("entity metadata in status %v", md)
+	}
+}
+
+// Only a binding that status says is in sync for what it renders now, with
+// nothing asked of the operator, waits for its check.
+func TestInSync(t *testing.T) {
+	cur := ownership.Placement{Vault: "v", Connection: "vault", Mount: "salt-minions", Entity: "salt_minion_web01", DeletionPolicy: "Delete"}
+	stale := cur
+	stale.Mount = "old"
+	base := func() *v1alpha1.MinionBinding {
+		b := &v1alpha1.MinionBinding{ObjectMeta: metav1.ObjectMeta{Generation: 3, Annotations: map[string]string{}}}
+		controllerutil.AddFinalizer(b, v1alpha1.Finalizer)
+		b.Status = v1alpha1.MinionBindingStatus{ObservedGeneration: 3, LastAppliedHash: "h", Conditions: []metav1.Condition{{
+			Type: v1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: v1alpha1.SucceededReason, ObservedGeneration: 3}}}
+		return b
+	}
+	tests := []struct {
+		name string
+		edit func(b *v1alpha1.MinionBinding)
+		inv  ownership.Inventory
+		want bool
+	}{
+		{"in sync", nil, ownership.Inventory{cur}, true},
+		{"the spec changed", func(b *v1alpha1.MinionBinding) { b.Generation++ }, ownership.Inventory{cur}, false},
+		{"the rendering changed", func(b *v1alpha1.MinionBinding) { b.Status.LastAppliedHash = "old" }, ownership.Inventory{cur}, false},
+		{"a reconcile requested", func(b *v1alpha1.MinionBinding) { b.Annotations[v1alpha1.ReconcileRequestAnnotation] = "now" }, ownership.Inventory{cur}, false},
+		{"a reconcile request handled", func(b *v1alpha1.MinionBinding) {
+			b.Annotations[v1alpha1.ReconcileRequestAnnotation], b.Status.LastHandledReconcileAt = "now", "now"
+		}, ownership.Inventory{cur}, true},
+		{"a handled request's annotation removed", func(b *v1alpha1.MinionBinding) { b.Status.LastHandledReconcileAt = "now" }, ownership.Inventory{cur}, true},
+		{"drift detected (detect-only)", func(b *v1alpha1.MinionBinding) { b.Status.Conditions[0].Reason = "DriftDetected" }, ownership.Inventory{cur}, false},
+		{"not Ready", func(b *v1alpha1.MinionBinding) { b.Status.Conditions[0].Status = metav1.ConditionFalse }, ownership.Inventory{cur}, false},
+		{"Ready for an older spec", func(b *v1alpha1.MinionBinding) { b.Status.Conditions[0].ObservedGeneration = 2 }, ownership.Inventory{cur}, false},
+		{"no finalizer", func(b *v1alpha1.MinionBinding) { b.Finalizers = nil }, ownership.Inventory{cur}, false},
+		{"the record lost the placement", nil, ownership.Inventory{}, false},
+		{"a stale placement to remove", nil, ownership.Inventory{cur, stale}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := base()
+			if tc.edit != nil {
+				tc.edit(b)
+			}
+			if got := inSync(b, "h", tc.inv, cur); got != tc.want {
+				t.Errorf("inSync %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A new process's first checks are spread evenly over the interval.
+func TestFirstChecksAreSpread(t *testing.T) {
+	s := newCheckSchedule()
+	now := time.Now()
+	const n, buckets = 10000, 10
+	var counts [buckets]int
+	for i := range n {
+		at := s.next(types.NamespacedName{Name: string(rune('a' + i%26)), Namespace: time.Duration(i).String()}, "uid", now, time.Hour)
+		d := at.Sub(now)
+		if d < 0 || d >= time.Hour {
+			t.Fatalf("first check %s after the start, outside the interval", d)
+		}
+		counts[int(d*buckets/time.Hour)]++
+	}
+	for i, c := range counts {
+		// n/buckets = 1,000 each; a binomial's deviation is about 30.
+		if c < 850 || c > 1150 {
+			t.Errorf("%d of %d first checks in tenth %d of the interval: %v", c, n, i, counts)
+		}
+	}
+}

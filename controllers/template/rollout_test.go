@@ -1,0 +1,119 @@
+package template
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minionvault/minion-vault-operator/pkg/render"
+)
+
+// A template change within the interval renders every binding again but
+// syncs only the names whose wanted state differs from what Vault was
+// confirmed to hold: a rollout that changes entity metadata reads no
+// policy, one that changes every policy syncs every policy. A verifying
+// scan compares every name.
+func TestRenderScanSyncsOnlyWhatChanged(t *testing.T) {
+	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "salt", Name: n} }
+	docs := func(kv ...string) bindingPolicies {
+		d := bindingPolicies{template: "t", member: true, docs: map[string]string{}}
+		for i := 0; i < len(kv); i += 2 {
+			d.docs[kv[i]] = kv[i+1]
+		}
+		return d
+	}
+	before := map[types.NamespacedName]bindingPolicies{
+		key("b1"): docs("p1", "A", "shared", "S"),
+		key("b2"): docs("p2", "B", "shared", "S"),
+		key("b3"): docs("p3", "C"),
+	}
+	tests := []struct {
+		name   string
+		after  map[types.NamespacedName]bindingPolicies
+		verify bool
+		// unknown: p3 was found by a discovery, its body not compared.
+		unknown bool
+		desired map[string]string
+		stale   []string
+	}{
+		{"nothing a policy depends on changed", before, false, false, map[string]string{}, nil},
+		{"one body changed", map[types.NamespacedName]bindingPolicies{
+			key("b1"): docs("p1", "A2", "shared", "S"), key("b2"): docs("p2", "B", "shared", "S"), key("b3"): docs("p3", "C"),
+		}, false, false, map[string]string{"p1": "A2"}, nil},
+		{"every body changed", map[types.NamespacedName]bindingPolicies{
+			key("b1"): docs("p1", "A2", "shared", "S2"), key("b2"): docs("p2", "B2", "shared", "S2"), key("b3"): docs("p3", "C2"),
+		}, false, false, map[string]string{"p1": "A2", "p2": "B2", "p3": "C2", "shared": "S2"}, nil},
+		{"a name added, one no longer rendered", map[types.NamespacedName]bindingPolicies{
+			key("b1"): docs("p1", "A", "shared", "S"), key("b2"): docs("p2", "B", "shared", "S"), key("b3"): docs("p4", "D"),
+		}, false, false, map[string]string{"p4": "D"}, []string{"p3"}},
+		{"a body never compared is compared", before, false, true, map[string]string{"p3": "C"}, nil},
+		{"a verifying scan compares everything", before, true, false,
+			map[string]string{"p1": "A", "p2": "B", "p3": "C", "shared": "S"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newPolicyIndex()
+			first := &render.Compiled{}
+			x.rebuild("t", first, before, true)
+			w := x.claim("t")
+			x.settle("t", w, policyPass{owned: slices.Sorted(maps.Keys(w.desired))})
+			if tc.unknown {
+				x.part("t").owned["p3"] = unknownBody
+			}
+			if left := x.claim("t"); !left.empty() {
+				t.Fatalf("confirmed names claimed again: %+v", left)
+			}
+			x.rebuild("t", &render.Compiled{}, tc.after, tc.verify)
+			got := x.claim("t")
+			if !maps.Equal(got.desired, tc.desired) || !slices.Equal(got.stale, tc.stale) {
+				t.Errorf("claimed %v stale %v, want %v stale %v", got.desired, got.stale, tc.desired, tc.stale)
+			}
+		})
+	}
+}
+
+// Which scan a template's reconcile makes: a change within the interval
+// renders, anything that may have let Vault move on verifies.
+func TestScanDue(t *testing.T) {
+	const interval = time.Hour
+	compiled, changed := &render.Compiled{}, &render.Compiled{}
+	tests := []struct {
+		name    string
+		setup   func(x *policyIndex)
+		rq      scanRequest
+		want  scanKind
+	}{
+		{"never scanned", func(*policyIndex) {}, scanRequest{compiled: compiled}, verifyScan},
+		{"scanned, nothing new", nil, scanRequest{compiled: compiled}, noScan},
+		{"the template changed", nil, scanRequest{compiled: changed}, renderScan},
+		{"the template changed, the interval up", func(x *policyIndex) { x.part("t").lastScan = time.Now().Add(-interval) },
+			scanRequest{compiled: changed}, verifyScan},
+		{"the interval up", func(x *policyIndex) { x.part("t").lastScan = time.Now().Add(-interval) },
+			scanRequest{compiled: compiled}, verifyScan},
+		{"a reconcile request", nil, scanRequest{compiled: changed, asked: "now"}, verifyScan},
+		{"another Vault", nil, scanRequest{compiled: changed, identity: "other"}, verifyScan},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newPolicyIndex()
+			if tc.setup != nil {
+				tc.setup(x)
+			} else {
+				x.scanDue("t", scanRequest{compiled: compiled, identity: "v"})
+				x.rebuild("t", compiled, nil, true)
+				x.discoveredOwned("t", nil)
+			}
+			rq := tc.rq
+			rq.interval = interval
+			if rq.identity == "" {
+				rq.identity = "v"
+			}
+			if got, why, _ := x.scanDue("t", rq); got != tc.want {
+				t.Errorf("scan %v, want %v (%v)", got, tc.want, why)
+			}
+		})
+	}
+}
