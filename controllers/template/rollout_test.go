@@ -81,9 +81,9 @@ func TestScanDue(t *testing.T) {
 	const interval = time.Hour
 	compiled, changed := &render.Compiled{}, &render.Compiled{}
 	tests := []struct {
-		name    string
-		setup   func(x *policyIndex)
-		rq      scanRequest
+		name  string
+		setup func(x *policyIndex)
+		rq    scanRequest
 		want  scanKind
 	}{
 		{"never scanned", func(*policyIndex) {}, scanRequest{compiled: compiled}, verifyScan},

@@ -216,8 +216,8 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		// The process ends as soon as the manager stops, so a leader that
 		// is shut down hands the lease over at once, not a lease later.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                   cacheOpts,
-		Client:                  ClientOptions(),
+		Cache:                         cacheOpts,
+		Client:                        ClientOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
