@@ -180,7 +180,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 	interval := shared.TemplateInterval(tpl, r.DefaultInterval)
 	key := client.ObjectKeyFromObject(obj)
 	if r.checks != nil && inSync(obj, sc.hash, inv, cur) {
-		if wait := r.checks.next(key, obj.UID, r.now(), interval).Sub(r.now()); wait > 0 {
+		if wait := r.checks.next(key, obj.UID, conn.Status.Identity, r.now(), interval).Sub(r.now()); wait > 0 {
 			// In sync when last looked at, and its check not due yet.
 			sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
 			sc.requeue = wait
@@ -190,7 +190,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 	roleFP := roleFingerprint(sc.vault, res)
 	known := ""
 	if !requested(obj) {
-		known = r.checks.knownRoleID(key, obj.UID, r.now(), roleFP)
+		known = r.checks.knownRoleID(key, obj.UID, conn.Status.Identity, r.now(), roleFP)
 	}
 	if err := r.apply(ctx, vc, obj, a, inv, cur, known, sc); err != nil {
 		r.checks.forget(key)
@@ -207,9 +207,9 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 		if sc.roleID != "" && !sc.held(objRole) {
 			role = knownRole{fp: roleFP, roleID: sc.roleID}
 		}
-		r.checks.checked(key, obj.UID, r.now().Add(sc.requeue), role)
+		r.checks.checked(key, obj.UID, conn.Status.Identity, r.now().Add(sc.requeue), role)
 	} else {
-		sc.requeue = r.checks.next(key, obj.UID, r.now(), interval).Sub(r.now())
+		sc.requeue = r.checks.next(key, obj.UID, conn.Status.Identity, r.now(), interval).Sub(r.now())
 	}
 	return nil
 }

@@ -41,7 +41,11 @@ type checkSchedule struct {
 
 type scheduled struct {
 	uid types.UID
-	at  time.Time
+	// identity is the connection's Vault identity (its cluster ID and
+	// AppRole mount accessors) at the check: a mount enabled again since
+	// makes the check due at once.
+	identity string
+	at       time.Time
 	// role is the role as the last check found or wrote it.
 	role knownRole
 }
@@ -69,14 +73,18 @@ func newCheckSchedule() *checkSchedule {
 }
 
 // next is when the binding's next check is due, chosen now when the
-// process has not checked it yet.
-func (s *checkSchedule) next(key types.NamespacedName, uid types.UID, now time.Time, interval time.Duration) time.Time {
+// process has not checked it yet; now when the connection's Vault
+// identity changed since the check.
+func (s *checkSchedule) next(key types.NamespacedName, uid types.UID, identity string, now time.Time, interval time.Duration) time.Time {
 	if s == nil {
 		return now
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if d, ok := s.due[key]; ok && d.uid == uid {
+		if d.identity != identity {
+			return now
+		}
 		return d.at
 	}
 	spread := s.spread
@@ -87,32 +95,32 @@ func (s *checkSchedule) next(key types.NamespacedName, uid types.UID, now time.T
 	if interval > 0 {
 		at = now.Add(spread(interval))
 	}
-	s.due[key] = scheduled{uid: uid, at: at}
+	s.due[key] = scheduled{uid: uid, identity: identity, at: at}
 	return at
 }
 
 // checked records that the binding was compared with Vault, when the
 // next check is due, and the role as found or written (empty: unknown).
-func (s *checkSchedule) checked(key types.NamespacedName, uid types.UID, next time.Time, role knownRole) {
+func (s *checkSchedule) checked(key types.NamespacedName, uid types.UID, identity string, next time.Time, role knownRole) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.due[key] = scheduled{uid: uid, at: next, role: role}
+	s.due[key] = scheduled{uid: uid, identity: identity, at: next, role: role}
 }
 
 // knownRoleID is the role ID of the binding's role when the process knows
 // the role is as rendered with fingerprint fp, its check not due yet;
 // "" when it must be read.
-func (s *checkSchedule) knownRoleID(key types.NamespacedName, uid types.UID, now time.Time, fp string) string {
+func (s *checkSchedule) knownRoleID(key types.NamespacedName, uid types.UID, identity string, now time.Time, fp string) string {
 	if s == nil {
 		return ""
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, ok := s.due[key]
-	if !ok || d.uid != uid || !now.Before(d.at) || d.role.fp != fp {
+	if !ok || d.uid != uid || d.identity != identity || !now.Before(d.at) || d.role.fp != fp {
 		return ""
 	}
 	return d.role.roleID

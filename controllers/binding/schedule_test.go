@@ -105,6 +105,17 @@ func TestChecksAreSpreadAndChangesReadWhatTheyWrite(t *testing.T) {
 			}, counts{entity: 1, writes: 1}, 0},
 		{"at the next check the role is found missing and created again", func() { now = now.Add(2 * time.Hour) },
 			counts{role: 1, entity: 1, writes: 2}, 0},
+		{"the connection's Vault identity changes (a mount enabled again): checked at once", func() {
+			conn := &v1alpha1.VaultConnection{}
+			if err := h.c.Get(context.Background(), types.NamespacedName{Name: "vault"}, conn); err != nil {
+				t.Fatal(err)
+			}
+			conn.Status.Identity = "remounted"
+			if err := h.c.Status().Update(context.Background(), conn); err != nil {
+				t.Fatal(err)
+			}
+		}, counts{role: 1, roleID: 1, entity: 1}, 0},
+		{"and not again before the interval", nil, counts{}, 0},
 		{"a forced reconcile reads everything", func() {
 			h.editBinding(func(b *v1alpha1.MinionBinding) {
 				b.Annotations[v1alpha1.ReconcileRequestAnnotation] = "now"
@@ -190,7 +201,7 @@ func TestFirstChecksAreSpread(t *testing.T) {
 	const n, buckets = 10000, 10
 	var counts [buckets]int
 	for i := range n {
-		at := s.next(types.NamespacedName{Name: string(rune('a' + i%26)), Namespace: time.Duration(i).String()}, "uid", now, time.Hour)
+		at := s.next(types.NamespacedName{Name: string(rune('a' + i%26)), Namespace: time.Duration(i).String()}, "uid", "", now, time.Hour)
 		d := at.Sub(now)
 		if d < 0 || d >= time.Hour {
 			t.Fatalf("first check %s after the start, outside the interval", d)
