@@ -27,6 +27,10 @@ type Reconciler struct {
 	Connections *connection.Connections
 	Templates   *admit.Templates
 	Metrics     *shared.Metrics
+	// Rollouts, when the template controller runs beside this one, takes
+	// the updates that a binding's own spec did not cause, for its
+	// template's event (nil: each binding reports its own).
+	Rollouts *shared.Rollouts
 	// DefaultInterval applies when a template sets no interval.
 	DefaultInterval time.Duration
 
@@ -87,10 +91,13 @@ type bindingScope struct {
 	// continued, a run of drift that keeps coming back.
 	driftRun driftRun
 	created  bool // first successful write of this binding
-	entityID string
-	roleID   string
-	metadata map[string]string // the entity metadata keys the operator owns, as written
-	requeue  time.Duration
+	// specHandled: the binding's spec was handled before this reconcile,
+	// so what it writes now comes from its template's side.
+	specHandled bool
+	entityID    string
+	roleID      string
+	metadata    map[string]string // the entity metadata keys the operator owns, as written
+	requeue     time.Duration
 	// skipped are stale places a plan does not look at (another Vault).
 	skipped []string
 }
@@ -120,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("minionID", obj.Spec.MinionID))
 	statusBefore := obj.Status.DeepCopy()
-	sc := &bindingScope{}
+	sc := &bindingScope{specHandled: obj.Status.ObservedGeneration == obj.Generation}
 	before := shared.ReadyOf(obj)
 
 	defer func() {

@@ -90,7 +90,10 @@ func (sc *bindingScope) correctedObjects() []string {
 // not an event: it is what creating the binding asks for, status names what
 // was written, and at fleet size an event per new binding would be one more
 // API server write per minion than the binding needs (Vault's audit log is
-// the record of every write).
+// the record of every write). For the same reason an update that the
+// binding's own spec did not cause (a template edit rolled out) is counted
+// for its template's event (shared.Rollouts), when the template controller
+// runs beside this one.
 func (r *Reconciler) events(obj *v1alpha1.MinionBinding, sc *bindingScope, before *metav1.Condition) {
 	after := shared.ReadyOf(obj)
 	drift, corrected := sc.drift()
@@ -107,7 +110,11 @@ func (r *Reconciler) events(obj *v1alpha1.MinionBinding, sc *bindingScope, befor
 			shared.Emit(r.Recorder, obj, "Warning", "DriftDetected", "Reconcile", "Vault differs from the binding (detect-only): %s", strings.Join(drift, "; "))
 		}
 	case !sc.created:
-		if written := sc.written(); len(written) > 0 {
+		switch written := sc.written(); {
+		case len(written) == 0:
+		case sc.specHandled && r.Rollouts != nil && sc.tpl != nil:
+			r.Rollouts.Add(sc.tpl.Name)
+		default:
 			shared.Emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(written, ", "))
 		}
 	}

@@ -72,11 +72,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	templates := &admit.Templates{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: mgr.GetCache(),
 		Renders: &admit.Renders{Consumers: renderers}}
 	recorder := mgr.GetEventRecorder("minion-vault-operator")
+	// A rollout is reported by its template when the template controller
+	// runs here; a bindings-only shard reports each binding's update.
+	var rollouts *shared.Rollouts
+	if o.Bindings && o.Templates {
+		rollouts = &shared.Rollouts{}
+	}
 	if o.Bindings {
 		if err := (&binding.Reconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
 			Connections: conns, Templates: templates, Metrics: metrics, DefaultInterval: o.Interval,
-			ClusterID: o.ClusterID, APIReader: mgr.GetAPIReader(), SeesAllBindings: !o.Shard,
+			ClusterID: o.ClusterID, APIReader: mgr.GetAPIReader(), SeesAllBindings: !o.Shard, Rollouts: rollouts,
 		}).SetupWithManager(mgr, opts); err != nil {
 			return err
 		}
@@ -84,7 +90,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.Templates {
 		if err := (&template.Reconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
-			Connections: conns, Templates: templates, DefaultInterval: o.Interval, ClusterID: o.ClusterID,
+			Connections: conns, Templates: templates, DefaultInterval: o.Interval, ClusterID: o.ClusterID, Rollouts: rollouts,
 		}).SetupWithManager(mgr, opts); err != nil {
 			return err
 		}

@@ -48,6 +48,9 @@ type Reconciler struct {
 	// ClusterID identifies this Kubernetes cluster in the ownership header
 	// of the ACL policies the operator writes (ownership.PolicyOwner).
 	ClusterID string
+	// Rollouts are the template's bindings updated by a change on the
+	// template's side, reported as one event (nil: none).
+	Rollouts *shared.Rollouts
 
 	once   sync.Once
 	index  *policyIndex
@@ -282,6 +285,10 @@ func (r *Reconciler) events(tpl *v1alpha1.MinionTemplate, sc *templateScope) {
 	}
 	if sc.left != "" {
 		shared.Emit(r.Recorder, tpl, "Warning", v1alpha1.DeletionBlockedReason, action, "ACL policies left in Vault: %s", sc.left)
+	}
+	if n := r.Rollouts.Take(tpl.Name); n > 0 {
+		shared.Emit(r.Recorder, tpl, "Normal", "BindingsUpdated", action,
+			"%d bindings updated in Vault (role, entity or alias) for what they render now from this template, its parameters or their namespace", n)
 	}
 	before := sc.readyBefore
 	if after := shared.ReadyOf(tpl); after != nil && after.Status != metav1.ConditionTrue && after.Reason != v1alpha1.ProgressingReason &&

@@ -1,13 +1,18 @@
 package template
 
 import (
+	"context"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -115,5 +120,69 @@ func TestScanDue(t *testing.T) {
 				t.Errorf("scan %v, want %v (%v)", got, tc.want, why)
 			}
 		})
+	}
+}
+
+// A template edit rolled out to its bindings is one event on the template
+// with the count, not an event per binding; a binding's own change is
+// still its own event. Without the template controller beside it (a
+// shard), each binding reports its update.
+func TestRolloutIsOneTemplateEvent(t *testing.T) {
+	for _, shard := range []bool{false, true} {
+		h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
+		ctx := context.Background()
+		rollouts := &shared.Rollouts{}
+		if shard {
+			rollouts = nil
+		} else {
+			h.r.Rollouts = rollouts
+		}
+		r := &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, ClusterID: testCluster, Rollouts: rollouts}
+		reconcileTemplate := func() {
+			t.Helper()
+			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.reconcile("salt", "web01")
+		reconcileTemplate()
+		h.events()
+
+		tpl := &v1alpha1.MinionTemplate{}
+		if err := h.c.Get(ctx, types.NamespacedName{Name: "t"}, tpl); err != nil {
+			t.Fatal(err)
+		}
+		tpl.Spec.Metadata.Entity["rollout"] = "1"
+		tpl.Generation++
+		if err := h.c.Update(ctx, tpl); err != nil {
+			t.Fatal(err)
+		}
+		h.reconcile("salt", "web01")
+		bindingEvents := h.events()
+		reconcileTemplate()
+		templateEvents := h.events()
+		switch {
+		case !shard && (strings.Contains(bindingEvents, "Updated") || !strings.Contains(templateEvents, "BindingsUpdated 1 bindings updated in Vault")):
+			t.Errorf("with the template controller: binding events %q, template events %q", bindingEvents, templateEvents)
+		case shard && (!strings.Contains(bindingEvents, "Updated in Vault: entity salt_minion_web01") || strings.Contains(templateEvents, "BindingsUpdated")):
+			t.Errorf("a shard: binding events %q, template events %q", bindingEvents, templateEvents)
+		}
+
+		b := &v1alpha1.MinionBinding{}
+		if err := h.c.Get(ctx, types.NamespacedName{Namespace: "salt", Name: "web01"}, b); err != nil {
+			t.Fatal(err)
+		}
+		b.Spec.Pillar = rawDoc(map[string]any{"roles": []string{"db"}})
+		b.Generation++
+		if err := h.c.Update(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		h.reconcile("salt", "web01")
+		if got := h.events(); !strings.Contains(got, "Updated in Vault") {
+			t.Errorf("shard %v: the binding's own change: events %q", shard, got)
+		}
+		if n := rollouts.Take("t"); n != 0 {
+			t.Errorf("shard %v: the binding's own change counted as a rollout (%d)", shard, n)
+		}
 	}
 }
