@@ -604,6 +604,16 @@ type PolicySummary struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Digest string `json:"digest,omitempty"`
+
+	// contentDigest is a hash of the policies' names and bodies as last
+	// confirmed in Vault (the XOR of the SHA-256 of each name and body,
+	// first 16 bytes in hex). A new operator process that renders the
+	// same digest, and finds every name in Vault's list, takes the
+	// policies as confirmed and compares them with Vault over the next
+	// interval instead of all at its start.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	ContentDigest string `json:"contentDigest,omitempty"`
 }
 
 // +kubebuilder:object:root=true

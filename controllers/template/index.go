@@ -77,6 +77,14 @@ type templatePolicies struct {
 	dirty    map[string]bool
 	inFlight map[string]bool
 	digest   [16]byte // XOR of sha256(name)[:16] over owned
+	// content is the XOR of sha256(name, body)[:16] over owned: what
+	// status.policies.contentDigest shows, for a new process to presume.
+	content [16]byte
+	// verifiedTick is the last tick (time / slotLen) whose slot of names
+	// was compared with Vault (verifySlots); 0 before the first full
+	// comparison.
+	verifiedTick int64
+	slotLen      time.Duration
 	// What syncs wrote and deleted since the template's last status
 	// reconcile: reported there as one event each, not one per binding (a
 	// burst of 10,000 new bindings is not 10,000 events).
@@ -245,10 +253,11 @@ func (idx *policyIndex) adjustLocked(template string, key types.NamespacedName, 
 
 // rebuild replaces a template's bindings with a full scan's. A verifying
 // scan marks every name it wants or owns dirty, so that each is compared
-// with Vault; any other scan (the template changed within the interval)
+// with Vault; any other scan (the template changed, the interval's)
 // marks only the names whose wanted state differs from what Vault was
 // confirmed to hold, so that a rollout that leaves a policy as it was
-// does not read it again before its interval.
+// does not read it: each name is compared with Vault once per interval
+// in its slot (verifyDue).
 func (idx *policyIndex) rebuild(template string, compiled *render.Compiled, scanned map[types.NamespacedName]bindingPolicies, verify bool) {
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
@@ -285,10 +294,7 @@ func (idx *policyIndex) rebuild(template string, compiled *render.Compiled, scan
 			tp.dirty[name] = true
 		}
 	}
-	tp.built, tp.compiled = true, compiled
-	if verify {
-		tp.lastScan = time.Now()
-	}
+	tp.built, tp.compiled, tp.lastScan = true, compiled, time.Now()
 }
 
 // wanted returns what a template wants written (conflicting names left
@@ -479,17 +485,34 @@ func (tp *templatePolicies) confirmedLocked(name string) bool {
 
 // own records name as in Vault with the template's header and body.
 func (tp *templatePolicies) own(name, body string) {
-	if _, was := tp.owned[name]; !was {
+	old, was := tp.owned[name]
+	if !was {
 		tp.flipDigest(name)
+	} else {
+		flipContent(&tp.content, name, old)
 	}
+	flipContent(&tp.content, name, body)
 	tp.owned[name] = body
 }
 
 // disown records name as not the template's in Vault.
 func (tp *templatePolicies) disown(name string) {
-	if _, was := tp.owned[name]; was {
+	if old, was := tp.owned[name]; was {
 		tp.flipDigest(name)
+		flipContent(&tp.content, name, old)
 		delete(tp.owned, name)
+	}
+}
+
+// flipContent adds a name and body to a content digest, or removes them.
+func flipContent(d *[16]byte, name, body string) {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write([]byte(body))
+	sum := h.Sum(nil)
+	for i := range d {
+		d[i] ^= sum[i]
 	}
 }
 
@@ -546,6 +569,7 @@ type templateSummary struct {
 	members   int
 	owned     int
 	digest    string
+	content   string
 	conflicts []string // messages
 	notOwned  []string
 	// missing: wanted and not confirmed in Vault with that body; stale:
@@ -567,6 +591,7 @@ func (idx *policyIndex) summary(template string) templateSummary {
 		unchecked: len(tp.dirty)}
 	if len(tp.owned) > 0 {
 		s.digest = hex.EncodeToString(tp.digest[:])
+		s.content = hex.EncodeToString(tp.content[:])
 	}
 	for _, name := range slices.Sorted(maps.Keys(tp.refs)) {
 		ref := tp.refs[name]
@@ -607,13 +632,14 @@ type scanKind int
 
 const (
 	noScan scanKind = iota
-	// renderScan: the template changed since the last scan, which
-	// compared every name with Vault less than an interval ago. Every
+	// renderScan: the template changed, or once per interval. Every
 	// binding is rendered again; only the names whose wanted state is not
-	// what Vault was confirmed to hold are synced.
+	// what Vault was confirmed to hold are synced (each name's comparison
+	// with Vault comes in its slot, verifyDue).
 	renderScan
-	// verifyScan: after a start, a new Vault, a reconcile request, or
-	// once per interval. Every name is compared with Vault.
+	// verifyScan: after a start, a new Vault, or a reconcile request.
+	// Every name is compared with Vault (after a start, unless status
+	// lets the index presume them, presume).
 	verifyScan
 )
 
@@ -637,9 +663,9 @@ func (idx *policyIndex) scanDue(template string, rq scanRequest) (scan scanKind,
 	requested := rq.asked != rq.handled && rq.asked != tp.handledRequest
 	why = []any{"vault", rq.vaultKey, "built", tp.built, "discovered", tp.discovered, "compiledChanged", tp.compiled != rq.compiled, "requested", requested}
 	switch {
-	case !tp.built || !tp.discovered || requested || time.Since(tp.lastScan) >= rq.interval-rq.interval/10:
+	case !tp.built || !tp.discovered || requested:
 		scan = verifyScan
-	case tp.compiled != rq.compiled:
+	case tp.compiled != rq.compiled || time.Since(tp.lastScan) >= rq.interval-rq.interval/10:
 		scan = renderScan
 	}
 	return scan, why, forget

@@ -80,8 +80,8 @@ func TestRenderScanSyncsOnlyWhatChanged(t *testing.T) {
 	}
 }
 
-// Which scan a template's reconcile makes: a change within the interval
-// renders, anything that may have let Vault move on verifies.
+// Which scan a template's reconcile makes: a change or the interval
+// renders; a start, a new Vault or a request compares everything.
 func TestScanDue(t *testing.T) {
 	const interval = time.Hour
 	compiled, changed := &render.Compiled{}, &render.Compiled{}
@@ -95,21 +95,22 @@ func TestScanDue(t *testing.T) {
 		{"scanned, nothing new", nil, scanRequest{compiled: compiled}, noScan},
 		{"the template changed", nil, scanRequest{compiled: changed}, renderScan},
 		{"the template changed, the interval up", func(x *policyIndex) { x.part("t").lastScan = time.Now().Add(-interval) },
-			scanRequest{compiled: changed}, verifyScan},
-		{"the interval up", func(x *policyIndex) { x.part("t").lastScan = time.Now().Add(-interval) },
-			scanRequest{compiled: compiled}, verifyScan},
+			scanRequest{compiled: changed}, renderScan},
+		{"the interval up: rendered again, compared slot by slot", func(x *policyIndex) { x.part("t").lastScan = time.Now().Add(-interval) },
+			scanRequest{compiled: compiled}, renderScan},
 		{"a reconcile request", nil, scanRequest{compiled: changed, asked: "now"}, verifyScan},
 		{"another Vault", nil, scanRequest{compiled: changed, identity: "other"}, verifyScan},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			x := newPolicyIndex()
-			if tc.setup != nil {
-				tc.setup(x)
-			} else {
+			if tc.setup == nil || !strings.HasPrefix(tc.name, "never") {
 				x.scanDue("t", scanRequest{compiled: compiled, identity: "v"})
 				x.rebuild("t", compiled, nil, true)
 				x.discoveredOwned("t", nil)
+			}
+			if tc.setup != nil {
+				tc.setup(x)
 			}
 			rq := tc.rq
 			rq.interval = interval

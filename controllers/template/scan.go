@@ -34,10 +34,14 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 	if forget != "" {
 		r.owners.forget(forget)
 	}
+	// The names whose turn to be compared with Vault came (verify.go).
+	r.index.verifyDue(tpl.Name, time.Now(), interval)
 	var err error
 	if scan != noScan {
 		ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", append(why, "verify", scan == verifyScan)...)
-		if err = r.fullScan(ctx, tpl, compiled, scan == verifyScan); err == nil {
+		// A request asks for everything to be compared, not presumed.
+		presume := asked == "" || asked == handled
+		if err = r.fullScan(ctx, tpl, compiled, scan == verifyScan, presume); err == nil {
 			r.index.scanned(tpl.Name, asked)
 		}
 	} else {
@@ -51,6 +55,9 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 	s := r.summarize(tpl)
 	sc.outcome, sc.pending = s.outcome(), s.pending()
 	sc.requeue = shared.Jitter(max(r.index.untilScan(tpl.Name, interval), time.Second))
+	if slot := r.index.untilSlot(tpl.Name, time.Now()); slot > 0 {
+		sc.requeue = min(sc.requeue, slot)
+	}
 	if recheck := r.index.untilRecheck(tpl.Name); recheck > 0 {
 		sc.requeue = min(sc.requeue, recheck)
 	}
@@ -60,8 +67,9 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 // fullScan renders every binding of the template, rebuilds its part of the
 // index, lists Vault's policies once after a start to find the template's
 // own, and brings every wanted policy to its body (verify: each compared
-// with Vault; else those whose wanted state changed), with deltas held off.
-func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, verify bool) error {
+// with Vault, unless presume and status let the index presume them; else
+// those whose wanted state changed), with deltas held off.
+func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, verify, presume bool) error {
 	defer r.index.holdForScan(tpl.Name)()
 	list := &v1alpha1.MinionBindingList{}
 	if err := r.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: tpl.Name}); err != nil {
@@ -82,7 +90,15 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 		if err != nil {
 			return err
 		}
-		found, err := discoverOwned(ctx, vc, r.policyOwner(tpl), r.reader(tpl.Name), r.index.wanted(tpl.Name))
+		listed, err := listPolicies(ctx, vc)
+		if err != nil {
+			return err
+		}
+		if p, ok := presumptionOf(tpl); presume && ok && r.index.presume(tpl.Name, p, listed, time.Now(), shared.TemplateInterval(tpl, r.DefaultInterval)) {
+			ctrl.LoggerFrom(ctx).V(1).Info("ACL policies taken as status says, to be compared with Vault over the interval", "template", tpl.Name, "policies", p.count)
+		}
+		self := r.policyOwner(tpl)
+		found, err := headersIn(ctx, vc, self.Owns, r.reader(tpl.Name), listed, r.index.wanted(tpl.Name))
 		if err != nil {
 			return err
 		}
@@ -142,7 +158,7 @@ func (r *Reconciler) summarize(tpl *v1alpha1.MinionTemplate) templateSummary {
 
 func (s templateSummary) writeTo(tpl *v1alpha1.MinionTemplate) {
 	tpl.Status.Bindings = int32(s.members)
-	tpl.Status.Policies = &v1alpha1.PolicySummary{Count: int64(s.owned), Digest: s.digest}
+	tpl.Status.Policies = &v1alpha1.PolicySummary{Count: int64(s.owned), Digest: s.digest, ContentDigest: s.content}
 }
 
 // outcome is the template's condition from the index: Ready only when

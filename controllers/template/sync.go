@@ -224,10 +224,23 @@ func discoverOwned(ctx context.Context, vc vault.Client, self ownership.PolicyOw
 // is not told the cluster looks for the template's policies of every
 // cluster, to learn it from their headers.
 func discoverHeaders(ctx context.Context, vc vault.Client, match func(ownership.PolicyOwner) bool, reader *policyReader, desired map[string]string) ([]string, error) {
+	names, err := listPolicies(ctx, vc)
+	if err != nil {
+		return nil, err
+	}
+	return headersIn(ctx, vc, match, reader, names, desired)
+}
+
+func listPolicies(ctx context.Context, vc vault.Client) ([]string, error) {
 	names, err := vc.ListPolicies(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing ACL policies: %w", err)
 	}
+	return names, nil
+}
+
+// headersIn is discoverHeaders over names already listed.
+func headersIn(ctx context.Context, vc vault.Client, match func(ownership.PolicyOwner) bool, reader *policyReader, names []string, desired map[string]string) ([]string, error) {
 	var (
 		mu   sync.Mutex
 		out  []string

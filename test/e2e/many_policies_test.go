@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -132,6 +133,34 @@ func TestManyPolicies(t *testing.T) {
 	}
 	t.Logf("restart: %d reads for %d policies in Vault (%d of the template), %d bindings in the cluster; writes but logins: %d",
 		got.Reads, inVault, total, len(allBindings.Items), len(writes))
+
+	// A restart with nothing asked: the template's status says what the
+	// last process confirmed, and the new one renders the same, so it
+	// reads none of the template's policies at its start; they are
+	// compared with Vault over the interval, a slot at a time.
+	s.stopOperator()
+	mark = audit.mark(t)
+	s.runOperator(t)
+	rootAccessor := s.accessorOf(t, s.root.Token())
+	eventually(t, manyTimeout(), "the new process's first scan (it lists Vault's policies)", func() error {
+		if audit.sinceExcept(t, mark, rootAccessor).ReadPaths["sys/policies/acl"] == 0 {
+			return errors.New("Vault's policies not listed yet")
+		}
+		return nil
+	})
+	waitPolicies("after a restart with nothing asked", total)
+	audit.settle(t)
+	got = audit.sinceExcept(t, mark, rootAccessor)
+	manyReads := 0
+	for p, n := range got.ReadPaths {
+		if strings.HasPrefix(p, "sys/policies/acl/many_") {
+			manyReads += n
+		}
+	}
+	if manyReads > total/10 || got.Writes != 0 && slices.ContainsFunc(got.Paths, func(p string) bool { return !strings.HasSuffix(p, "/login") }) {
+		t.Errorf("a restart with nothing asked read %d of the template's %d policies (want at most a tenth: its slots) and wrote %v", manyReads, total, got.Paths)
+	}
+	t.Logf("restart with nothing asked: %d of the template's %d policies read, %d reads in all", manyReads, total, got.Reads)
 
 	// Deleting the template deletes every policy it owns, however many.
 	begin = time.Now()
