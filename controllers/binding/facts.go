@@ -1,6 +1,9 @@
 package binding
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
@@ -36,12 +39,21 @@ type bindingFacts struct {
 	// drift is the run of drift corrections so far, that DriftRecurring
 	// counts. Lost: the run starts over.
 	drift *v1alpha1.DriftCorrectionsStatus
+	// settled: Ready (Succeeded) for the current spec, every reconcile
+	// request handled. With appliedHash equal to what the binding renders
+	// now, the binding waits for its drift check instead of being read at
+	// once (inSync: a new process spreads its first checks). Lost: the
+	// binding is read at once, as before a restart.
+	settled bool
 }
 
 // statusFacts reads the facts from obj's status.
 func statusFacts(obj *v1alpha1.MinionBinding) bindingFacts {
 	st := &obj.Status
 	f := bindingFacts{appliedHash: st.LastAppliedHash, drift: st.DriftCorrections}
+	ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ReadyCondition)
+	f.settled = ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == v1alpha1.SucceededReason &&
+		ready.ObservedGeneration == obj.Generation && st.ObservedGeneration == obj.Generation && !requested(obj)
 	if st.Entity != nil {
 		f.entityID = st.Entity.ID
 	}

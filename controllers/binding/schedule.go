@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -143,11 +141,8 @@ func (s *checkSchedule) forget(key types.NamespacedName) {
 // request pending, the placement recorded with the finalizer, no stale
 // placement to clean up. Only such a binding may wait for its check.
 func inSync(obj *v1alpha1.MinionBinding, hash string, inv ownership.Inventory, cur ownership.Placement) bool {
-	st := &obj.Status
-	ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ReadyCondition)
-	return ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == v1alpha1.SucceededReason &&
-		ready.ObservedGeneration == obj.Generation && st.ObservedGeneration == obj.Generation &&
-		statusFacts(obj).appliedHash == hash && !requested(obj) &&
+	f := statusFacts(obj)
+	return f.settled && f.appliedHash == hash &&
 		controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) && inv.Has(cur) && len(inv.Stale(&cur)) == 0
 }
 
