@@ -30,6 +30,11 @@ type Renders struct {
 
 	mu      sync.Mutex
 	entries map[types.UID]*renderEntry
+	// sweepAt is the earliest time an entry can be older than renderTTL:
+	// a full cache is swept no sooner, so that a burst of renders (a
+	// start renders every binding twice) does not scan the whole cache
+	// on each render to find nothing to drop.
+	sweepAt time.Time
 	// rendered and reused count renders and lookups (for tests).
 	rendered, reused int
 }
@@ -102,17 +107,29 @@ func (c *Renders) render(compiled *render.Compiled, b *v1alpha1.MinionBinding) r
 		c.dropOldLocked()
 	}
 	if len(c.entries) < renderEntries {
-		c.entries[b.UID] = &renderEntry{generation: b.Generation, compiled: compiled, out: out, taken: 1, at: time.Now()}
+		now := time.Now()
+		c.entries[b.UID] = &renderEntry{generation: b.Generation, compiled: compiled, out: out, taken: 1, at: now}
+		if c.sweepAt.IsZero() {
+			c.sweepAt = now.Add(renderTTL)
+		}
 	}
 	return out
 }
 
-// dropOldLocked drops the entries older than renderTTL: a consumer that
-// has not come by then renders again.
+// dropOldLocked drops the entries older than renderTTL (a consumer that
+// has not come by then renders again), once one can be.
 func (c *Renders) dropOldLocked() {
+	now := time.Now()
+	if now.Before(c.sweepAt) {
+		return
+	}
+	c.sweepAt = time.Time{}
 	for uid, e := range c.entries {
-		if time.Since(e.at) >= renderTTL {
+		switch expires := e.at.Add(renderTTL); {
+		case !now.Before(expires):
 			delete(c.entries, uid)
+		case c.sweepAt.IsZero() || expires.Before(c.sweepAt):
+			c.sweepAt = expires
 		}
 	}
 }
