@@ -103,8 +103,8 @@ func (h *harness) failover(ctx context.Context, r *phaseResult) (time.Duration, 
 		return 0, err
 	}
 	old, sb := h.op, h.standby
-	killed := time.Now()
-	if err := old.kill(ctx); err != nil {
+	killed, err := old.kill(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("killing the leader: %w", err)
 	}
 	sb.takeOver(old)

@@ -185,21 +185,23 @@ func (o *operatorProc) stop(ctx context.Context) error {
 
 // kill scrapes the instance's metrics one last time, then SIGKILLs its
 // process group, as a node failure would: it releases no lease and
-// flushes nothing. It adds the instance's CPU and peak RSS to the past.
-func (o *operatorProc) kill(ctx context.Context) error {
+// flushes nothing. It adds the instance's CPU and peak RSS to the past,
+// and returns when the signal was sent.
+func (o *operatorProc) kill(ctx context.Context) (time.Time, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cmd == nil {
-		return errors.New("operator not running")
+		return time.Time{}, errors.New("operator not running")
 	}
 	last, scrapeErr := scrape(ctx, o.metrics)
+	killed := time.Now()
 	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
 	<-o.exited
 	o.exitedLocked(last)
 	if scrapeErr != nil {
-		return fmt.Errorf("last scrape before killing: %w", scrapeErr)
+		return killed, fmt.Errorf("last scrape before killing: %w", scrapeErr)
 	}
-	return nil
+	return killed, nil
 }
 
 // exitedLocked adds the instance that exited to the past: its CPU and
