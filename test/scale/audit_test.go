@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // tally counts the calls of one actor (the operator, the floor) in a
@@ -91,7 +92,8 @@ func fileSize(path string) (int64, error) {
 // vaultAuditEntry is what the harness reads of a Vault file audit device
 // entry (enabled with hmac_accessor=false, so the accessor is plain).
 type vaultAuditEntry struct {
-	Type string `json:"type"`
+	Time time.Time `json:"time"`
+	Type string    `json:"type"`
 	Auth *struct {
 		Accessor string `json:"accessor"`
 	} `json:"auth"`
@@ -129,6 +131,34 @@ func readVaultAudit(path string, from, to int64, accessors map[string]string) (m
 			rw = " W"
 		}
 		out[actor].add(class+rw, write, e.Error != "")
+		return nil
+	})
+	return out, err
+}
+
+// vaultCall is one response in Vault's audit log: when, and what it was
+// about, for the phases that need more than counts.
+type vaultCall struct {
+	At    time.Time
+	Class string // vaultClass
+	Write bool
+	Path  string
+}
+
+// vaultCalls lists the responses to actor in Vault's audit log between
+// two offsets, in the log's order.
+func vaultCalls(path string, from, to int64, accessors map[string]string, actor string) ([]vaultCall, error) {
+	var out []vaultCall
+	err := eachLine(path, from, to, func(line []byte) error {
+		var e vaultAuditEntry
+		if err := json.Unmarshal(line, &e); err != nil {
+			return fmt.Errorf("vault audit log: %w", err)
+		}
+		if e.Type != "response" || e.Auth == nil || accessors[e.Auth.Accessor] != actor {
+			return nil
+		}
+		class, write := vaultClass(e.Request.Operation, e.Request.Path)
+		out = append(out, vaultCall{At: e.Time, Class: class, Write: write, Path: e.Request.Path})
 		return nil
 	})
 	return out, err

@@ -45,8 +45,16 @@ const (
 	// checkInterval (30 s): the mount accessors and the token.
 	budgetK8sWritesPerSecond = 2
 	budgetVaultUpkeepPer30s  = 2
-	// A single binding change reaches Vault within this.
+	// A single binding change reaches Vault within this (also one made as
+	// a new leader takes over).
 	budgetLatency = time.Second
+	// A new leader reconciles within the lease duration and this after
+	// the leader died.
+	budgetTakeoverSlack = 2 * time.Second
+	// After a takeover, the new leader's reads of the bindings' objects in
+	// any minute stay within this times the steady rate of drift checks
+	// spread over the interval (N×budgetResyncVaultReads per interval).
+	budgetReadBurst = 2.0
 	// Deleting the bindings and the template leaves none of the
 	// template's policies (nor entities and roles) in Vault.
 	budgetLeft = 0
@@ -218,6 +226,12 @@ func budgetChecks(s *shapeResult) []check {
 				"none when nothing but a timestamp would change", p.Kube, kubeWriteKinds))
 		}
 	}
+	if p := s.phase(phasePolicy); p != nil && p.Err == "" {
+		out = append(out, policyChangeBudgets(where, p, n)...)
+	}
+	if p := s.phase(phaseFailover); p != nil && p.Err == "" && p.Failover != nil {
+		out = append(out, failoverBudgets(where, p.Failover, n)...)
+	}
 	if p := s.phase(phaseLatency); p != nil && p.Err == "" {
 		mx := slices.Max(append([]time.Duration{0}, p.Latency...))
 		out = append(out, check{
@@ -244,6 +258,42 @@ func budgetChecks(s *shapeResult) []check {
 	return out
 }
 
+// policyChangeBudgets: a change of every per-minion policy body (n
+// policies) reads and writes each once, and writes nothing of the
+// bindings, in Vault or in their status.
+func policyChangeBudgets(where string, p *phaseResult, n int) []check {
+	_, w, pr, pw, _ := split(p.Vault)
+	isPolicy := func(k string) bool { return strings.HasPrefix(k, "policy ") }
+	how := func(per int) string { return fmt.Sprintf("%d per changed policy (%d per-minion)", per, n) }
+	return []check{
+		limit(where+": policy change: operator's Vault policy writes", pw, budgetPolicyWrites*n, n, how(budgetPolicyWrites), p.Vault, func(k string) bool { return k == "policy W" }),
+		limit(where+": policy change: operator's Vault policy reads", pr, budgetPolicyReads*n, n, how(budgetPolicyReads), p.Vault, func(k string) bool { return k == "policy R" }),
+		limit(where+": policy change: operator's Vault writes for the bindings' objects", w, 0, n,
+			"none: no role or entity renders differently", p.Vault, func(k string) bool { return vaultWriteKinds(k) && !isPolicy(k) }),
+		limit(where+": policy change: binding status writes", writesTo(p.Kube, "minionbindings/status"), 0, n,
+			"none: status names the policies, not their bodies", p.Kube, kubeWriteKinds),
+	}
+}
+
+// failoverBudgets: a failover writes nothing to Vault, every binding stays
+// Ready, and a change made at the takeover reaches Vault as any other.
+func failoverBudgets(where string, f *failoverResult, n int) []check {
+	return []check{
+		{
+			Goal: where + ": failover: operator's Vault writes (the binding changed at the takeover aside)", OK: f.Writes == 0,
+			Measured: fmt.Sprintf("%d %v, budget 0 (the token's upkeep: %d)", f.Writes, f.WriteKinds, f.UpkeepWrites),
+		},
+		{
+			Goal: where + ": failover: every binding stays Ready", OK: f.ReadyLow == n,
+			Measured: fmt.Sprintf("fewest Ready at once %d of %d", f.ReadyLow, n),
+		},
+		{
+			Goal: where + ": failover: a binding changed at the takeover reaches Vault", OK: f.Change > 0 && f.Change <= budgetLatency,
+			Measured: fmt.Sprintf("%s (%s), budget %s", f.Change.Round(time.Millisecond), f.Changed, budgetLatency),
+		},
+	}
+}
+
 // phaseSeconds is how long the phase's calls were counted: its wall time
 // and the calm that followed.
 func phaseSeconds(p *phaseResult) float64 {
@@ -253,10 +303,11 @@ func phaseSeconds(p *phaseResult) float64 {
 // fixedK8sWrites is the allowance for the Kubernetes writes that are not
 // about one binding: fixed, plus what the template's once-a-second refresh
 // may make over the phase.
+// The leader's Lease renewal, once per retry period, is one more.
 func fixedK8sWrites(p *phaseResult) (int, string) {
 	s := phaseSeconds(p)
-	return budgetFixedK8sWrites + int(s*budgetK8sWritesPerSecond),
-		fmt.Sprintf("%d + %d per second of the phase (%.0f s)", budgetFixedK8sWrites, budgetK8sWritesPerSecond, s)
+	return budgetFixedK8sWrites + int(s*budgetK8sWritesPerSecond) + int(s/leaseRetry.Seconds()),
+		fmt.Sprintf("%d + %d per second of the phase (%.0f s) + a lease renewal per %s", budgetFixedK8sWrites, budgetK8sWritesPerSecond, s, leaseRetry)
 }
 
 func kubeWrites(p *phaseResult) int {
@@ -302,6 +353,16 @@ func goalChecks(all []*shapeResult) []check {
 			})
 		}
 	}
+	for _, s := range all {
+		out = append(out, failoverGoals(s)...)
+		if p := s.phase(phasePolicy); p != nil && p.Err == "" {
+			r, _, _, _, _ := split(p.Vault)
+			out = append(out, check{
+				Goal: fmt.Sprintf("N=%d %s: policy change reads none of the bindings' objects (a drift check that falls due in the phase would)", s.N, s.Shape), OK: r == 0,
+				Measured: fmt.Sprintf("%d: %s", r, kindsWhere(p.Vault, p.Per, func(k string) bool { return vaultReadKinds(k) && !strings.HasPrefix(k, "policy ") })),
+			})
+		}
+	}
 	for _, shape := range allShapes {
 		var small, large *shapeResult
 		for _, s := range all {
@@ -318,7 +379,7 @@ func goalChecks(all []*shapeResult) []check {
 		if small == nil || large == nil || small.N == large.N {
 			continue
 		}
-		for _, name := range []string{phaseTemplate, phaseRestart, phaseForced} {
+		for _, name := range []string{phaseTemplate, phasePolicy, phaseRestart, phaseForced} {
 			a, b := small.phase(name), large.phase(name)
 			if a == nil || b == nil || a.Err != "" || b.Err != "" {
 				continue
@@ -345,6 +406,35 @@ func goalChecks(all []*shapeResult) []check {
 		}
 	}
 	return out
+}
+
+// failoverGoals: the new leader reconciles within the lease duration and
+// budgetTakeoverSlack of the kill, and spreads its drift checks.
+func failoverGoals(s *shapeResult) []check {
+	p := s.phase(phaseFailover)
+	if p == nil || p.Err != "" || p.Failover == nil {
+		return nil
+	}
+	f := p.Failover
+	where := fmt.Sprintf("N=%d %s", s.N, s.Shape)
+	var bindings, policies []int
+	for _, m := range f.Minutes {
+		bindings, policies = append(bindings, m.Bindings), append(policies, m.Policies)
+	}
+	return []check{
+		{
+			Goal: fmt.Sprintf("%s: failover: the new leader reconciles within the lease duration + %s of the kill", where, budgetTakeoverSlack),
+			OK:   f.FirstReconcile > 0 && f.FirstReconcile <= f.LeaseDuration+budgetTakeoverSlack,
+			Measured: fmt.Sprintf("lease taken %s, first reconcile %s after the kill (the leader renewed %s before it), lease duration %s",
+				f.Lease.Round(time.Millisecond), f.FirstReconcile.Round(time.Millisecond), f.RenewedBefore.Round(time.Millisecond), f.LeaseDuration),
+		},
+		{
+			Goal: fmt.Sprintf("%s: failover: the new leader's reads of the bindings' objects per minute within %.0f× the steady rate", where, budgetReadBurst),
+			OK:   len(f.Minutes) > 0 && f.maxRatio() <= budgetReadBurst,
+			Measured: fmt.Sprintf("%v per minute after the takeover, steady %.0f (N×%d per %s interval): max %.2f×; policy reads %v",
+				bindings, f.Steady, budgetResyncVaultReads, f.Interval, f.maxRatio(), policies),
+		},
+	}
 }
 
 // perBinding is v (seconds) per binding of p, in milliseconds.

@@ -32,13 +32,15 @@ type memCgroup struct {
 }
 
 // newMemCgroup makes a child of the harness's memory cgroup with the
-// limit (cgroup v1 memory.limit_in_bytes or v2 memory.max).
-func newMemCgroup(limit int64) (*memCgroup, error) {
+// limit (cgroup v1 memory.limit_in_bytes or v2 memory.max), named after
+// label: each operator instance that runs beside another (the failover's
+// standby) has a limit of its own, as a Pod would.
+func newMemCgroup(limit int64, label string) (*memCgroup, error) {
 	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, err
 	}
-	name := fmt.Sprintf("minionvault-scale-%d", os.Getpid())
+	name := fmt.Sprintf("minionvault-scale-%d-%s", os.Getpid(), label)
 	var dir, limitFile string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {

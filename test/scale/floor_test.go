@@ -275,6 +275,26 @@ func (f *floor) change(ctx context.Context, n int) error {
 	})
 }
 
+// floorPolicyChanged is the floor's per-minion policy after the policy
+// change: one rule more, as the operator's.
+func floorPolicyChanged(m string) string {
+	return floorPolicy("salt/data/minions/"+m) + fmt.Sprintf("\npath %q {\n  capabilities = [\"list\"]\n}\n", changedPolicy(m))
+}
+
+// policyChange is the least work of the policy change phase, for the
+// floor's bindings after run (perminion): each minion's policy written
+// with its new body. No read: the floor knows what Vault holds. No status
+// patch: a binding's status names its policies, not their bodies, so the
+// operator's does not change either.
+func (f *floor) policyChange(ctx context.Context, n int) error {
+	return forEachIndex(ctx, n, f.workers, func(ctx context.Context, i int) error {
+		if err := f.vault.Sys().PutPolicyWithContext(ctx, f.minionName(i), floorPolicyChanged(f.vaultID(i))); err != nil {
+			return fmt.Errorf("floor: policy of %s: %w", minionID(i), err)
+		}
+		return nil
+	})
+}
+
 // forced is the least work of the forced resync phase, for the floor's
 // bindings after run: the annotation that asks for it (the harness's patch
 // in the operator's phase), the role, its role ID and the entity read to

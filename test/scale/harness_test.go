@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,6 +28,9 @@ type config struct {
 	creators, floorWorkers, concurrency int
 	// changes is the number of single binding changes whose latency is measured.
 	changes int
+	// failoverWatch is how long the failover phase counts the new
+	// leader's Vault reads after the takeover, minute by minute.
+	failoverWatch time.Duration
 	// phaseTimeout bounds each phase for n bindings.
 	phaseTimeout func(n int) time.Duration
 	logf         func(format string, args ...any)
@@ -79,6 +83,11 @@ type phaseResult struct {
 	// Heap is the operator's heap profile at the end of the phase, HeapTop
 	// its in-use space by function.
 	Heap, HeapTop string
+	// Rollout is when Vault showed a template change (the template
+	// change, the policy change).
+	Rollout *rollout `json:",omitempty"`
+	// Failover is what the failover phase measured.
+	Failover *failoverResult `json:",omitempty"`
 }
 
 // shapeResult is one shape at one N: the floor and the operator's phases.
@@ -113,12 +122,17 @@ const (
 	// operator.
 	phaseFloorForced   = "floor forced resync"
 	phaseFloorTemplate = "floor template change"
-	phaseConverge      = "converge"
-	phaseRestart       = "restart resync"
-	phaseForced        = "forced resync"
-	phaseTemplate      = "template change"
-	phaseLatency       = "single change"
-	phaseDelete        = "delete"
+	// phaseFloorPolicy is the least work of the policy change (perminion
+	// only).
+	phaseFloorPolicy = "floor policy change"
+	phaseConverge    = "converge"
+	phaseRestart     = "restart resync"
+	phaseForced      = "forced resync"
+	phaseFailover    = "failover"
+	phaseTemplate    = "template change"
+	phasePolicy      = "policy change"
+	phaseLatency     = "single change"
+	phaseDelete      = "delete"
 )
 
 // harness runs the phases of one shape at one N.
@@ -127,9 +141,17 @@ type harness struct {
 	n     int
 	shape string
 	w     *world
-	op    *operatorProc
-	track *tracker
-	res   *shapeResult
+	// op is the operator under measurement: after the failover, the
+	// standby that took over. opMu guards it for the profiles' goroutine.
+	op   *operatorProc
+	opMu sync.Mutex
+	// standby is the failover's second instance until it takes over.
+	standby *operatorProc
+	// cgroups are the operator instances' memory cgroups, removed at the
+	// end.
+	cgroups []*memCgroup
+	track   *tracker
+	res     *shapeResult
 	// lastFloor is the floor phase that ran last, whose Vault objects
 	// clearFloor removes.
 	lastFloor *floor
@@ -272,7 +294,7 @@ func (h *harness) run(ctx context.Context, name, actor string, per int, body pha
 		return false
 	}
 	finishProfiles := h.startProfiles(name, actor)
-	pctx, cancel := context.WithTimeout(ctx, h.cfg.phaseTimeout(h.n))
+	pctx, cancel := context.WithTimeout(ctx, h.timeout(name))
 	t0 := time.Now()
 	wall, err := body(pctx, r)
 	if wall == 0 {
@@ -296,6 +318,30 @@ func (h *harness) run(ctx context.Context, name, actor string, per int, body pha
 	return r.Err == ""
 }
 
+// timeout bounds a phase: the failover also waits for the lease to
+// expire and watches the new leader for failoverWatch.
+func (h *harness) timeout(name string) time.Duration {
+	d := h.cfg.phaseTimeout(h.n)
+	if name == phaseFailover {
+		d += h.cfg.failoverWatch + 4*leaseDuration + time.Minute
+	}
+	return d
+}
+
+// operator is the operator under measurement, for other goroutines.
+func (h *harness) operator() *operatorProc {
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	return h.op
+}
+
+// setOperator makes o the operator under measurement.
+func (h *harness) setOperator(o *operatorProc) {
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	h.op = o
+}
+
 // startProfiles starts the phase's profiles when the run takes them: the
 // operator's CPU in its phases, the servers' CPU in the ratio's phases.
 // The func returned stops them, merges each into one file with its -top in
@@ -307,7 +353,8 @@ func (h *harness) startProfiles(name, actor string) (finish func(r *phaseResult)
 	prefix := filepath.Join(h.cfg.profileDir, fmt.Sprintf("N%d-%s-%s", h.n, h.shape, strings.ReplaceAll(name, " ", "-")))
 	var stopOperator func() []string
 	if actor == "operator" {
-		stopOperator = h.op.profiler(prefix+"-part", 3)
+		// Whichever instance is under measurement: the failover swaps it.
+		stopOperator = profileLoop(prefix+"-part", 3, func(seconds int) ([]byte, error) { return h.operator().cpuProfile(seconds) })
 	}
 	stopServers := map[string]func() []string{}
 	// The floors, and the operator's phases that have one.
@@ -342,6 +389,8 @@ func floorOf(phase string) string {
 		return phaseFloorForced
 	case phaseTemplate:
 		return phaseFloorTemplate
+	case phasePolicy:
+		return phaseFloorPolicy
 	}
 	return ""
 }

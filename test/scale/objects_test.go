@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +47,27 @@ const (
 	sharedRoles = 10
 	// changedKey is the entity metadata key the template change adds.
 	changedKey, changedValue = "scalechange", "v2"
+	// changedPolicyPath is the rule the policy change adds to the
+	// per-minion policy document: every per-minion policy's body changes,
+	// the role policies' do not.
+	changedPolicyPath = "salt/metadata/minions/{minion}"
 )
+
+// The operator runs with leader election, its Lease in operatorNamespace
+// under a name of the harness's. The timing is the operator's default
+// (controller-runtime's): a previous release, run beside it, has no flags
+// for it.
+const (
+	leaseName     = "scale-operator"
+	leaseDuration = 15 * time.Second
+	leaseRetry    = 2 * time.Second
+)
+
+// failoverInterval is the template's interval during the failover phase:
+// the new leader spreads its first drift checks over it, so the steady
+// rate (N×3 reads per interval) is large enough for a minute's count to
+// show a burst, and well under the default hour's.
+const failoverInterval = 10 * time.Minute
 
 // sharedPolicies is the number of role policies of either shape: r0..r9 and web.
 const sharedPolicies = sharedRoles + 1
@@ -126,6 +147,9 @@ func template(shape string) *v1alpha1.MinionTemplate {
 		},
 	}
 }
+
+// changedPolicy is minion m's policy path the policy change adds.
+func changedPolicy(m string) string { return strings.ReplaceAll(changedPolicyPath, "{minion}", m) }
 
 // tokenConnection is a VaultConnection with token auth from the Secret
 // tokenSecret in operatorNamespace.

@@ -25,6 +25,9 @@ import (
 // that already exited used: CPU, peak RSS and metrics, so that a phase
 // that restarts it still adds up.
 type operatorProc struct {
+	// label names its logs (<label>-<instance>.log): "operator", or
+	// "standby" for the failover's second instance.
+	label                string
 	bin, kubeconfig, dir string
 	concurrency          int
 	env                  *localenv.Env
@@ -66,7 +69,7 @@ func (o *operatorProc) startOnce(ctx context.Context) error {
 		ports[i] = p
 	}
 	o.instance++
-	o.logPath = filepath.Join(o.dir, fmt.Sprintf("operator-%d.log", o.instance))
+	o.logPath = filepath.Join(o.dir, fmt.Sprintf("%s-%d.log", o.label, o.instance))
 	logFile, err := os.Create(o.logPath)
 	if err != nil {
 		return err
@@ -78,7 +81,12 @@ func (o *operatorProc) startOnce(ctx context.Context) error {
 		"--health-probe-bind-address=" + addr(ports[1]),
 		"--pprof-bind-address=" + addr(ports[2]),
 		"--concurrency=" + strconv.Itoa(o.concurrency),
-		// Not in a pod: the namespace of the connection's Secret.
+		// As two replicas would run: the failover phase starts a second
+		// instance. The timing flags are left at their defaults
+		// (leaseDuration, leaseRetry), which a previous release has too.
+		"--leader-elect",
+		"--leader-election-namespace=" + operatorNamespace,
+		"--leader-election-id=" + leaseName,
 	}
 	// POD_NAMESPACE: where the operator reads Secrets (--secret-namespace's
 	// default, as in its Deployment); a previous release ignores it.
@@ -168,6 +176,37 @@ func (o *operatorProc) stop(ctx context.Context) error {
 		<-o.exited
 	}
 	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL) // anything left in its group
+	o.exitedLocked(last)
+	if scrapeErr != nil {
+		return fmt.Errorf("last scrape before stopping: %w", scrapeErr)
+	}
+	return nil
+}
+
+// kill scrapes the instance's metrics one last time, then SIGKILLs its
+// process group, as a node failure would: it releases no lease and
+// flushes nothing. It adds the instance's CPU and peak RSS to the past,
+// and returns when the signal was sent.
+func (o *operatorProc) kill(ctx context.Context) (time.Time, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd == nil {
+		return time.Time{}, errors.New("operator not running")
+	}
+	last, scrapeErr := scrape(ctx, o.metrics)
+	killed := time.Now()
+	_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
+	<-o.exited
+	o.exitedLocked(last)
+	if scrapeErr != nil {
+		return killed, fmt.Errorf("last scrape before killing: %w", scrapeErr)
+	}
+	return killed, nil
+}
+
+// exitedLocked adds the instance that exited to the past: its CPU and
+// peak RSS (from its rusage), and its last metrics.
+func (o *operatorProc) exitedLocked(last samples) {
 	st := o.cmd.ProcessState
 	o.pastCPU += (st.UserTime() + st.SystemTime()).Seconds()
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > o.pastPeakKiB {
@@ -175,10 +214,20 @@ func (o *operatorProc) stop(ctx context.Context) error {
 	}
 	o.pastMetrics = o.pastMetrics.add(last)
 	o.cmd = nil
-	if scrapeErr != nil {
-		return fmt.Errorf("last scrape before stopping: %w", scrapeErr)
-	}
-	return nil
+}
+
+// takeOver makes o the operator under measurement in old's place: old's
+// instances (stopped) count as o's past, so that the CPU and metrics
+// of a phase that swaps them still add up.
+func (o *operatorProc) takeOver(old *operatorProc) {
+	old.mu.Lock()
+	cpu, peak, m := old.pastCPU, old.pastPeakKiB, old.pastMetrics
+	old.mu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pastCPU += cpu
+	o.pastPeakKiB = max(o.pastPeakKiB, peak)
+	o.pastMetrics = o.pastMetrics.add(m)
 }
 
 func (o *operatorProc) running() (*exec.Cmd, bool) {
@@ -255,16 +304,12 @@ func (o *operatorProc) scrapeCurrent(ctx context.Context) (samples, error) {
 	return scrape(ctx, url)
 }
 
-// profiler takes CPU profiles of the operator back to back, each of
-// seconds, into files named prefix-<i>.pprof, until stop is called; stop
-// waits for the profile in flight and returns the files.
-func (o *operatorProc) profiler(prefix string, seconds int) (stop func() []string) {
-	return profileLoop(prefix, seconds, func(seconds int) ([]byte, error) {
-		o.mu.Lock()
-		base := o.pprof
-		o.mu.Unlock()
-		return get(fmt.Sprintf("%s/profile?seconds=%d", base, seconds), time.Duration(seconds+30)*time.Second)
-	})
+// cpuProfile takes a CPU profile of the running instance over seconds.
+func (o *operatorProc) cpuProfile(seconds int) ([]byte, error) {
+	o.mu.Lock()
+	base := o.pprof
+	o.mu.Unlock()
+	return get(fmt.Sprintf("%s/profile?seconds=%d", base, seconds), time.Duration(seconds+30)*time.Second)
 }
 
 // heapProfile writes the operator's heap profile to path and returns the

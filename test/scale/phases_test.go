@@ -70,6 +70,11 @@ func (h *harness) floors(ctx context.Context) (bool, error) {
 	}) {
 		return false, nil
 	}
+	if h.shape == shapePerMinion && !h.run(ctx, phaseFloorPolicy, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+		return 0, h.lastFloor.policyChange(ctx, h.n)
+	}) {
+		return false, nil
+	}
 	if err := h.clearFloor(ctx); err != nil {
 		return false, err
 	}
@@ -81,15 +86,8 @@ func (h *harness) floors(ctx context.Context) (bool, error) {
 
 // operatorPhases starts the operator and runs its phases.
 func (h *harness) operatorPhases(ctx context.Context) error {
-	h.op = &operatorProc{bin: h.cfg.bin, kubeconfig: h.w.kubeconfig, dir: h.w.env.Dir, concurrency: h.cfg.concurrency, env: h.w.env}
-	if cg, err := newMemCgroup(operatorMemory); err != nil {
-		h.res.Memory = fmt.Sprintf("with GOMEMLIMIT=%d (no memory cgroup: %v)", operatorSoftLimit, err)
-	} else {
-		h.op.cgroupProcs = cg.procs
-		h.res.Memory = fmt.Sprintf("in a memory cgroup limited to %d MiB (%s); it sets its soft limit to 90 %% of that", operatorMemory>>20, cg.dir)
-		defer func() { _ = cg.remove() }() // after the stop below
-	}
-	defer func() { _ = h.op.stop(context.Background()) }()
+	defer h.stopOperators()
+	h.setOperator(h.newOperator("operator"))
 	if err := h.op.start(ctx); err != nil {
 		return err
 	}
@@ -117,16 +115,54 @@ func (h *harness) operatorPhases(ctx context.Context) error {
 		{phaseConverge, h.n, h.converge},
 		{phaseRestart, h.n, h.restart},
 		{phaseForced, h.n, h.forced},
+		{phaseFailover, h.n, h.failover},
 		{phaseTemplate, h.n, h.templateChange},
+		{phasePolicy, h.n, h.policyChange},
 		{phaseLatency, h.cfg.changes, h.latency},
 		{phaseDelete, h.n, h.deleteAll},
 	}
 	for _, p := range phases {
+		if p.name == phasePolicy && h.shape != shapePerMinion {
+			continue // no policy per minion to change
+		}
 		if !h.run(ctx, p.name, "operator", p.per, p.body) {
 			return nil // recorded in the phase
 		}
 	}
 	return nil
+}
+
+// newOperator prepares an operator instance (not started), in a memory
+// cgroup of its own when one can be made: two instances (the failover's
+// standby beside the leader) must not share one limit.
+func (h *harness) newOperator(label string) *operatorProc {
+	o := &operatorProc{label: label, bin: h.cfg.bin, kubeconfig: h.w.kubeconfig, dir: h.w.env.Dir, concurrency: h.cfg.concurrency, env: h.w.env}
+	cg, err := newMemCgroup(operatorMemory, label)
+	if err != nil {
+		if h.res.Memory == "" {
+			h.res.Memory = fmt.Sprintf("with GOMEMLIMIT=%d (no memory cgroup: %v)", operatorSoftLimit, err)
+		}
+		return o
+	}
+	o.cgroupProcs = cg.procs
+	h.cgroups = append(h.cgroups, cg)
+	if h.res.Memory == "" {
+		h.res.Memory = fmt.Sprintf("in a memory cgroup limited to %d MiB (%s; the failover's standby in one of its own); it sets its soft limit to 90 %% of that", operatorMemory>>20, cg.dir)
+	}
+	return o
+}
+
+// stopOperators stops every instance still running, then removes their
+// cgroups.
+func (h *harness) stopOperators() {
+	for _, o := range []*operatorProc{h.op, h.standby} {
+		if o != nil {
+			_ = o.stop(context.Background())
+		}
+	}
+	for _, cg := range h.cgroups {
+		_ = cg.remove()
+	}
 }
 
 func (h *harness) floor(ctx context.Context, _ *phaseResult) (time.Duration, error) {
@@ -293,26 +329,22 @@ func (h *harness) restart(ctx context.Context, r *phaseResult) (time.Duration, e
 		return 0, err
 	}
 	stopped := time.Since(t)
+	released, err := h.leaseReleased(ctx)
+	if err != nil {
+		return 0, err
+	}
 	t0 := time.Now()
 	if err := h.op.start(ctx); err != nil {
 		return 0, err
 	}
 	var rec, depth, active float64
 	err = poll(ctx, 200*time.Millisecond, h.cfg.phaseTimeout(h.n), func() (bool, error) {
-		if err := h.op.alive(); err != nil {
-			return false, err
-		}
-		m, err := h.op.scrapeCurrent(ctx)
-		if err != nil {
-			return false, err
-		}
-		rec = m.sum("controller_runtime_reconcile_total", `controller="minionbinding"`)
-		depth = m.sum("workqueue_depth", `name="minionbinding"`)
-		active = m.sum("controller_runtime_active_workers", `controller="minionbinding"`)
-		return rec >= float64(h.n) && depth == 0 && active == 0, nil
+		var err error
+		rec, depth, active, err = reconcileState(ctx, h.op)
+		return rec >= float64(h.n) && depth == 0 && active == 0, err
 	})
 	wall := time.Since(t0)
-	r.Note = fmt.Sprintf("stopping took %s; the time is from the new process's start", stopped.Round(time.Millisecond))
+	r.Note = fmt.Sprintf("stopping took %s; the time is from the new process's start; %s", stopped.Round(time.Millisecond), released)
 	if err != nil {
 		return wall, fmt.Errorf("%v of %d reconciled (queue %v, running %v): %w", rec, h.n, depth, active, err)
 	}
@@ -321,6 +353,21 @@ func (h *harness) restart(ctx context.Context, r *phaseResult) (time.Duration, e
 		return wall, fmt.Errorf("after the restart %d of %d bindings Ready, for example %v", ok, h.n, h.track.failing(3))
 	}
 	return wall, nil
+}
+
+// reconcileState is what o's running instance has reconciled of the
+// bindings, and how many are queued and running.
+func reconcileState(ctx context.Context, o *operatorProc) (rec, depth, active float64, err error) {
+	if err := o.alive(); err != nil {
+		return 0, 0, 0, err
+	}
+	m, err := o.scrapeCurrent(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return m.sum("controller_runtime_reconcile_total", `controller="minionbinding"`),
+		m.sum("workqueue_depth", `name="minionbinding"`),
+		m.sum("controller_runtime_active_workers", `controller="minionbinding"`), nil
 }
 
 // patchAll sends a merge patch to every binding, with the creators'
@@ -374,21 +421,19 @@ func (h *harness) forced(ctx context.Context, _ *phaseResult) (time.Duration, er
 
 // templateChange adds an entity metadata key to the template, until every
 // binding reports it written (status.entity.metadata) and Ready, and a
-// sample of entities in Vault has it.
-func (h *harness) templateChange(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+// sample of entities in Vault has it; r.Rollout is when the entities
+// were written.
+func (h *harness) templateChange(ctx context.Context, r *phaseResult) (time.Duration, error) {
 	h.track.setPredicate(func(b *v1alpha1.MinionBinding) bool {
 		return readyCurrent(b) && b.Status.Entity != nil && b.Status.Entity.Metadata[changedKey] == changedValue
 	})
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		tpl := &v1alpha1.MinionTemplate{}
-		if err := h.w.admin.Get(ctx, types.NamespacedName{Name: templateName}, tpl); err != nil {
-			return err
-		}
-		tpl.Spec.Metadata.Entity[changedKey] = changedValue
-		return h.w.admin.Update(ctx, tpl)
-	})
+	from, err := fileSize(h.w.vaultAudit)
 	if err != nil {
-		return 0, fmt.Errorf("changing the template: %w", err)
+		return 0, err
+	}
+	t0 := time.Now()
+	if err := h.updateTemplate(ctx, func(tpl *v1alpha1.MinionTemplate) { tpl.Spec.Metadata.Entity[changedKey] = changedValue }); err != nil {
+		return 0, err
 	}
 	if err := h.waitAll(ctx, "with the new metadata"); err != nil {
 		return 0, err
@@ -405,7 +450,133 @@ func (h *harness) templateChange(ctx context.Context, _ *phaseResult) (time.Dura
 			return 0, fmt.Errorf("binding %s reports the new metadata, but its entity in Vault has %v", minionID(i), md)
 		}
 	}
-	return 0, nil
+	r.Rollout, err = h.rolloutSince(from, t0, "entity")
+	r.Note = r.Rollout.String()
+	return 0, err
+}
+
+// updateTemplate applies change to the template, again on a conflict.
+func (h *harness) updateTemplate(ctx context.Context, change func(*v1alpha1.MinionTemplate)) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		tpl := &v1alpha1.MinionTemplate{}
+		if err := h.w.admin.Get(ctx, types.NamespacedName{Name: templateName}, tpl); err != nil {
+			return err
+		}
+		change(tpl)
+		return h.w.admin.Update(ctx, tpl)
+	})
+	if err != nil {
+		return fmt.Errorf("changing the template: %w", err)
+	}
+	return nil
+}
+
+// rollout is how a template change reached Vault, from the operator's
+// writes in Vault's audit log: the first and the last write of the class
+// the change is about, after the template update was sent.
+type rollout struct {
+	Class       string
+	First, Last time.Duration
+	Writes      int
+}
+
+// String is the rollout for a phase's note.
+func (r *rollout) String() string {
+	if r == nil || r.Writes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("first %s written %s after the template update, the last after %s", r.Class,
+		r.First.Round(time.Millisecond), r.Last.Round(time.Millisecond))
+}
+
+// rolloutSince reads the operator's writes of class in Vault's audit log
+// from the offset from, taken before the template update sent at t0.
+func (h *harness) rolloutSince(from int64, t0 time.Time, class string) (*rollout, error) {
+	to, err := fileSize(h.w.vaultAudit)
+	if err != nil {
+		return nil, err
+	}
+	calls, err := vaultCalls(h.w.vaultAudit, from, to, h.w.accessors, "operator")
+	if err != nil {
+		return nil, err
+	}
+	return rolloutOf(calls, class, t0), nil
+}
+
+// rolloutOf is the first and last write of class among calls, after t0.
+func rolloutOf(calls []vaultCall, class string, t0 time.Time) *rollout {
+	r := &rollout{Class: class}
+	for _, c := range calls {
+		if !c.Write || c.Class != class || c.At.Before(t0) {
+			continue
+		}
+		d := c.At.Sub(t0)
+		if r.Writes == 0 || d < r.First {
+			r.First = d
+		}
+		r.Last = max(r.Last, d)
+		r.Writes++
+	}
+	return r
+}
+
+// policyChange adds a rule to the per-minion policy document, so that
+// every per-minion policy's body changes and nothing a binding's status
+// holds does: until the template is Ready for its new generation and a
+// sample of the policies in Vault has the new body. The operator should
+// read and write each changed policy once, and read no binding's objects.
+func (h *harness) policyChange(ctx context.Context, r *phaseResult) (time.Duration, error) {
+	from, err := fileSize(h.w.vaultAudit)
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	err = h.updateTemplate(ctx, func(tpl *v1alpha1.MinionTemplate) {
+		for i := range tpl.Spec.PolicyDocuments {
+			if d := &tpl.Spec.PolicyDocuments[i]; d.Name == policyPrefix+"_minion_{minion}" {
+				d.Rules = append(d.Rules, v1alpha1.PolicyRule{Path: changedPolicyPath, Capabilities: []v1alpha1.PolicyCapability{"list"}})
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := h.waitTemplate(ctx, h.cfg.phaseTimeout(h.n)); err != nil {
+		return 0, err
+	}
+	var state string
+	// The template's status says every policy was synced; the sample says
+	// Vault agrees.
+	err = poll(ctx, 100*time.Millisecond, h.cfg.phaseTimeout(h.n), func() (bool, error) {
+		for _, i := range sample(h.n, 10) {
+			m := minionID(i)
+			body, err := h.policyBody(ctx, policyPrefix+"_minion_"+m)
+			if err != nil {
+				return false, err
+			}
+			if !strings.Contains(body, changedPolicy(m)) {
+				state = fmt.Sprintf("policy %s_minion_%s: %q", policyPrefix, m, body)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("the template is Ready, but not every sampled policy has the new body: %s: %w", state, err)
+	}
+	r.Rollout, err = h.rolloutSince(from, t0, "policy")
+	r.Note = r.Rollout.String()
+	return 0, err
+}
+
+// policyBody is an ACL policy's body in Vault, "" when there is none.
+func (h *harness) policyBody(ctx context.Context, name string) (string, error) {
+	sec, err := h.w.root.Logical().ReadWithContext(ctx, "sys/policies/acl/"+name)
+	if err != nil || sec == nil {
+		return "", err
+	}
+	body, _ := sec.Data["policy"].(string)
+	return body, nil
 }
 
 // sample is k indexes spread over 0..n-1, the first and last among them.

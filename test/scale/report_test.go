@@ -52,12 +52,16 @@ func table(all []*shapeResult, goals []check) string {
 		}
 	}
 	b.WriteString("\n×floor: the converge's wall time over the floor's, and in parentheses over the floor's that also writes the ownership record before Vault (floor + record); " +
-		"the forced resync's and the template change's over their floor's (the least work of the phase, on the plain floor's bindings: " +
-		"the annotation, three Vault reads and a status patch; the entity written and a status patch). ")
+		"the forced resync's, the template change's and the policy change's over their floor's (the least work of the phase, on the plain floor's bindings: " +
+		"the annotation, three Vault reads and a status patch; the entity written and a status patch; the minion's policy written with its new body, " +
+		"and no status patch, as a binding's status names its policies, not their bodies). " +
+		"The policy change (perminion only) adds a rule to the per-minion policy document: every per-minion policy's body changes, nothing else. " +
+		"The failover SIGKILLs the leader beside a standby (both `--leader-elect`); its wall time is from the kill until the new leader reconciled every binding once, " +
+		"and its calls and CPU include the watch of the new leader that follows (below); the later phases measure the new leader. ")
 	b.WriteString("/b: per binding (the single-change row: per change). Vault R/W: the actor's calls in Vault's file audit log " +
 		"(reads: read, list, and identity lookups; writes: create, update, delete). metric: the operator's " +
 		"`minionvault_vault_requests_total` by its operation label (read+list / write+delete). K8s W: create, update, patch, " +
-		"delete by the actor's user in the API server's audit log, events and status included. CPU: utime+stime from " +
+		"delete by the actor's user in the API server's audit log, events, status and the leader's Lease renewals (one per 2 s) included. CPU: utime+stime from " +
 		"/proc/<pid>/stat over the phase, including the second or more until the calls stopped. RSS: VmRSS at the end, " +
 		"VmHWM over the phase.\n")
 	b.WriteString("\n## etcd updates of MinionBindings per binding write\n\n" +
@@ -109,6 +113,8 @@ func table(all []*shapeResult, goals []check) string {
 			fmt.Fprintf(&b, "| %d | %s | %s | %s | %v |\n", s.N, s.Shape, l[len(l)/2].Round(time.Millisecond), l[len(l)-1].Round(time.Millisecond), roundAll(p.Latency))
 		}
 	}
+	writeRollouts(&b, all)
+	writeFailovers(&b, all)
 	b.WriteString("\n## Left in Vault after deleting the bindings and the template\n\n| N | shape | policies | entities | roles |\n|---:|---|---:|---:|---:|\n")
 	for _, s := range all {
 		if p := s.phase(phaseDelete); p != nil && p.Left != nil {
@@ -137,7 +143,7 @@ func table(all []*shapeResult, goals []check) string {
 		}
 		return []profileBlock{{"", "go tool pprof -top -sample_index=inuse_space " + p.Heap, p.HeapTop}}
 	})
-	writeProfiles(&b, "CPU profiles of the servers (floors, converge, forced resync, template change)", all, func(p *phaseResult) []profileBlock {
+	writeProfiles(&b, "CPU profiles of the servers (floors, converge, forced resync, template change, policy change)", all, func(p *phaseResult) []profileBlock {
 		var out []profileBlock
 		for _, sp := range p.Servers {
 			out = append(out, profileBlock{", " + sp.Server, "go tool pprof -top " + sp.Path, sp.Top})
@@ -145,6 +151,71 @@ func table(all []*shapeResult, goals []check) string {
 		return out
 	})
 	return b.String()
+}
+
+// writeRollouts renders when Vault showed each template change.
+func writeRollouts(b *strings.Builder, all []*shapeResult) {
+	var rows strings.Builder
+	for _, s := range all {
+		for _, p := range s.Phases {
+			if r := p.Rollout; r != nil {
+				fmt.Fprintf(&rows, "| %d | %s | %s | %s | %s | %s | %d |\n", p.N, p.Shape, p.Phase, r.Class,
+					fmtDur(r.First, r.Writes > 0), fmtDur(r.Last, r.Writes > 0), r.Writes)
+			}
+		}
+	}
+	if rows.Len() == 0 {
+		return
+	}
+	b.WriteString("\n## Template changes: from the update until Vault shows them\n\n" +
+		"From the template update sent to the operator's first and last write of the objects the change is about, by Vault's audit log " +
+		"(its timestamps): the first minion's change visible in Vault, and the whole rollout's.\n\n" +
+		"| N | shape | phase | writes of | first | last | writes |\n|---:|---|---|---|---:|---:|---:|\n")
+	b.WriteString(rows.String())
+}
+
+// writeFailovers renders what the failover phases measured besides the row.
+func writeFailovers(b *strings.Builder, all []*shapeResult) {
+	var rows strings.Builder
+	var watch, interval time.Duration
+	for _, s := range all {
+		p := s.phase(phaseFailover)
+		if p == nil || p.Failover == nil {
+			continue
+		}
+		f := p.Failover
+		watch, interval = f.Watch, f.Interval
+		minutes := make([]string, len(f.Minutes))
+		for i, m := range f.Minutes {
+			minutes[i] = fmt.Sprintf("%d (%d, %d)", m.Bindings, m.Policies, m.Upkeep)
+		}
+		fmt.Fprintf(&rows, "| %d | %s | %s | %s | %s | %s | %s | %d | %s | %.0f | %.2f | %d of %d | %s |\n", s.N, s.Shape,
+			f.LeaseDuration, f.RenewedBefore.Round(time.Millisecond), fmtDur(f.Lease, f.Lease > 0), fmtDur(f.FirstReconcile, f.FirstReconcile > 0),
+			fmtDur(f.AllReconciled, f.AllReconciled > 0), f.Writes, strings.Join(minutes, ", "), f.Steady, f.maxRatio(), f.ReadyLow, s.N,
+			fmtDur(f.Change, f.Change > 0))
+	}
+	if rows.Len() == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Failover: the leader SIGKILLed beside a standby\n\n"+
+		"From the kill (no lease released): the Lease taken by the standby (its acquireTime), its first reconcile and every binding reconciled "+
+		"once with nothing queued or running (its `controller_runtime_reconcile_total`, polled every 50 ms). Vault writes: the operator's writes "+
+		"of roles, entities, aliases and policies from the kill to the end of the watch, the changed binding's aside. Reads per minute: the %s "+
+		"after the takeover, with the template's interval at %s (a new process spreads its first drift checks over it): the bindings' objects "+
+		"(role, role ID, entity: the drift checks), in parentheses the policies (a new process reads each policy in Vault once) and the upkeep; "+
+		"steady is N×%d per interval, ×steady the busiest minute's over it. Fewest Ready: the fewest bindings with Ready True at once from the "+
+		"kill on. Change: one binding's roles patched when the standby was seen holding the Lease, until its entity in Vault showed them.\n\n"+
+		"| N | shape | lease | renewed before the kill | lease taken | first reconcile | all reconciled | Vault writes | reads per minute: bindings' objects (policies, upkeep) | steady | ×steady | fewest Ready | change until Vault |\n"+
+		"|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n", watch, interval, budgetResyncVaultReads)
+	b.WriteString(rows.String())
+}
+
+// fmtDur is d in milliseconds, or "–" when it was not measured.
+func fmtDur(d time.Duration, ok bool) string {
+	if !ok {
+		return "–"
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // profileBlock is one profile in the report: what it is of (after the

@@ -11,6 +11,10 @@
 //	make bench-scale                              # N=200, both shapes
 //	make bench-scale BENCH_N="1000 3000 10000"    # the issue's table, one session
 //
+// The operator runs with leader election; the failover phase SIGKILLs it
+// beside a standby and watches the new leader for SCALE_FAILOVER_WATCH
+// (3m) with the template's interval at failoverInterval.
+//
 // TestScaleBudgets (part of `make integration`) runs N=200 and asserts the
 // per-binding budgets (budgets_test.go).
 package scale
@@ -43,7 +47,8 @@ const (
 	envOut     = "SCALE_OUT"       // folder of the reports and profiles (default bin/scale)
 	envBin     = "MINIONVAULT_BIN" // the operator binary (default: built into a temporary folder)
 	envTimeout = "SCALE_PHASE_TIMEOUT"
-	envCommand = "SCALE_COMMAND" // the command to quote in the report
+	envWatch   = "SCALE_FAILOVER_WATCH" // how long the failover watches the new leader's reads (default 3m)
+	envCommand = "SCALE_COMMAND"        // the command to quote in the report
 )
 
 // The harness's informers log through controller-runtime: errors only.
@@ -58,7 +63,7 @@ const ciN = 200
 func defaultConfig() config {
 	return config{
 		ns: []int{ciN}, shapes: allShapes,
-		creators: 4, floorWorkers: 4, concurrency: 4, changes: 5,
+		creators: 4, floorWorkers: 4, concurrency: 4, changes: 5, failoverWatch: 3 * time.Minute,
 		phaseTimeout: func(n int) time.Duration { return 2*time.Minute + time.Duration(n)*60*time.Millisecond },
 	}
 }
@@ -90,6 +95,13 @@ func fromEnv(cfg config) (config, error) {
 			return cfg, fmt.Errorf("%s: %w", envTimeout, err)
 		}
 		cfg.phaseTimeout = func(int) time.Duration { return d }
+	}
+	if v := os.Getenv(envWatch); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute {
+			return cfg, fmt.Errorf("%s: %q is not a duration of at least 1m", envWatch, v)
+		}
+		cfg.failoverWatch = d
 	}
 	return cfg, nil
 }
@@ -181,6 +193,9 @@ func writeReport(tb testing.TB, dir, name, report string) string {
 // bin/scale/budgets.md.
 func TestScaleBudgets(t *testing.T) {
 	cfg := defaultConfig()
+	// A minute of the new leader's reads is enough to see a burst; the
+	// benchmark watches three.
+	cfg.failoverWatch = time.Minute
 	cfg.logf = t.Logf
 	cfg.bin = operatorBinary(t)
 	started := time.Now()

@@ -30,6 +30,9 @@ type tracker struct {
 	pred    func(*v1alpha1.MinionBinding) bool
 	ok      map[string]bool
 	changed chan struct{}
+	// low is the fewest bindings that satisfied the predicate at once
+	// since it was set.
+	low int
 }
 
 // startTracker starts an informer on the MinionBindings of ns; it runs
@@ -73,6 +76,7 @@ func (t *tracker) upsert(o any) {
 	} else {
 		delete(t.ok, b.Name)
 	}
+	t.low = min(t.low, len(t.ok))
 	t.mu.Unlock()
 	t.signal()
 }
@@ -88,6 +92,7 @@ func (t *tracker) remove(o any) {
 	t.mu.Lock()
 	delete(t.objs, b.Name)
 	delete(t.ok, b.Name)
+	t.low = min(t.low, len(t.ok))
 	t.mu.Unlock()
 	t.signal()
 }
@@ -111,6 +116,15 @@ func (t *tracker) setPredicate(pred func(*v1alpha1.MinionBinding) bool) {
 			t.ok[name] = true
 		}
 	}
+	t.low = len(t.ok)
+}
+
+// lowest is the fewest bindings that satisfied the predicate at once
+// since it was set.
+func (t *tracker) lowest() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.low
 }
 
 // counts returns how many bindings exist and how many satisfy the predicate.

@@ -1,0 +1,443 @@
+//go:build integration
+
+package scale
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+)
+
+// The failover phase: the operator runs with leader election from its
+// start, as two replicas would. The phase starts a second instance, the
+// standby, which must wait; SIGKILLs the leader, as a node failure would
+// (no lease released); and measures the hand-over: when the standby holds
+// the Lease and reconciles, that it writes nothing to Vault, that it
+// spreads its drift checks over the interval instead of reading every
+// binding at once, that no binding stops being Ready, and that a binding
+// changed at the takeover reaches Vault at once. The standby then is the
+// operator under measurement for the later phases.
+
+// failoverResult is what the failover phase measured besides the row.
+type failoverResult struct {
+	// LeaseDuration is the lease's; Interval the template's during the
+	// phase; Watch how long the new leader's reads were counted.
+	LeaseDuration, Interval, Watch time.Duration
+	// RenewedBefore is how long before the kill the leader last renewed.
+	RenewedBefore time.Duration
+	// From the kill: the standby acquired the Lease (its acquireTime),
+	// reconciled a first binding, and had reconciled every binding once
+	// with nothing queued or running.
+	Lease, FirstReconcile, AllReconciled time.Duration
+	// Writes are the operator's Vault writes of the bindings' objects and
+	// policies from the kill to the end of the watch, the changed
+	// binding's aside, by kind in WriteKinds; UpkeepWrites its token's.
+	Writes       int
+	WriteKinds   map[string]int `json:",omitempty"`
+	UpkeepWrites int
+	// Minutes are the operator's Vault reads in each minute after the
+	// takeover; Steady is N×budgetResyncVaultReads per Interval, the
+	// rate of drift checks spread over the interval, per minute.
+	Minutes []minuteReads
+	Steady  float64
+	// ReadyLow is the fewest bindings Ready at once, from the kill to the
+	// end of the watch.
+	ReadyLow int
+	// Changed is the binding whose roles changed at the takeover, Change
+	// how long from the patch until its entity in Vault showed them.
+	Changed string
+	Change  time.Duration
+}
+
+// minuteReads are the operator's Vault reads in one minute: of the
+// bindings' objects (the drift checks), of policies, and its upkeep.
+type minuteReads struct {
+	Bindings, Policies, Upkeep int
+}
+
+// maxRatio is the busiest minute's reads of the bindings' objects over the
+// steady rate.
+func (f *failoverResult) maxRatio() float64 {
+	mx := 0
+	for _, m := range f.Minutes {
+		mx = max(mx, m.Bindings)
+	}
+	if f.Steady <= 0 {
+		return 0
+	}
+	return float64(mx) / f.Steady
+}
+
+func (h *harness) failover(ctx context.Context, r *phaseResult) (time.Duration, error) {
+	f := &failoverResult{LeaseDuration: leaseDuration, Interval: failoverInterval, Watch: h.cfg.failoverWatch,
+		Steady: float64(h.n*budgetResyncVaultReads) / failoverInterval.Minutes()}
+	r.Failover = f
+	restore, err := h.setInterval(ctx, failoverInterval)
+	if err != nil {
+		return 0, err
+	}
+	leader, err := h.startStandby(ctx)
+	if err != nil {
+		return 0, err
+	}
+	h.track.setPredicate(readyAny)
+	before, err := h.lease(ctx)
+	if err != nil {
+		return 0, err
+	}
+	from, err := fileSize(h.w.vaultAudit)
+	if err != nil {
+		return 0, err
+	}
+	old, sb := h.op, h.standby
+	killed, err := old.kill(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("killing the leader: %w", err)
+	}
+	sb.takeOver(old)
+	h.setOperator(sb)
+	h.standby = nil
+	f.RenewedBefore = killed.Sub(before.renewed)
+
+	// The standby's reconciles, polled while the lease is watched.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reconciled := make(chan error, 1)
+	go func() {
+		var err error
+		f.FirstReconcile, f.AllReconciled, err = h.waitReconciles(rctx, sb, killed)
+		reconciled <- err
+	}()
+	taken, err := h.waitLease(ctx, leader)
+	if err == nil {
+		f.Lease = taken.acquired.Sub(killed)
+		f.Changed, f.Change, err = h.changeAtTakeover(ctx)
+	}
+	if err != nil {
+		cancel()
+	}
+	if rerr := <-reconciled; err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return f.AllReconciled, err
+	}
+
+	if err := h.watchUntil(ctx, taken.acquired.Add(h.cfg.failoverWatch)); err != nil {
+		return f.AllReconciled, err
+	}
+	f.ReadyLow = h.track.lowest()
+	to, err := fileSize(h.w.vaultAudit)
+	if err != nil {
+		return f.AllReconciled, err
+	}
+	calls, err := vaultCalls(h.w.vaultAudit, from, to, h.w.accessors, "operator")
+	if err != nil {
+		return f.AllReconciled, err
+	}
+	f.Writes, f.WriteKinds, f.UpkeepWrites = writesExcept(calls, f.Changed)
+	f.Minutes = readsPerMinute(calls, taken.acquired, int(h.cfg.failoverWatch/time.Minute))
+	r.Note = fmt.Sprintf("template interval %s during the phase; the wall time is from the kill until the new leader reconciled every binding once", failoverInterval)
+	return f.AllReconciled, restore(ctx)
+}
+
+// readyAny: Ready is True, for whatever generation: a binding changed and
+// not reconciled yet is still Ready.
+func readyAny(b *v1alpha1.MinionBinding) bool {
+	return apimeta.IsStatusConditionTrue(b.Status.Conditions, v1alpha1.ReadyCondition)
+}
+
+// setInterval sets the template's interval and waits until it is Ready
+// for that generation; restore sets back what it was. Bindings in sync
+// keep the checks they have: only a new process spreads its first ones
+// over the new interval.
+func (h *harness) setInterval(ctx context.Context, d time.Duration) (restore func(context.Context) error, err error) {
+	var was *metav1.Duration
+	if err := h.updateTemplate(ctx, func(tpl *v1alpha1.MinionTemplate) {
+		was = tpl.Spec.Interval
+		tpl.Spec.Interval = &metav1.Duration{Duration: d}
+	}); err != nil {
+		return nil, err
+	}
+	if err := h.waitTemplate(ctx, time.Minute); err != nil {
+		return nil, fmt.Errorf("interval %s: %w", d, err)
+	}
+	return func(ctx context.Context) error {
+		if err := h.updateTemplate(ctx, func(tpl *v1alpha1.MinionTemplate) { tpl.Spec.Interval = was }); err != nil {
+			return err
+		}
+		if err := h.waitTemplate(ctx, time.Minute); err != nil {
+			return fmt.Errorf("interval back to %v: %w", was, err)
+		}
+		return nil
+	}, nil
+}
+
+// leaseState is what the harness reads of the operator's Lease.
+type leaseState struct {
+	holder            string // "" when released
+	acquired, renewed time.Time
+}
+
+func (h *harness) lease(ctx context.Context) (leaseState, error) {
+	l := &coordinationv1.Lease{}
+	if err := h.w.admin.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: leaseName}, l); err != nil {
+		return leaseState{}, fmt.Errorf("reading the lease %s/%s: %w", operatorNamespace, leaseName, err)
+	}
+	var s leaseState
+	if l.Spec.HolderIdentity != nil {
+		s.holder = *l.Spec.HolderIdentity
+	}
+	if l.Spec.AcquireTime != nil {
+		s.acquired = l.Spec.AcquireTime.Time
+	}
+	if l.Spec.RenewTime != nil {
+		s.renewed = l.Spec.RenewTime.Time
+	}
+	return s, nil
+}
+
+// leaseReleased says, for the restart's note, whether the instance that
+// stopped released its lease. When it did not (a release before
+// LeaderElectionReleaseOnCancel), the harness deletes the Lease, so that
+// the restart measures the new process's start, not the lease's expiry
+// (the failover measures that).
+func (h *harness) leaseReleased(ctx context.Context) (string, error) {
+	s, err := h.lease(ctx)
+	if apierrors.IsNotFound(err) {
+		return "no lease", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if s.holder == "" {
+		return "the lease was released on shutdown", nil
+	}
+	l := &coordinationv1.Lease{}
+	l.Namespace, l.Name = operatorNamespace, leaseName
+	if err := client.IgnoreNotFound(h.w.admin.Delete(ctx, l)); err != nil {
+		return "", fmt.Errorf("deleting the lease: %w", err)
+	}
+	return "the lease was NOT released on shutdown (the harness deleted it)", nil
+}
+
+// startStandby starts the second instance beside the leader and checks
+// that it waits: for three retry periods the lease stays the leader's and
+// the standby reconciles nothing. It returns the leader's identity.
+func (h *harness) startStandby(ctx context.Context) (string, error) {
+	s, err := h.lease(ctx)
+	if err != nil {
+		return "", err
+	}
+	if s.holder == "" {
+		return "", fmt.Errorf("no one holds the lease %s/%s", operatorNamespace, leaseName)
+	}
+	h.standby = h.newOperator("standby")
+	if err := h.standby.start(ctx); err != nil {
+		return "", fmt.Errorf("the standby: %w", err)
+	}
+	deadline := time.Now().Add(3 * leaseRetry)
+	for time.Now().Before(deadline) {
+		now, err := h.lease(ctx)
+		if err != nil {
+			return "", err
+		}
+		if now.holder != s.holder {
+			return "", fmt.Errorf("the lease went from %q to %q while the leader ran", s.holder, now.holder)
+		}
+		rec, _, _, err := reconcileState(ctx, h.standby)
+		if err != nil {
+			return "", fmt.Errorf("the standby: %w", err)
+		}
+		if rec > 0 {
+			return "", fmt.Errorf("the standby reconciled %v bindings while the leader ran", rec)
+		}
+		if err := h.op.alive(); err != nil {
+			return "", err
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return s.holder, nil
+}
+
+// waitLease polls the lease every 50 ms until someone other than old holds
+// it.
+func (h *harness) waitLease(ctx context.Context, old string) (leaseState, error) {
+	var s leaseState
+	err := poll(ctx, 50*time.Millisecond, 4*leaseDuration, func() (bool, error) {
+		var err error
+		if s, err = h.lease(ctx); err != nil {
+			return false, err
+		}
+		return s.holder != "" && s.holder != old, h.op.alive()
+	})
+	if err != nil {
+		return s, fmt.Errorf("the standby did not take the lease (holder %q): %w", s.holder, err)
+	}
+	if s.acquired.IsZero() {
+		s.acquired = time.Now() // no acquireTime: when the harness saw it
+	}
+	return s, nil
+}
+
+// waitReconciles polls o's metrics every 50 ms from the kill: when it
+// reconciled a first binding, and when it had reconciled every binding
+// once with nothing queued or running (as the restart), both from killed.
+func (h *harness) waitReconciles(ctx context.Context, o *operatorProc, killed time.Time) (first, all time.Duration, err error) {
+	var rec, depth, active float64
+	err = poll(ctx, 50*time.Millisecond, h.cfg.phaseTimeout(h.n)+2*leaseDuration, func() (bool, error) {
+		var err error
+		if rec, depth, active, err = reconcileState(ctx, o); err != nil {
+			return false, err
+		}
+		if rec > 0 && first == 0 {
+			first = time.Since(killed)
+		}
+		if rec >= float64(h.n) && depth == 0 && active == 0 {
+			all = time.Since(killed)
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return first, all, fmt.Errorf("the new leader reconciled %v of %d (queue %v, running %v): %w", rec, h.n, depth, active, err)
+	}
+	return first, all, nil
+}
+
+// changeAtTakeover changes one binding's roles to another existing role
+// (no new policy) as soon as the standby holds the lease, and times how
+// long until its entity in Vault shows them: the new leader's first pass
+// over every binding must not hold up a change.
+func (h *harness) changeAtTakeover(ctx context.Context) (string, time.Duration, error) {
+	k := h.n / 4
+	name := minionID(k)
+	roles := []string{rolesOf(k + 1)[0], "web"}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"pillar": map[string]any{"roles": roles}}})
+	if err != nil {
+		return name, 0, err
+	}
+	obj := &v1alpha1.MinionBinding{}
+	obj.Namespace, obj.Name = bindingNamespace, name
+	start := time.Now()
+	if err := h.w.admin.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return name, 0, fmt.Errorf("changing %s at the takeover: %w", name, err)
+	}
+	var md map[string]string
+	err = poll(ctx, 20*time.Millisecond, time.Minute, func() (bool, error) {
+		var err error
+		md, err = h.entityMetadata(ctx, name)
+		return md["roles"] == metadataRoles(roles), err
+	})
+	if err != nil {
+		return name, 0, fmt.Errorf("%s changed at the takeover: entity roles %q: %w", name, md["roles"], err)
+	}
+	return name, time.Since(start), nil
+}
+
+// watchUntil waits until t, checking every second that the operator runs.
+func (h *harness) watchUntil(ctx context.Context, t time.Time) error {
+	for time.Now().Before(t) {
+		if err := h.op.alive(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(time.Second, time.Until(t))):
+		}
+	}
+	return nil
+}
+
+// writesExcept counts the writes of the bindings' objects and policies
+// among calls, except those whose path names minion, by kind; and the
+// upkeep's writes (a token renewal).
+func writesExcept(calls []vaultCall, minion string) (n int, kinds map[string]int, upkeep int) {
+	kinds = map[string]int{}
+	for _, c := range calls {
+		switch {
+		case !c.Write:
+		case !slices.Contains(objectClasses, c.Class):
+			upkeep++
+		case !strings.Contains(c.Path, minion):
+			n++
+			kinds[c.Class+" W"]++
+		}
+	}
+	return n, kinds, upkeep
+}
+
+// readsPerMinute counts the reads among calls in each of the minutes
+// from start.
+func readsPerMinute(calls []vaultCall, start time.Time, minutes int) []minuteReads {
+	out := make([]minuteReads, minutes)
+	for _, c := range calls {
+		if c.Write || c.At.Before(start) {
+			continue
+		}
+		i := int(c.At.Sub(start) / time.Minute)
+		if i >= minutes {
+			continue
+		}
+		switch {
+		case c.Class == "policy":
+			out[i].Policies++
+		case slices.Contains(objectClasses, c.Class):
+			out[i].Bindings++
+		default:
+			out[i].Upkeep++
+		}
+	}
+	return out
+}
+
+func TestFailoverCounts(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 20, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	calls := []vaultCall{
+		{At: at(-1), Class: "entity", Path: "identity/entity/name/salt_minion_m00001"},              // before the takeover
+		{At: at(1), Class: "role", Path: "auth/salt-minions/role/m00001"},                           // minute 0
+		{At: at(2), Class: "role/role-id", Path: "auth/salt-minions/role/m00001/role-id"},           // minute 0
+		{At: at(3), Class: "policy", Path: "sys/policies/acl/bench_minion_m00001"},                  // minute 0
+		{At: at(61), Class: "token", Path: "auth/token/lookup-self"},                                // minute 1
+		{At: at(62), Class: "entity", Write: true, Path: "identity/entity/name/salt_minion_m00050"}, // the changed binding
+		{At: at(63), Class: "role", Write: true, Path: "auth/salt-minions/role/m00002"},
+		{At: at(64), Class: "token", Write: true, Path: "auth/token/renew-self"},
+		{At: at(125), Class: "entity", Path: "identity/entity/name/salt_minion_m00003"}, // past the watch
+	}
+	got := readsPerMinute(calls, t0, 2)
+	want := []minuteReads{{Bindings: 2, Policies: 1}, {Upkeep: 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("readsPerMinute = %+v, want %+v", got, want)
+	}
+	n, kinds, upkeep := writesExcept(calls, "m00050")
+	if n != 1 || kinds["role W"] != 1 || upkeep != 1 {
+		t.Errorf("writesExcept = %d %v %d, want 1 map[role W:1] 1", n, kinds, upkeep)
+	}
+	f := &failoverResult{Minutes: got, Steady: 1}
+	if r := f.maxRatio(); r != 2 {
+		t.Errorf("maxRatio = %v, want 2", r)
+	}
+	r := rolloutOf(append(calls, vaultCall{At: at(10), Class: "entity", Write: true}), "entity", t0)
+	if r.Writes != 2 || r.First != 10*time.Second || r.Last != 62*time.Second {
+		t.Errorf("rolloutOf = %+v, want 2 writes, first 10s, last 62s", r)
+	}
+}
