@@ -184,40 +184,23 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 	cur := ownership.Placement{Vault: sc.vault, Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
 		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
 	sc.hash = desiredHash(sc.vault, res)
-	interval := shared.TemplateInterval(tpl, r.DefaultInterval)
-	key := client.ObjectKeyFromObject(obj)
-	if r.checks != nil && inSync(obj, sc.hash, inv, cur) {
-		if wait := r.checks.next(key, obj.UID, conn.Status.Identity, r.now(), interval).Sub(r.now()); wait > 0 {
-			// In sync when last looked at, and its check not due yet.
-			sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
-			sc.requeue = wait
-			return nil
-		}
+	sk := scheduleKey{key: client.ObjectKeyFromObject(obj), uid: obj.UID, identity: conn.Status.Identity,
+		interval: shared.TemplateInterval(tpl, r.DefaultInterval), roleFP: roleFingerprint(sc.vault, res)}
+	if wait, ok := r.untilCheck(obj, sk, sc.hash, inv, cur); ok {
+		// In sync when last looked at, and its check not due yet.
+		sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
+		sc.requeue = wait
+		return nil
 	}
-	roleFP := roleFingerprint(sc.vault, res)
-	known := ""
-	if !requested(obj) {
-		known = r.checks.knownRoleID(key, obj.UID, conn.Status.Identity, r.now(), roleFP)
-	}
+	known := r.knownRoleID(obj, sk)
 	if err := r.apply(ctx, vc, obj, a, inv, cur, known, sc); err != nil {
-		r.checks.forget(key)
+		r.checks.forget(sk.key)
 		// A refusal or outage that is the connection's makes the binding
 		// wait on it, and its siblings with it, without trying Vault.
 		return r.Connections.Verify(ctx, sc.conn, err)
 	}
 	sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
-	sc.requeue = shared.Jitter(interval)
-	if known == "" {
-		// Checked now: the next check is an interval away. A run that
-		// took the role as known leaves the check where it was.
-		role := knownRole{}
-		if sc.roleID != "" && !sc.held(objRole) {
-			role = knownRole{fp: roleFP, roleID: sc.roleID}
-		}
-		r.checks.checked(key, obj.UID, conn.Status.Identity, r.now().Add(sc.requeue), role)
-	} else {
-		sc.requeue = r.checks.next(key, obj.UID, conn.Status.Identity, r.now(), interval).Sub(r.now())
-	}
+	sc.requeue = r.nextCheck(sk, known, sc)
 	return nil
 }
 

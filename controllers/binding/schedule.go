@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
@@ -151,4 +152,50 @@ func inSync(obj *v1alpha1.MinionBinding, hash string, inv ownership.Inventory, c
 func requested(obj *v1alpha1.MinionBinding) bool {
 	v := obj.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	return v != "" && v != obj.Status.LastHandledReconcileAt
+}
+
+// scheduleKey is a binding's entry in the schedule, and what its check
+// depends on.
+type scheduleKey struct {
+	key      types.NamespacedName
+	uid      types.UID
+	identity string // the connection's Vault identity
+	interval time.Duration
+	roleFP   string // roleFingerprint of what the binding renders now
+}
+
+// untilCheck is the wait until the binding's check, ok when the binding is
+// in sync (inSync) and its check is not due yet.
+func (r *Reconciler) untilCheck(obj *v1alpha1.MinionBinding, sk scheduleKey, hash string, inv ownership.Inventory, cur ownership.Placement) (time.Duration, bool) {
+	if r.checks == nil || !inSync(obj, hash, inv, cur) {
+		return 0, false
+	}
+	wait := r.checks.next(sk.key, sk.uid, sk.identity, r.now(), sk.interval).Sub(r.now())
+	return wait, wait > 0
+}
+
+// knownRoleID is the role ID of a role this process knows is as rendered
+// (observeCurrent then reads only the entity); "" when a reconcile request
+// asks for everything to be read.
+func (r *Reconciler) knownRoleID(obj *v1alpha1.MinionBinding, sk scheduleKey) string {
+	if requested(obj) {
+		return ""
+	}
+	return r.checks.knownRoleID(sk.key, sk.uid, sk.identity, r.now(), sk.roleFP)
+}
+
+// nextCheck records a successful apply and returns the wait until the
+// binding's next check: an interval (jittered) after a run that read
+// everything; where it was after one that took the role as known.
+func (r *Reconciler) nextCheck(sk scheduleKey, knownRoleID string, sc *bindingScope) time.Duration {
+	if knownRoleID != "" {
+		return r.checks.next(sk.key, sk.uid, sk.identity, r.now(), sk.interval).Sub(r.now())
+	}
+	wait := shared.Jitter(sk.interval)
+	role := knownRole{}
+	if sc.roleID != "" && !sc.held(objRole) {
+		role = knownRole{fp: sk.roleFP, roleID: sc.roleID}
+	}
+	r.checks.checked(sk.key, sk.uid, sk.identity, r.now().Add(wait), role)
+	return wait
 }
