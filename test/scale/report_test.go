@@ -62,7 +62,7 @@ func table(all []*shapeResult, goals []check) string {
 	b.WriteString("/b: per binding (the single-change row: per change). Vault R/W: the actor's calls in Vault's file audit log " +
 		"(reads: read, list, and identity lookups; writes: create, update, delete). metric: the operator's " +
 		"`minionvault_vault_requests_total` by its operation label (read+list / write+delete). K8s W: create, update, patch, " +
-		"delete by the actor's user in the API server's audit log, events, status and the leader's Lease renewals (one per "+leaseRetry.String()+") included. CPU: utime+stime from " +
+		"delete by the actor's user in the API server's audit log, events, status and the leader's Lease renewals (one per " + leaseRetry.String() + ") included. CPU: utime+stime from " +
 		"/proc/<pid>/stat over the phase, including the second or more until the calls stopped. RSS: VmRSS at the end, " +
 		"VmHWM over the phase.\n")
 	b.WriteString("\n## etcd updates of MinionBindings per binding write\n\n" +
