@@ -425,8 +425,9 @@ func failoverGoals(s *shapeResult) []check {
 		{
 			Goal: fmt.Sprintf("%s: failover: the new leader reconciles within the lease duration + %s of the kill", where, budgetTakeoverSlack),
 			OK:   f.FirstReconcile > 0 && f.FirstReconcile <= f.LeaseDuration+budgetTakeoverSlack,
-			Measured: fmt.Sprintf("lease taken %s, first reconcile %s after the kill (the leader renewed %s before it), lease duration %s",
-				f.Lease.Round(time.Millisecond), f.FirstReconcile.Round(time.Millisecond), f.RenewedBefore.Round(time.Millisecond), f.LeaseDuration),
+			Measured: fmt.Sprintf("lease taken %s, first reconcile %s after the kill; the leader renewed %s before it, so the lease (%s) expired %s after it and was taken %s later (a standby retries every %s, with client-go's jitter up to 2.2×)",
+				f.Lease.Round(time.Millisecond), f.FirstReconcile.Round(time.Millisecond), f.RenewedBefore.Round(time.Millisecond), f.LeaseDuration,
+				(f.LeaseDuration - f.RenewedBefore).Round(time.Millisecond), (f.Lease - f.LeaseDuration + f.RenewedBefore).Round(time.Millisecond), leaseRetry),
 		},
 		{
 			Goal: fmt.Sprintf("%s: failover: the new leader's reads of the bindings' objects per minute within %.0f× the steady rate", where, budgetReadBurst),

@@ -54,9 +54,9 @@ const (
 )
 
 // The operator runs with leader election, its Lease in operatorNamespace
-// under a name of the harness's. The timing is the operator's default
-// (controller-runtime's): a previous release, run beside it, has no flags
-// for it.
+// under a name of the harness's. The timing is the operator's default,
+// which the harness does not pass (a previous release, run beside it, has
+// no flags for it): these must follow the operator's flag defaults.
 const (
 	leaseName     = "scale-operator"
 	leaseDuration = 15 * time.Second

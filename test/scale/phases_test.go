@@ -237,8 +237,15 @@ func (h *harness) waitConnection(ctx context.Context) error {
 
 // waitTemplate waits until the template is Ready for its current generation.
 func (h *harness) waitTemplate(ctx context.Context, timeout time.Duration) error {
+	return h.waitTemplateEvery(ctx, 100*time.Millisecond, timeout)
+}
+
+// waitTemplateEvery is waitTemplate polling every interval: a phase whose
+// wall time is the template's (the policy change at small N lasts a few
+// hundred milliseconds) polls closer.
+func (h *harness) waitTemplateEvery(ctx context.Context, interval, timeout time.Duration) error {
 	tpl := &v1alpha1.MinionTemplate{}
-	err := poll(ctx, 100*time.Millisecond, timeout, func() (bool, error) {
+	err := poll(ctx, interval, timeout, func() (bool, error) {
 		if err := h.w.admin.Get(ctx, types.NamespacedName{Name: templateName}, tpl); err != nil {
 			return false, err
 		}
@@ -541,13 +548,13 @@ func (h *harness) policyChange(ctx context.Context, r *phaseResult) (time.Durati
 	if err != nil {
 		return 0, err
 	}
-	if err := h.waitTemplate(ctx, h.cfg.phaseTimeout(h.n)); err != nil {
+	if err := h.waitTemplateEvery(ctx, 20*time.Millisecond, h.cfg.phaseTimeout(h.n)); err != nil {
 		return 0, err
 	}
 	var state string
 	// The template's status says every policy was synced; the sample says
 	// Vault agrees.
-	err = poll(ctx, 100*time.Millisecond, h.cfg.phaseTimeout(h.n), func() (bool, error) {
+	err = poll(ctx, 20*time.Millisecond, h.cfg.phaseTimeout(h.n), func() (bool, error) {
 		for _, i := range sample(h.n, 10) {
 			m := minionID(i)
 			body, err := h.policyBody(ctx, policyPrefix+"_minion_"+m)

@@ -57,11 +57,12 @@ func table(all []*shapeResult, goals []check) string {
 		"and no status patch, as a binding's status names its policies, not their bodies). " +
 		"The policy change (perminion only) adds a rule to the per-minion policy document: every per-minion policy's body changes, nothing else. " +
 		"The failover SIGKILLs the leader beside a standby (both `--leader-elect`); its wall time is from the kill until the new leader reconciled every binding once, " +
-		"and its calls and CPU include the watch of the new leader that follows (below); the later phases measure the new leader. ")
+		"and its calls and CPU include the watch of the new leader that follows (below); the later phases measure the new leader, " +
+		"so the template change reads the role and its role ID of each binding the new leader has not checked yet (its first drift checks are spread over the interval). ")
 	b.WriteString("/b: per binding (the single-change row: per change). Vault R/W: the actor's calls in Vault's file audit log " +
 		"(reads: read, list, and identity lookups; writes: create, update, delete). metric: the operator's " +
 		"`minionvault_vault_requests_total` by its operation label (read+list / write+delete). K8s W: create, update, patch, " +
-		"delete by the actor's user in the API server's audit log, events, status and the leader's Lease renewals (one per 2 s) included. CPU: utime+stime from " +
+		"delete by the actor's user in the API server's audit log, events, status and the leader's Lease renewals (one per " + leaseRetry.String() + ") included. CPU: utime+stime from " +
 		"/proc/<pid>/stat over the phase, including the second or more until the calls stopped. RSS: VmRSS at the end, " +
 		"VmHWM over the phase.\n")
 	b.WriteString("\n## etcd updates of MinionBindings per binding write\n\n" +
