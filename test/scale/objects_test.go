@@ -60,7 +60,7 @@ const (
 const (
 	leaseName     = "scale-operator"
 	leaseDuration = 15 * time.Second
-	leaseRetry    = 2 * time.Second
+	leaseRetry    = 750 * time.Millisecond
 )
 
 // failoverInterval is the template's interval during the failover phase:
