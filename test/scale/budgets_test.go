@@ -195,8 +195,9 @@ func budgetChecks(s *shapeResult) []check {
 	n := s.N
 	pols := expectedPolicies(s.Shape, n)
 	if p := s.phase(phaseConverge); p != nil && p.Err == "" {
+		slots, slotsHow := slotReads(p, pols)
 		out = append(out, vaultBudgets(where+": converge", p, n, pols, budgetNewVaultWrites, budgetNewVaultReads, budgetPolicyWrites,
-			budgetPolicyReads*pols, fmt.Sprintf("%d per policy document (%d)", budgetPolicyReads, pols))...)
+			budgetPolicyReads*pols+slots, fmt.Sprintf("%d per policy document (%d) %s", budgetPolicyReads, pols, slotsHow))...)
 		fixed, fixedHow := fixedK8sWrites(p)
 		out = append(out, limit(where+": converge: operator's Kubernetes writes", kubeWrites(p), budgetNewK8sWrites*n+fixed, n,
 			fmt.Sprintf("%d per binding + %s", budgetNewK8sWrites, fixedHow), p.Kube, kubeWriteKinds))
@@ -211,13 +212,15 @@ func budgetChecks(s *shapeResult) []check {
 		if name == phaseForced {
 			k8s, k8sHow = budgetForcedK8sWrites*n+fixed, fmt.Sprintf("%d per binding + %s", budgetForcedK8sWrites, fixedHow)
 		}
-		polReads, polHow := 0, "none: the policies were read when they were written, and the scan is due at the interval"
+		slots, slotsHow := slotReads(p, pols)
+		polReads, polHow := slots, "none but the slots': the policies were read when they were written "+slotsHow
 		if name == phaseRestart {
-			// A new process knows no policy's owner: it reads each policy
-			// in Vault once, the template's and every other (here the
-			// floor's as many again, default, the actors' own).
-			polReads = budgetPolicyReads*p.VaultPolicies + 1
-			polHow = fmt.Sprintf("%d per policy in Vault (%d: the template's %d, the floor's, default, the actors') and their list", budgetPolicyReads, p.VaultPolicies, pols)
+			// A new process that cannot presume the policies from the
+			// template's status reads each policy in Vault once, the
+			// template's and every other (here the floor's as many again,
+			// default, the actors' own); one that can reads the others.
+			polReads = budgetPolicyReads*p.VaultPolicies + 1 + slots
+			polHow = fmt.Sprintf("at most %d per policy in Vault (%d: the template's %d, the floor's, default, the actors') and their list %s", budgetPolicyReads, p.VaultPolicies, pols, slotsHow)
 		}
 		out = append(out, vaultBudgets(where+": "+name, p, n, pols, budgetResyncVaultWrites, budgetResyncVaultReads, 0, polReads, polHow)...)
 		out = append(out, limit(where+": "+name+": operator's Kubernetes writes", kubeWrites(p), k8s, n, k8sHow, p.Kube, kubeWriteKinds))
@@ -265,9 +268,10 @@ func policyChangeBudgets(where string, p *phaseResult, n int) []check {
 	_, w, pr, pw, _ := split(p.Vault)
 	isPolicy := func(k string) bool { return strings.HasPrefix(k, "policy ") }
 	how := func(per int) string { return fmt.Sprintf("%d per changed policy (%d per-minion)", per, n) }
+	slots, slotsHow := slotReads(p, n)
 	return []check{
 		limit(where+": policy change: operator's Vault policy writes", pw, budgetPolicyWrites*n, n, how(budgetPolicyWrites), p.Vault, func(k string) bool { return k == "policy W" }),
-		limit(where+": policy change: operator's Vault policy reads", pr, budgetPolicyReads*n, n, how(budgetPolicyReads), p.Vault, func(k string) bool { return k == "policy R" }),
+		limit(where+": policy change: operator's Vault policy reads", pr, budgetPolicyReads*n+slots, n, how(budgetPolicyReads)+" "+slotsHow, p.Vault, func(k string) bool { return k == "policy R" }),
 		limit(where+": policy change: operator's Vault writes for the bindings' objects", w, 0, n,
 			"none: no role or entity renders differently", p.Vault, func(k string) bool { return vaultWriteKinds(k) && !isPolicy(k) }),
 		limit(where+": policy change: binding status writes", writesTo(p.Kube, "minionbindings/status"), 0, n,
@@ -304,6 +308,16 @@ func phaseSeconds(p *phaseResult) float64 {
 // about one binding: fixed, plus what the template's once-a-second refresh
 // may make over the phase.
 // The leader's Lease renewal, once per retry period, is one more.
+// slotReads is what the template's slots may read in a phase: each policy
+// is compared with Vault once per interval, a sixtieth of them at a time
+// (controllers/template/verify.go), so a phase of s seconds reads about
+// pols×s/interval, and one slot's more where it starts or ends.
+func slotReads(p *phaseResult, pols int) (int, string) {
+	s := phaseSeconds(p)
+	n := int(float64(pols)*s/benchInterval.Seconds()) + pols/60 + 1
+	return n, fmt.Sprintf("+ %d for the slots (each policy once per %s interval, a sixtieth at a time: %.0f s of it)", n, benchInterval, s)
+}
+
 func fixedK8sWrites(p *phaseResult) (int, string) {
 	s := phaseSeconds(p)
 	return budgetFixedK8sWrites + int(s*budgetK8sWritesPerSecond) + int(s/leaseRetry.Seconds()),

@@ -63,6 +63,10 @@ const (
 	leaseRetry    = 750 * time.Millisecond
 )
 
+// benchInterval is the template's interval outside the failover phase:
+// it sets none, and the operator's --default-interval is 1h.
+const benchInterval = time.Hour
+
 // failoverInterval is the template's interval during the failover phase:
 // the new leader spreads its first drift checks over it, so the steady
 // rate (N×3 reads per interval) is large enough for a minute's count to
