@@ -304,10 +304,6 @@ func phaseSeconds(p *phaseResult) float64 {
 	return (p.Wall + p.Quiet).Seconds()
 }
 
-// fixedK8sWrites is the allowance for the Kubernetes writes that are not
-// about one binding: fixed, plus what the template's once-a-second refresh
-// may make over the phase.
-// The leader's Lease renewal, once per retry period, is one more.
 // slotReads is what the template's slots may read in a phase: each policy
 // is compared with Vault once per interval, a sixtieth of them at a time
 // (controllers/template/verify.go), so a phase of s seconds reads about
@@ -318,6 +314,10 @@ func slotReads(p *phaseResult, pols int) (int, string) {
 	return n, fmt.Sprintf("+ %d for the slots (each policy once per %s interval, a sixtieth at a time: %.0f s of it)", n, benchInterval, s)
 }
 
+// fixedK8sWrites is the allowance for the Kubernetes writes that are not
+// about one binding: fixed, plus what the template's once-a-second refresh
+// may make over the phase.
+// The leader's Lease renewal, once per retry period, is one more.
 func fixedK8sWrites(p *phaseResult) (int, string) {
 	s := phaseSeconds(p)
 	return budgetFixedK8sWrites + int(s*budgetK8sWritesPerSecond) + int(s/leaseRetry.Seconds()),
