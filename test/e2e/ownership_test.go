@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
@@ -335,13 +336,17 @@ func (s *suite) anon(t *testing.T) *vaultapi.Client {
 	return c
 }
 
+// patchTemplate changes a template's spec, again on a conflict: the
+// operator patches the template's status meanwhile.
 func (s *suite) patchTemplate(name string, f func(*v1alpha1.MinionTemplate)) error {
-	tpl := &v1alpha1.MinionTemplate{}
-	if err := s.c.Get(context.Background(), types.NamespacedName{Name: name}, tpl); err != nil {
-		return err
-	}
-	f(tpl)
-	return s.c.Update(context.Background(), tpl)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		tpl := &v1alpha1.MinionTemplate{}
+		if err := s.c.Get(context.Background(), types.NamespacedName{Name: name}, tpl); err != nil {
+			return err
+		}
+		f(tpl)
+		return s.c.Update(context.Background(), tpl)
+	})
 }
 
 // waitReason waits for Ready=False with the reason.
