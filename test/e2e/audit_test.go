@@ -120,10 +120,10 @@ func (a *auditLog) sinceExcept(t testing.TB, offset int64, accessor string) vaul
 	return a.count(t, offset, func(acc string) bool { return acc != "" && acc != accessor })
 }
 
-// responses counts every response after offset to a request made with
-// any token but the one of accessor, token lookups and refused tokens
-// (no accessor) included: what a dead token costs Vault.
-func (a *auditLog) responses(t testing.TB, offset int64, accessor string) int {
+// responses counts every response after offset to a request whose token
+// has an accessor that counted accepts; a refused token has none (""):
+// what a dead token costs Vault.
+func (a *auditLog) responses(t testing.TB, offset int64, counted func(accessor string) bool) int {
 	t.Helper()
 	n := 0
 	a.scan(t, offset, func(line []byte) {
@@ -133,11 +133,42 @@ func (a *auditLog) responses(t testing.TB, offset int64, accessor string) int {
 				Accessor string `json:"accessor"`
 			} `json:"auth"`
 		}
-		if json.Unmarshal(line, &e) == nil && e.Type == "response" && (accessor == "" || e.Auth.Accessor != accessor) {
+		if json.Unmarshal(line, &e) == nil && e.Type == "response" && counted(e.Auth.Accessor) {
 			n++
 		}
 	})
 	return n
+}
+
+// requestsAfter lists the responses after offset to requests whose
+// token's accessor counted accepts, as "time operation path (error)":
+// what a failing count was.
+func (a *auditLog) requestsAfter(t testing.TB, offset int64, counted func(accessor string) bool) []string {
+	t.Helper()
+	var out []string
+	a.scan(t, offset, func(line []byte) {
+		var e struct {
+			Type string `json:"type"`
+			Time string `json:"time"`
+			Auth struct {
+				Accessor string `json:"accessor"`
+			} `json:"auth"`
+			Request struct {
+				Operation string `json:"operation"`
+				Path      string `json:"path"`
+			} `json:"request"`
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(line, &e) != nil || e.Type != "response" || !counted(e.Auth.Accessor) {
+			return
+		}
+		s := e.Time + " " + e.Request.Operation + " " + e.Request.Path
+		if e.Error != "" {
+			s += " (" + e.Error + ")"
+		}
+		out = append(out, s)
+	})
+	return out
 }
 
 // scan calls each with every line of the log after offset.
