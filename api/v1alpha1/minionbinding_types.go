@@ -199,6 +199,15 @@ type AppRoleStatus struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	RoleID string `json:"roleID,omitempty"`
+
+	// paramsDigest is a digest of the role's parameters, as the operator
+	// last wrote or found them, with the Vault and mounts they are in:
+	// until the binding's next drift check, a change of the binding that
+	// leaves the role's parameters as they were writes the entity without
+	// reading the role again, also after a restart or a new leader.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	ParamsDigest string `json:"paramsDigest,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -45,6 +45,12 @@ type bindingFacts struct {
 	// once (inSync: a new process spreads its first checks). Lost: the
 	// binding is read at once, as before a restart.
 	settled bool
+	// roleDigest is the roleFingerprint of the role as the operator last
+	// wrote or found it (roleID its ID): a rendering whose role has that
+	// fingerprint takes the role as known until the binding's check is
+	// due (knownRoleID), so that a rollout after a restart reads only the
+	// entity. Lost: the role is read once more.
+	roleDigest string
 }
 
 // statusFacts reads the facts from obj's status.
@@ -58,7 +64,7 @@ func statusFacts(obj *v1alpha1.MinionBinding) bindingFacts {
 		f.entityID = st.Entity.ID
 	}
 	if st.AppRole != nil {
-		f.roleID = st.AppRole.RoleID
+		f.roleID, f.roleDigest = st.AppRole.RoleID, st.AppRole.ParamsDigest
 	}
 	if st.AppRole != nil && st.Entity != nil && st.Connection != "" && st.AppRole.Mount != "" && st.Entity.Name != "" {
 		f.place = &ownership.Placement{Connection: st.Connection, Mount: st.AppRole.Mount, Entity: st.Entity.Name,

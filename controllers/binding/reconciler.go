@@ -96,7 +96,10 @@ type bindingScope struct {
 	specHandled bool
 	entityID    string
 	roleID      string
-	metadata    map[string]string // the entity metadata keys the operator owns, as written
+	// roleDigest is the roleFingerprint of the role as this reconcile
+	// found or wrote it, "" when it may differ (status.appRole).
+	roleDigest string
+	metadata   map[string]string // the entity metadata keys the operator owns, as written
 	requeue     time.Duration
 	// skipped are stale places a plan does not look at (another Vault).
 	skipped []string
@@ -185,7 +188,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
 	sc.hash = desiredHash(sc.vault, res)
 	sk := scheduleKey{key: client.ObjectKeyFromObject(obj), uid: obj.UID, identity: conn.Status.Identity,
-		interval: shared.TemplateInterval(tpl, r.DefaultInterval), roleFP: roleFingerprint(sc.vault, res)}
+		interval: shared.TemplateInterval(tpl, r.DefaultInterval), roleFP: roleFingerprint(sc.vault, conn.Status.Identity, res)}
 	if wait, ok := r.untilCheck(obj, sk, sc.hash, inv, cur); ok {
 		// In sync when last looked at, and its check not due yet.
 		sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}

@@ -58,11 +58,15 @@ type knownRole struct {
 	fp, roleID string
 }
 
-// roleFingerprint fingerprints what the binding renders for its role.
-func roleFingerprint(vaultKey string, res *render.Result) string {
+// roleFingerprint fingerprints what the binding renders for its role, in
+// the Vault of vaultKey with the mounts of identity (the connection's Vault
+// identity): a role found in another Vault, or in a mount since enabled
+// again, is not the one the binding renders.
+func roleFingerprint(vaultKey, identity string, res *render.Result) string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	_ = enc.Encode(vaultKey)
+	_ = enc.Encode(identity)
 	_ = enc.Encode(res.AppRole)
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
@@ -174,14 +178,30 @@ func (r *Reconciler) untilCheck(obj *v1alpha1.MinionBinding, sk scheduleKey, has
 	return wait, wait > 0
 }
 
-// knownRoleID is the role ID of a role this process knows is as rendered
-// (observeCurrent then reads only the entity); "" when a reconcile request
-// asks for everything to be read.
+// knownRoleID is the role ID of a role known to be as rendered until the
+// binding's check is due (observeCurrent then reads only the entity): as
+// this process found or wrote it, or, for a process that has not checked
+// the binding yet, as status says the operator last did (its digest equal
+// to what the binding renders now); "" when the role must be read, as a
+// reconcile request asks for everything to be.
 func (r *Reconciler) knownRoleID(obj *v1alpha1.MinionBinding, sk scheduleKey) string {
-	if requested(obj) {
+	if requested(obj) || r.checks == nil {
 		return ""
 	}
-	return r.checks.knownRoleID(sk.key, sk.uid, sk.identity, r.now(), sk.roleFP)
+	if id := r.checks.knownRoleID(sk.key, sk.uid, sk.identity, r.now(), sk.roleFP); id != "" {
+		return id
+	}
+	f := statusFacts(obj)
+	if f.roleID == "" || f.roleDigest != sk.roleFP {
+		return ""
+	}
+	// The check is where the process put it (spread over the interval
+	// when it had none): status stands in for the process's memory only
+	// until then.
+	if !r.now().Before(r.checks.next(sk.key, sk.uid, sk.identity, r.now(), sk.interval)) {
+		return ""
+	}
+	return f.roleID
 }
 
 // nextCheck records a successful apply and returns the wait until the
@@ -189,12 +209,16 @@ func (r *Reconciler) knownRoleID(obj *v1alpha1.MinionBinding, sk scheduleKey) st
 // everything; where it was after one that took the role as known.
 func (r *Reconciler) nextCheck(sk scheduleKey, knownRoleID string, sc *bindingScope) time.Duration {
 	if knownRoleID != "" {
-		return r.checks.next(sk.key, sk.uid, sk.identity, r.now(), sk.interval).Sub(r.now())
+		sc.roleDigest = sk.roleFP
+		at := r.checks.next(sk.key, sk.uid, sk.identity, r.now(), sk.interval)
+		r.checks.checked(sk.key, sk.uid, sk.identity, at, knownRole{fp: sk.roleFP, roleID: knownRoleID})
+		return at.Sub(r.now())
 	}
 	wait := shared.Jitter(sk.interval)
 	role := knownRole{}
 	if sc.roleID != "" && !sc.held(objRole) {
 		role = knownRole{fp: sk.roleFP, roleID: sc.roleID}
+		sc.roleDigest = sk.roleFP
 	}
 	r.checks.checked(sk.key, sk.uid, sk.identity, r.now().Add(wait), role)
 	return wait

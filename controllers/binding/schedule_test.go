@@ -2,6 +2,7 @@ package binding
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
@@ -96,6 +98,16 @@ func TestChecksAreSpreadAndChangesReadWhatTheyWrite(t *testing.T) {
 			func() { h.editTemplate(metadata("1")) }, counts{entity: 1, writes: 1}, 0},
 		{"the template changes the role: the role read and written", func() { h.editTemplate(ttl("2h")) },
 			counts{role: 1, roleID: 1, entity: 1, writes: 1}, 0},
+		{"a new process, then a metadata rollout: status's role digest stands in for its memory, the role not read",
+			func() { h.r.checks = newSchedule(); h.editTemplate(metadata("1b")) }, counts{entity: 1, writes: 1}, 0},
+		{"a new process, then a role change: status's digest is another role's, the role read and written",
+			func() { h.r.checks = newSchedule(); h.editTemplate(ttl("3h")) }, counts{role: 1, roleID: 1, entity: 1, writes: 1}, 0},
+		{"a new process whose first check of the binding is due: status's digest does not stand in",
+			func() {
+				h.r.checks = newSchedule()
+				h.r.checks.spread = func(time.Duration) time.Duration { return 0 }
+				h.editTemplate(metadata("1c"))
+			}, counts{role: 1, roleID: 1, entity: 1, writes: 1}, 0},
 		{"the role deleted by hand, then a metadata rollout: the role is taken as it was",
 			func() {
 				if err := h.v.DeleteRole(context.Background(), "salt-minions", "web01"); err != nil {
@@ -144,6 +156,48 @@ func TestChecksAreSpreadAndChangesReadWhatTheyWrite(t *testing.T) {
 	}
 	if md := h.get("salt", "web01").Status.Entity.Metadata; md["rollout"] != "2" {
 		t.Errorf("entity metadata in status %v", md)
+	}
+}
+
+// A reconcile that fails drops the role's digest from status, wherever it
+// failed: what the failed run did to the role is not known, so a new
+// process reads the role before its rollout.
+func TestAFailureDropsTheRoleDigest(t *testing.T) {
+	for _, failing := range []string{"ReadEntityByName", "WriteEntityByName"} {
+		t.Run(failing, func(t *testing.T) {
+			h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
+			now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+			h.r.clock = func() time.Time { return now }
+			newSchedule := func() *checkSchedule {
+				s := newCheckSchedule()
+				s.spread = func(d time.Duration) time.Duration { return d / 2 }
+				return s
+			}
+			h.r.checks = newSchedule()
+			reads := &readCounter{Client: h.v}
+			h.r.Connections = &connection.Connections{Client: h.c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return reads, nil }}
+			h.reconcile("salt", "web01")
+			if st := h.get("salt", "web01").Status.AppRole; st == nil || st.ParamsDigest == "" {
+				t.Fatalf("status.appRole after the first apply: %+v, want a paramsDigest", st)
+			}
+			h.editTemplate(func(t *v1alpha1.MinionTemplate) { t.Spec.Metadata.Entity["rollout"] = "1" })
+			h.v.FailNext(failing, errors.New("500 internal error"))
+			if _, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "salt", Name: "web01"}}); err == nil {
+				t.Fatal("the reconcile with a failing call succeeded")
+			}
+			if st := h.get("salt", "web01").Status.AppRole; st == nil || st.ParamsDigest != "" {
+				t.Fatalf("status.appRole after a failed apply: %+v, want no paramsDigest", st)
+			}
+			h.r.checks = newSchedule()
+			reads.take()
+			h.reconcile("salt", "web01")
+			if role, _, _ := reads.take(); role != 1 {
+				t.Errorf("a new process's rollout after the failure read the role %d times, want 1", role)
+			}
+			if st := h.get("salt", "web01").Status.AppRole; st == nil || st.ParamsDigest == "" {
+				t.Errorf("status.appRole after the apply that read the role: %+v, want a paramsDigest", st)
+			}
+		})
 	}
 }
 

@@ -35,13 +35,17 @@ func (r *Reconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope)
 	// deletion can tell the entity it created from someone else's.
 	if res := sc.result; res != nil && (sc.roleID != "" || sc.entityID != "") {
 		st.Connection = sc.conn
-		st.AppRole = &v1alpha1.AppRoleStatus{Mount: res.AppRole.Mount, Name: res.AppRole.RoleName, RoleID: sc.roleID}
+		st.AppRole = &v1alpha1.AppRoleStatus{Mount: res.AppRole.Mount, Name: res.AppRole.RoleName, RoleID: sc.roleID, ParamsDigest: sc.roleDigest}
 		if sc.entityID != "" {
 			st.Entity = &v1alpha1.EntityStatus{Name: res.EntityName, ID: sc.entityID, Metadata: sc.metadata}
 		}
 		if sc.tpl != nil {
 			st.DeletionPolicy = sc.tpl.Spec.EffectiveDeletionPolicy()
 		}
+	}
+	if sc.outcome.Kind != shared.OutcomeReady && st.AppRole != nil {
+		// Whatever the failed reconcile did to the role is not known.
+		st.AppRole.ParamsDigest = ""
 	}
 	if sc.outcome.Kind == shared.OutcomeReady && sc.result != nil {
 		now := metav1.Now()
