@@ -34,8 +34,14 @@ func (a policyAction) sendsRequest() bool {
 // plan prints them. A name that was not observed (its read failed) gets no
 // action and stays for the next sync.
 func planPolicies(w policyWork, observed map[string]observedPolicy, self ownership.PolicyOwner, adopt bool) []policyAction {
+	return planNames(w, w.inOrder(), observed, self, adopt)
+}
+
+// planNames is planPolicies over some of w's names, in order (a sync's
+// chunk).
+func planNames(w policyWork, order []string, observed map[string]observedPolicy, self ownership.PolicyOwner, adopt bool) []policyAction {
 	actions := make([]policyAction, 0, len(observed))
-	for _, name := range w.inOrder() {
+	for _, name := range order {
 		o, ok := observed[name]
 		if !ok {
 			continue

@@ -3,8 +3,10 @@ package template
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,6 +80,68 @@ func TestPolicySyncStopsAtAFailedRead(t *testing.T) {
 	}
 	if len(pass.absent)+len(pass.notOwned) >= len(desired) {
 		t.Errorf("the failed name was recorded: %+v", pass)
+	}
+}
+
+// opLog records the order of a client's policy reads and writes.
+type opLog struct {
+	vault.Client
+	mu  sync.Mutex
+	ops []string
+}
+
+func (l *opLog) ReadPolicy(ctx context.Context, name string) (string, bool, error) {
+	l.add("read")
+	return l.Client.ReadPolicy(ctx, name)
+}
+
+func (l *opLog) WritePolicy(ctx context.Context, name, hcl string) error {
+	l.add("write")
+	return l.Client.WritePolicy(ctx, name, hcl)
+}
+
+func (l *opLog) add(op string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ops = append(l.ops, op)
+}
+
+// A sync of many names (a rollout of a policy per minion) writes its first
+// policy after one chunk's reads, not after reading every name; a read that
+// fails in a later chunk leaves what the earlier chunks wrote recorded, and
+// nothing after it is sent.
+func TestALargeSyncWritesAsItGoes(t *testing.T) {
+	ctx := context.Background()
+	desired := map[string]string{}
+	for i := range 10 * policyChunk {
+		desired[fmt.Sprintf("p%05d", i)] = testPolicyBody
+	}
+	v := &opLog{Client: vault.NewFake()}
+	var owners policyOwners
+	pass, err := syncPolicies(ctx, v, testPolicyOwner("t"), false, desired, nil, owners.reader("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first := slices.Index(v.ops, "write"); first < 0 || first > policyChunk {
+		t.Errorf("the first write came after %d reads, want at most %d", first, policyChunk)
+	}
+	if len(pass.written) != len(desired) || !slices.IsSorted(pass.written) {
+		t.Errorf("%d of %d written (sorted %v)", len(pass.written), len(desired), slices.IsSorted(pass.written))
+	}
+
+	fake := vault.NewFake()
+	v = &opLog{Client: fake}
+	for range 2*policyChunk + 3 {
+		fake.FailNext("ReadPolicy", nil)
+	}
+	fake.FailNext("ReadPolicy", &vault.Error{Op: "read sys/policies/acl", StatusCode: 503})
+	pass, err = syncPolicies(ctx, v, testPolicyOwner("t"), false, desired, nil, owners.reader("k2"))
+	if err == nil {
+		t.Fatal("a sync with a failed read succeeded")
+	}
+	if len(pass.written) != 2*policyChunk || fake.Calls("WritePolicy") != 2*policyChunk {
+		t.Errorf("a read failing in the third chunk: %d recorded written, %d written, want the first two chunks' %d",
+			len(pass.written), fake.Calls("WritePolicy"), 2*policyChunk)
 	}
 }
 

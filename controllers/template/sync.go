@@ -56,17 +56,44 @@ func (p *policyPass) record(a policyAction) {
 }
 
 // syncPolicies brings every name in desired (wanted, with its body) and in
-// stale (owned before, no longer wanted) to what the template wants: it
-// reads them all, plans, then writes and deletes, a few requests in flight
-// at each stage (a template with a policy per minion has as many as it has
-// bindings). The ownership header that every policy the operator writes
-// starts with (ownership.PolicyOwner: the template and its cluster) is the
-// record of what the template owns; it is written in the same request as
-// the policy, so no crash can separate the two.
+// stale (owned before, no longer wanted) to what the template wants, a
+// chunk of names at a time: each chunk is read, planned, then written and
+// deleted, a few requests in flight at each stage. A rollout of a policy
+// per minion (as many names as bindings) so writes its first policy after
+// one chunk's reads, not after reading every name. The ownership header
+// that every policy the operator writes starts with (ownership.PolicyOwner:
+// the template and its cluster) is the record of what the template owns;
+// it is written in the same request as the policy, so no crash can
+// separate the two.
 func syncPolicies(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, adopt bool, desired map[string]string, stale []string, reader *policyReader) (policyPass, error) {
 	w := policyWork{desired: desired, stale: stale}
-	observed, readErr := observePolicies(ctx, vc, reader, w.inOrder())
-	actions := planPolicies(w, observed, self, adopt)
+	var (
+		pass policyPass
+		err  error
+	)
+	for chunk := range slices.Chunk(w.inOrder(), policyChunk) {
+		var done policyPass
+		done, err = syncChunk(ctx, vc, self, adopt, w, chunk, reader)
+		pass.add(done)
+		if err != nil {
+			break
+		}
+	}
+	for _, names := range []*[]string{&pass.notOwned, &pass.written, &pass.deleted} {
+		slices.Sort(*names)
+	}
+	return pass, err
+}
+
+// policyChunk is how many names a sync reads before it writes: enough to
+// keep policyWorkers busy, few enough that the first write of a large
+// rollout follows its start within a few round trips.
+const policyChunk = 16 * policyWorkers
+
+// syncChunk reads the names of w in chunk, plans and executes them.
+func syncChunk(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, adopt bool, w policyWork, chunk []string, reader *policyReader) (policyPass, error) {
+	observed, readErr := observePolicies(ctx, vc, reader, chunk)
+	actions := planNames(w, chunk, observed, self, adopt)
 	if readErr != nil {
 		// A failed read ends the pass as a failed write does (Vault is
 		// unreachable, or the token lacks a right): nothing more is sent,
@@ -79,6 +106,15 @@ func syncPolicies(ctx context.Context, vc vault.Client, self ownership.PolicyOwn
 		return pass, readErr
 	}
 	return pass, err
+}
+
+// add appends another pass's names.
+func (p *policyPass) add(o policyPass) {
+	p.owned = append(p.owned, o.owned...)
+	p.notOwned = append(p.notOwned, o.notOwned...)
+	p.written = append(p.written, o.written...)
+	p.deleted = append(p.deleted, o.deleted...)
+	p.absent = append(p.absent, o.absent...)
 }
 
 // observedPolicy is what a read found of one name in Vault.
