@@ -100,7 +100,7 @@ type bindingScope struct {
 	// found or wrote it, "" when it may differ (status.appRole).
 	roleDigest string
 	metadata   map[string]string // the entity metadata keys the operator owns, as written
-	requeue     time.Duration
+	requeue    time.Duration
 	// skipped are stale places a plan does not look at (another Vault).
 	skipped []string
 }
