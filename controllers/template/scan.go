@@ -71,8 +71,12 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 // those whose wanted state changed), with deltas held off.
 func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, verify, presume bool) error {
 	defer r.index.holdForScan(tpl.Name)()
+	// The cache's own objects, not copies: a scan reads every binding of
+	// the template (10,000 with a policy per minion), and copying them all
+	// would make a scan's garbage as large as the cache. Nothing here
+	// changes them (policiesOfBinding and the admission gate only read).
 	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: tpl.Name}); err != nil {
+	if err := r.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: tpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the bindings of template %q: %w", tpl.Name, err)
 	}
 	scanned := make(map[types.NamespacedName]bindingPolicies, len(list.Items))
