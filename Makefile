@@ -189,23 +189,26 @@ bench-fleet: $(KUBE_APISERVER) $(ETCD) $(VAULT) ## A fleet of bindings converged
 # ("1000 3000 10000"), BENCH_SHAPES shared, perminion or both. Fresh servers
 # per size and shape; the report (markdown) goes to stdout and bin/scale/,
 # the operator's CPU profiles to bin/scale/profiles-<time>/.
+# BENCH_PHASES, when set, runs only those of the operator's phases
+# ("converge,restart"; the converge always) and the floors they need.
 BENCH_N      ?= 200
 BENCH_SHAPES ?= shared perminion
+BENCH_PHASES ?=
 
 # BENCH_BASELINE=<git revision> (e.g. HEAD~1) also runs that revision's
 # operator beside this tree's, in the same session, order alternating.
 BENCH_BASELINE ?=
 
 .PHONY: bench-scale
-bench-scale: build $(KUBE_APISERVER) $(ETCD) $(VAULT) ## The operator (its own process) against the floor at fleet size, BENCH_N bindings per BENCH_SHAPES: time, calls, CPU, RSS (BENCH_BASELINE=rev: beside that revision's operator).
+bench-scale: build $(KUBE_APISERVER) $(ETCD) $(VAULT) ## The operator (its own process) against the floor at fleet size, BENCH_N bindings per BENCH_SHAPES: time, calls, CPU, RSS (BENCH_PHASES=converge,restart: those phases only; BENCH_BASELINE=rev: beside that revision's operator).
 	@if [ -n "$(BENCH_BASELINE)" ]; then \
 	  rm -rf $(BIN)/scale/baseline-src && mkdir -p $(BIN)/scale/baseline-src && \
 	  git archive '$(BENCH_BASELINE)' | tar -x -C $(BIN)/scale/baseline-src && \
 	  (cd $(BIN)/scale/baseline-src && go build -trimpath -o $(BIN)/scale/baseline-minionvault ./cmd/minionvault) && \
 	  echo ">> baseline operator: $(BENCH_BASELINE) ($$(git rev-parse --short '$(BENCH_BASELINE)'))"; fi
-	SCALE_N='$(BENCH_N)' SCALE_SHAPES='$(BENCH_SHAPES)' SCALE_OUT=$(BIN)/scale MINIONVAULT_BIN=$(BIN)/minionvault MINIONVAULT_TOOLS_DIR=$(BIN) \
+	SCALE_N='$(BENCH_N)' SCALE_SHAPES='$(BENCH_SHAPES)' SCALE_PHASES='$(BENCH_PHASES)' SCALE_OUT=$(BIN)/scale MINIONVAULT_BIN=$(BIN)/minionvault MINIONVAULT_TOOLS_DIR=$(BIN) \
 	SCALE_BASELINE='$(if $(BENCH_BASELINE),$(BIN)/scale/baseline-minionvault)' SCALE_BASELINE_NAME='$(BENCH_BASELINE)' \
-	SCALE_COMMAND="make bench-scale BENCH_N='$(BENCH_N)' BENCH_SHAPES='$(BENCH_SHAPES)'$(if $(BENCH_BASELINE), BENCH_BASELINE='$(BENCH_BASELINE)')" \
+	SCALE_COMMAND="make bench-scale BENCH_N='$(BENCH_N)' BENCH_SHAPES='$(BENCH_SHAPES)'$(if $(BENCH_PHASES), BENCH_PHASES='$(BENCH_PHASES)')$(if $(BENCH_BASELINE), BENCH_BASELINE='$(BENCH_BASELINE)')" \
 	go test -tags integration -run='^$$' -bench='^BenchmarkScale$$' -benchtime=1x -timeout=0 -v ./test/scale
 
 ##@ Help

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// The per-binding budgets of a fleet of up to 10,000 minions, in one place.
+// The per-binding budgets of a fleet of up to 10,000 minions, and the goals
+// at 50,000, in one place.
 // TestScaleBudgets asserts the per-binding ones at N=200; the benchmark's
 // report checks all of them.
 const (
@@ -58,18 +59,33 @@ const (
 	// Deleting the bindings and the template leaves none of the
 	// template's policies (nor entities and roles) in Vault.
 	budgetLeft = 0
-	// The operator's RSS.
-	budgetRSSMiB = 256
+	// The operator's RSS is at most its memory limit at N in every phase:
+	// operatorMemory (cgroup_test.go), 256 MiB up to 10,000 bindings and
+	// 512 MiB above.
+	//
 	// Converging N new bindings takes at most this times the floor (at
-	// N=10,000).
-	budgetFloorRatio = 1.5
+	// N=10,000), and at most budgetFloorRatioLarge times at largeN (issue
+	// 34: 50,000 bindings of shared policies).
+	budgetFloorRatio      = 1.5
+	budgetFloorRatioLarge = 1.3
 	// Template change and resync cost per binding is flat from 1,000 to
 	// 10,000 bindings: the larger N at most this much more per binding.
 	budgetFlatCost = 0.20
 	// The N the floor ratio and the RSS budgets are for, and the smallest
-	// N of the flat-cost comparison.
+	// N of the flat-cost comparison; largeN is the N of the goals above
+	// goalN.
 	goalN, flatFromN = 10000, 1000
+	largeN           = 50000
 )
+
+// floorRatioGoal is the converge's goal over the floor at n bindings, and
+// the N that goal is set for.
+func floorRatioGoal(n int) (ratio float64, at int) {
+	if n <= goalN {
+		return budgetFloorRatio, goalN
+	}
+	return budgetFloorRatioLarge, largeN
+}
 
 // objectClasses are the Vault calls a binding's work makes; the rest is
 // the connection's own upkeep, a fixed cost whatever N: the token's lookup
@@ -249,13 +265,17 @@ func budgetChecks(s *shapeResult) []check {
 		})
 	}
 	var peak int64
+	var peakPhase string
 	for _, p := range s.Phases {
-		peak = max(peak, p.PeakKiB)
+		if p.PeakKiB > peak {
+			peak, peakPhase = p.PeakKiB, p.Phase
+		}
 	}
 	if peak > 0 {
+		limitMiB := operatorMemory(n) >> 20
 		out = append(out, check{
-			Goal: where + ": operator RSS", OK: peak <= budgetRSSMiB*1024,
-			Measured: fmt.Sprintf("peak %.0f MiB, budget %d MiB", float64(peak)/1024, budgetRSSMiB),
+			Goal: where + ": operator RSS in every phase", OK: peak <= limitMiB*1024,
+			Measured: fmt.Sprintf("peak %.0f MiB (%s), budget %d MiB (its memory limit at N=%d)", float64(peak)/1024, peakPhase, limitMiB, n),
 		})
 	}
 	return out
@@ -353,17 +373,18 @@ func phaseRatio(s *shapeResult, phase, floorPhase string) (float64, bool) {
 func goalChecks(all []*shapeResult) []check {
 	var out []check
 	for _, s := range all {
+		goal, at := floorRatioGoal(s.N)
 		if r, ok := phaseRatio(s, phaseConverge, phaseFloor); ok {
-			g := fmt.Sprintf("N=%d %s: converge within %.1f× the floor", s.N, s.Shape, budgetFloorRatio)
-			if s.N != goalN {
-				g += fmt.Sprintf(" (the goal is at N=%d)", goalN)
+			g := fmt.Sprintf("N=%d %s: converge within %.1f× the floor", s.N, s.Shape, goal)
+			if s.N != at {
+				g += fmt.Sprintf(" (the goal is at N=%d)", at)
 			}
-			out = append(out, check{Goal: g, OK: r <= budgetFloorRatio, Measured: fmt.Sprintf("%.2f×", r)})
+			out = append(out, check{Goal: g, OK: r <= goal, Measured: fmt.Sprintf("%.2f×", r)})
 		}
 		if r, ok := phaseRatio(s, phaseConverge, phaseFloorRecord); ok {
 			out = append(out, check{
-				Goal: fmt.Sprintf("N=%d %s: for reference, converge within %.1f× the floor that also writes the ownership record first", s.N, s.Shape, budgetFloorRatio),
-				OK:   r <= budgetFloorRatio, Measured: fmt.Sprintf("%.2f×", r),
+				Goal: fmt.Sprintf("N=%d %s: for reference, converge within %.1f× the floor that also writes the ownership record first", s.N, s.Shape, goal),
+				OK:   r <= goal, Measured: fmt.Sprintf("%.2f×", r),
 			})
 		}
 	}

@@ -14,15 +14,23 @@ import (
 	"strings"
 )
 
-// operatorMemory is the memory limit the operator runs under, as its Pod
-// would with `resources.limits.memory: 256Mi`: the issue's RSS goal at
-// 10,000 bindings.
-const operatorMemory = 256 << 20
+// operatorMemory is the memory limit the operator runs under at n
+// bindings, as its Pod would with `resources.limits.memory`: the RSS goal
+// at that size, 256 MiB up to 10,000 bindings (goalN) and 512 MiB above
+// (issue 34's, at 50,000). The RSS goal (budgetChecks) is the same.
+func operatorMemory(n int) int64 {
+	if n <= goalN {
+		return 256 << 20
+	}
+	return 512 << 20
+}
 
 // operatorSoftLimit is what the operator sets its soft memory limit to
 // under operatorMemory (its --memory-limit-percent default): the
 // GOMEMLIMIT it runs with when no cgroup can be made.
-const operatorSoftLimit = operatorMemory / 100 * 90
+func operatorSoftLimit(n int) int64 {
+	return operatorMemory(n) / 100 * 90
+}
 
 // memCgroup is a memory cgroup for the operator beside the harness's own:
 // the operator finds its limit there as in a container (and sets its soft

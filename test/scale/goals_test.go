@@ -53,3 +53,59 @@ func TestGoalChecksFlat(t *testing.T) {
 		})
 	}
 }
+
+// TestGoalsByN: above 10,000 bindings the operator's memory limit and RSS
+// goal are 512 MiB and the converge's goal 1.3× the floor (issue 34); a
+// run of some phases reports the goals of those only.
+func TestGoalsByN(t *testing.T) {
+	at := func(n int, converge float64, peakMiB int64) *shapeResult {
+		s := &shapeResult{N: n, Shape: shapeShared, Phases: []*phaseResult{
+			{Phase: phaseFloor, Actor: "floor", Wall: time.Second, ServerPeakKiB: map[string]int64{"apiserver": 900 << 10, "etcd": 300 << 10}},
+			{Phase: phaseFloorRecord, Actor: "floor", Wall: time.Second},
+			{Phase: phaseConverge, Actor: "operator", Wall: time.Duration(converge * float64(time.Second)), PeakKiB: peakMiB << 10},
+		}}
+		for _, p := range s.Phases {
+			p.N, p.Shape, p.Per = n, shapeShared, n
+		}
+		return s
+	}
+	find := func(checks []check, goal string) *check {
+		for i, c := range checks {
+			if strings.Contains(c.Goal, goal) {
+				return &checks[i]
+			}
+		}
+		t.Fatalf("no check %q among %+v", goal, checks)
+		return nil
+	}
+	for _, tc := range []struct {
+		s              *shapeResult
+		ratioOK, rssOK bool
+	}{
+		{at(10000, 1.4, 300), true, false},
+		{at(50000, 1.4, 300), false, true},
+		{at(50000, 1.25, 500), true, true},
+		{at(50000, 1.25, 600), true, false},
+	} {
+		ratio := find(goalChecks([]*shapeResult{tc.s}), "converge within")
+		rss := find(budgetChecks(tc.s), "operator RSS")
+		if ratio.OK != tc.ratioOK || rss.OK != tc.rssOK {
+			t.Errorf("N=%d: ratio OK %v (want %v): %s %s; RSS OK %v (want %v): %s", tc.s.N, ratio.OK, tc.ratioOK, ratio.Goal, ratio.Measured, rss.OK, tc.rssOK, rss.Measured)
+		}
+	}
+	if got := operatorSoftLimit(50000); got != 512<<20/100*90 {
+		t.Errorf("operatorSoftLimit(50000) = %d", got)
+	}
+	s := at(50000, 1.25, 500)
+	checks := append(budgetChecks(s), goalChecks([]*shapeResult{s})...)
+	report := header(config{ns: []int{10000, 50000}, shapes: []string{shapeShared}, phases: []string{phaseConverge, phaseRestart}}, "make bench-scale", time.Now(), "test") +
+		table([]*shapeResult{s}, checks)
+	for _, want := range []string{"256 MiB at N=10000; 512 MiB at N=50000", "not run: forced resync", "## Servers' memory per phase (MiB, peak)", "| 50000 | shared | floor | 900 | 300 | | |"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "NOT MET") {
+		t.Errorf("a run of some phases reports a goal NOT MET:\n%s", report)
+	}
+}

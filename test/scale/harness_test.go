@@ -39,6 +39,11 @@ type config struct {
 	// skipFloors: the run of a baseline binary beside this change's,
 	// whose floors are measured once, in this change's run.
 	skipFloors bool
+	// phases are the operator's phases to run (SCALE_PHASES), in their
+	// order, the converge first; nil for all of them: a run of 50,000
+	// bindings about the converge need not wait for every other phase at
+	// that size. The floors follow them (runsFloor).
+	phases []string
 }
 
 // phaseResult is one row of the table: what one phase cost.
@@ -62,6 +67,10 @@ type phaseResult struct {
 	// RSSKiB is the operator's RSS at the end, PeakKiB its peak during the
 	// phase (VmHWM, reset at the start).
 	RSSKiB, PeakKiB int64
+	// ServerRSSKiB and ServerPeakKiB are the same of the servers, by
+	// serverColumns' labels: what the API server and etcd hold for N
+	// bindings stands beside the operator's.
+	ServerRSSKiB, ServerPeakKiB map[string]int64 `json:",omitempty"`
 	// Quiet is how long the calls took to stop after the phase's goal was
 	// reached (counted in the row); NotQuiet when they did not stop.
 	Quiet    time.Duration
@@ -228,6 +237,12 @@ func (h *harness) measure(ctx context.Context, start snap, r *phaseResult) error
 		return err
 	}
 	r.Kube = ka[r.Actor]
+	r.ServerRSSKiB, r.ServerPeakKiB = map[string]int64{}, map[string]int64{}
+	for label, pid := range h.w.pids {
+		if rss, hwm, err := memory(pid); err == nil {
+			r.ServerRSSKiB[label], r.ServerPeakKiB[label] = rss, hwm
+		}
+	}
 	if h.op != nil && r.Actor == "operator" {
 		r.VaultMetric = map[string]float64{}
 		for series, v := range end.metrics {
@@ -291,6 +306,11 @@ func (h *harness) run(ctx context.Context, name, actor string, per int, body pha
 	h.cfg.logf("N=%d %s: %s ...", h.n, h.shape, name)
 	if h.op != nil {
 		h.op.resetPeak()
+	}
+	for _, pid := range h.w.pids {
+		// Each phase its own peak, as the operator's; should the reset
+		// fail, the peak is the server's since an earlier phase.
+		_ = resetPeak(pid)
 	}
 	start, err := h.snapshot(ctx)
 	if err != nil {

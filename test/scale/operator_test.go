@@ -32,8 +32,10 @@ type operatorProc struct {
 	concurrency          int
 	env                  *localenv.Env
 	// cgroupProcs, when set, is the cgroup.procs file of the memory cgroup
-	// the operator runs in; else GOMEMLIMIT is operatorSoftLimit.
+	// the operator runs in; else GOMEMLIMIT is softLimit, the run's
+	// operatorSoftLimit.
 	cgroupProcs string
+	softLimit   int64
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -96,7 +98,7 @@ func (o *operatorProc) startOnce(ctx context.Context) error {
 		// so that it finds the limit as in a container.
 		args = append([]string{"/bin/sh", "-c", `echo $$ > "$0" && exec "$@"`, o.cgroupProcs}, args...)
 	} else {
-		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", operatorSoftLimit))
+		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", o.softLimit))
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = env

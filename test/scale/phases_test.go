@@ -60,17 +60,19 @@ func (h *harness) floors(ctx context.Context) (bool, error) {
 	if !h.run(ctx, phaseFloor, "floor", h.n, h.floor) {
 		return false, nil
 	}
-	if !h.run(ctx, phaseFloorForced, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+	// The other floors only when their operator phase runs: they are
+	// there for its ratio.
+	if h.cfg.runsFloor(phaseFloorForced) && !h.run(ctx, phaseFloorForced, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
 		return 0, h.lastFloor.forced(ctx, h.n)
 	}) {
 		return false, nil
 	}
-	if !h.run(ctx, phaseFloorTemplate, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+	if h.cfg.runsFloor(phaseFloorTemplate) && !h.run(ctx, phaseFloorTemplate, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
 		return 0, h.lastFloor.change(ctx, h.n)
 	}) {
 		return false, nil
 	}
-	if h.shape == shapePerMinion && !h.run(ctx, phaseFloorPolicy, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+	if h.shape == shapePerMinion && h.cfg.runsFloor(phaseFloorPolicy) && !h.run(ctx, phaseFloorPolicy, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
 		return 0, h.lastFloor.policyChange(ctx, h.n)
 	}) {
 		return false, nil
@@ -125,6 +127,9 @@ func (h *harness) operatorPhases(ctx context.Context) error {
 		if p.name == phasePolicy && h.shape != shapePerMinion {
 			continue // no policy per minion to change
 		}
+		if !h.cfg.runs(p.name) {
+			continue // not selected (SCALE_PHASES); the converge always is
+		}
 		if !h.run(ctx, p.name, "operator", p.per, p.body) {
 			return nil // recorded in the phase
 		}
@@ -136,18 +141,20 @@ func (h *harness) operatorPhases(ctx context.Context) error {
 // cgroup of its own when one can be made: two instances (the failover's
 // standby beside the leader) must not share one limit.
 func (h *harness) newOperator(label string) *operatorProc {
-	o := &operatorProc{label: label, bin: h.cfg.bin, kubeconfig: h.w.kubeconfig, dir: h.w.env.Dir, concurrency: h.cfg.concurrency, env: h.w.env}
-	cg, err := newMemCgroup(operatorMemory, label)
+	o := &operatorProc{label: label, bin: h.cfg.bin, kubeconfig: h.w.kubeconfig, dir: h.w.env.Dir, concurrency: h.cfg.concurrency, env: h.w.env,
+		softLimit: operatorSoftLimit(h.n)}
+	cg, err := newMemCgroup(operatorMemory(h.n), label)
 	if err != nil {
 		if h.res.Memory == "" {
-			h.res.Memory = fmt.Sprintf("with GOMEMLIMIT=%d (no memory cgroup: %v)", operatorSoftLimit, err)
+			h.res.Memory = fmt.Sprintf("at N=%d with GOMEMLIMIT=%d (no memory cgroup: %v)", h.n, o.softLimit, err)
 		}
 		return o
 	}
 	o.cgroupProcs = cg.procs
 	h.cgroups = append(h.cgroups, cg)
 	if h.res.Memory == "" {
-		h.res.Memory = fmt.Sprintf("in a memory cgroup limited to %d MiB (%s; the failover's standby in one of its own); it sets its soft limit to 90 %% of that", operatorMemory>>20, cg.dir)
+		h.res.Memory = fmt.Sprintf("at N=%d in a memory cgroup limited to %d MiB (%s; the failover's standby in one of its own); it sets its soft limit to 90 %% of that",
+			h.n, operatorMemory(h.n)>>20, cg.dir)
 	}
 	return o
 }

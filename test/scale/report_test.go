@@ -12,6 +12,9 @@ import (
 // processes are the CPU columns, in order.
 var processes = []string{"apiserver", "etcd", "vault", "operator", "harness"}
 
+// serverColumns are the servers' memory columns, in order.
+var serverColumns = []string{"apiserver", "etcd", "vault"}
+
 // header says how the numbers were made: the command, the machine, the
 // settings.
 func header(cfg config, command string, started time.Time, machine string) string {
@@ -19,9 +22,31 @@ func header(cfg config, command string, started time.Time, machine string) strin
 	fmt.Fprintf(&b, "# Scale benchmark: the operator against the floor\n\n")
 	fmt.Fprintf(&b, "- command: `%s`\n", command)
 	fmt.Fprintf(&b, "- started %s; %s\n", started.Format(time.RFC3339), machine)
-	fmt.Fprintf(&b, "- N %v, shapes %v; %d parallel creators, floor with %d workers, operator `--concurrency=%d`; fresh servers per N and shape\n",
-		cfg.ns, cfg.shapes, cfg.creators, cfg.floorWorkers, cfg.concurrency)
+	fmt.Fprintf(&b, "- N %v, shapes %v; %d parallel creators, floor with %d workers, operator `--concurrency=%d` with a memory limit of %s; fresh servers per N and shape\n",
+		cfg.ns, cfg.shapes, cfg.creators, cfg.floorWorkers, cfg.concurrency, memoryLimits(cfg.ns))
+	if p := phasesRun(cfg); p != "" {
+		fmt.Fprintf(&b, "- %s\n", p)
+	}
 	return b.String()
+}
+
+// memoryLimits says the operator's memory limit (and RSS goal) at each N
+// of ns: "256 MiB at N=1000, 10000; 512 MiB at N=50000".
+func memoryLimits(ns []int) string {
+	var limits []int64
+	byLimit := map[int64][]string{}
+	for _, n := range ns {
+		l := operatorMemory(n) >> 20
+		if _, ok := byLimit[l]; !ok {
+			limits = append(limits, l)
+		}
+		byLimit[l] = append(byLimit[l], fmt.Sprint(n))
+	}
+	parts := make([]string, len(limits))
+	for i, l := range limits {
+		parts[i] = fmt.Sprintf("%d MiB at N=%s", l, strings.Join(byLimit[l], ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // table renders every phase of every run as one markdown table, then the
@@ -81,6 +106,7 @@ func table(all []*shapeResult, goals []check) string {
 			fmt.Fprintf(&b, "| %d | %s | %s | %.2f | %s | %s |\n", p.N, p.Shape, p.Phase, p.EtcdUpdates/float64(max(p.Per, 1)), perB(w, p.Per), ratio)
 		}
 	}
+	writeServerMemory(&b, all)
 	var memories []string
 	for _, s := range all {
 		if s.Memory != "" && !slices.Contains(memories, s.Memory) {
@@ -152,6 +178,40 @@ func table(all []*shapeResult, goals []check) string {
 		return out
 	})
 	return b.String()
+}
+
+// writeServerMemory renders the servers' peak RSS in each phase, beside
+// the operator's in the main table.
+func writeServerMemory(b *strings.Builder, all []*shapeResult) {
+	var rows strings.Builder
+	for _, s := range all {
+		for _, p := range s.Phases {
+			if len(p.ServerPeakKiB) == 0 {
+				continue
+			}
+			fmt.Fprintf(&rows, "| %d | %s | %s |", p.N, p.Shape, p.Phase)
+			for _, srv := range serverColumns {
+				if v, ok := p.ServerPeakKiB[srv]; ok {
+					fmt.Fprintf(&rows, " %.0f |", float64(v)/1024)
+				} else {
+					rows.WriteString(" |")
+				}
+			}
+			if p.PeakKiB > 0 {
+				fmt.Fprintf(&rows, " %.0f |\n", float64(p.PeakKiB)/1024)
+			} else {
+				rows.WriteString(" |\n")
+			}
+		}
+	}
+	if rows.Len() == 0 {
+		return
+	}
+	b.WriteString("\n## Servers' memory per phase (MiB, peak)\n\n" +
+		"VmHWM of each server's process over the phase (reset at its start, as the operator's), the operator's beside them. " +
+		"The same servers run through every phase of an N and shape: a phase's peak includes what the earlier phases left in them.\n\n" +
+		"| N | shape | phase | apiserver | etcd | vault | operator |\n|---:|---|---|---:|---:|---:|---:|\n")
+	b.WriteString(rows.String())
 }
 
 // writeRollouts renders when Vault showed each template change.

@@ -10,6 +10,11 @@
 //
 //	make bench-scale                              # N=200, both shapes
 //	make bench-scale BENCH_N="1000 3000 10000"    # the table, one session
+//	make bench-scale BENCH_N=50000 BENCH_SHAPES=shared BENCH_PHASES=converge,restart
+//
+// BENCH_PHASES (SCALE_PHASES) runs only some of the operator's phases, the
+// converge always and the floors their ratios need: at 50,000 bindings
+// every phase is long, and a question about one need not wait for all.
 //
 // The operator runs with leader election; the failover phase SIGKILLs it
 // beside a standby and watches the new leader for SCALE_FAILOVER_WATCH
@@ -40,10 +45,11 @@ import (
 )
 
 // Environment variables of the benchmark (the Makefile sets them from
-// BENCH_N and BENCH_SHAPES).
+// BENCH_N, BENCH_SHAPES and BENCH_PHASES).
 const (
 	envN       = "SCALE_N"         // sizes, such as "1000 3000 10000" (default 200)
 	envShapes  = "SCALE_SHAPES"    // shared, perminion, or both (default)
+	envPhases  = "SCALE_PHASES"    // the operator's phases to run, such as "converge,restart" (default all)
 	envOut     = "SCALE_OUT"       // folder of the reports and profiles (default bin/scale)
 	envBin     = "MINIONVAULT_BIN" // the operator binary (default: built into a temporary folder)
 	envTimeout = "SCALE_PHASE_TIMEOUT"
@@ -88,6 +94,13 @@ func fromEnv(cfg config) (config, error) {
 			}
 			cfg.shapes = append(cfg.shapes, f)
 		}
+	}
+	if v := strings.TrimSpace(os.Getenv(envPhases)); v != "" {
+		phases, err := parsePhases(v)
+		if err != nil {
+			return cfg, fmt.Errorf("%s: %w", envPhases, err)
+		}
+		cfg.phases = phases
 	}
 	if v := os.Getenv(envTimeout); v != "" {
 		d, err := time.ParseDuration(v)

@@ -1,0 +1,144 @@
+//go:build integration
+
+package scale
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// operatorPhaseNames are the operator's phases, in the order
+// operatorPhases runs them.
+var operatorPhaseNames = []string{phaseConverge, phaseRestart, phaseForced, phaseFailover, phaseTemplate, phasePolicy, phaseLatency, phaseDelete}
+
+// parsePhases reads SCALE_PHASES: operator phases separated by commas or
+// spaces, each by its name (a name of two words also with a hyphen,
+// "restart-resync", or by its first word alone, "restart", which is
+// unique among them). The converge is added when it is missing: it
+// creates the bindings the others work on.
+func parsePhases(v string) ([]string, error) {
+	byName := map[string]string{}
+	for _, p := range operatorPhaseNames {
+		byName[p] = p
+		byName[strings.ReplaceAll(p, " ", "-")] = p
+		first, _, _ := strings.Cut(p, " ")
+		byName[first] = p
+	}
+	tokens := strings.FieldsFunc(strings.ToLower(v), func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' })
+	selected := []string{phaseConverge}
+	for i := 0; i < len(tokens); i++ {
+		// A name of two words written with its space, "restart resync".
+		if i+1 < len(tokens) && strings.Contains(byName[tokens[i]+" "+tokens[i+1]], " ") {
+			selected = append(selected, byName[tokens[i]+" "+tokens[i+1]])
+			i++
+			continue
+		}
+		p, ok := byName[tokens[i]]
+		if !ok {
+			return nil, fmt.Errorf("unknown phase %q; the operator's phases are %s", tokens[i], validPhases())
+		}
+		selected = append(selected, p)
+	}
+	// In the order they run, whatever the order asked.
+	return slices.DeleteFunc(slices.Clone(operatorPhaseNames), func(p string) bool { return !slices.Contains(selected, p) }), nil
+}
+
+// validPhases lists the names parsePhases accepts, for its error.
+func validPhases() string {
+	names := make([]string, len(operatorPhaseNames))
+	for i, p := range operatorPhaseNames {
+		first, _, two := strings.Cut(p, " ")
+		names[i] = first
+		if two {
+			names[i] += fmt.Sprintf(" (or %q, %s)", p, strings.ReplaceAll(p, " ", "-"))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// runs says whether the run includes the operator phase: every one when
+// no phases were selected, the converge always.
+func (c config) runs(phase string) bool {
+	return c.phases == nil || phase == phaseConverge || slices.Contains(c.phases, phase)
+}
+
+// runsFloor says whether the run includes the floor phase: the floor and
+// the floor with the ownership record always (the converge's ratios are
+// over them), each other floor when the operator phase it is the floor of
+// runs.
+func (c config) runsFloor(floor string) bool {
+	if floor == phaseFloor || floor == phaseFloorRecord {
+		return true
+	}
+	for _, p := range operatorPhaseNames {
+		if floorOf(p) == floor && c.runs(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// phasesRun says which phases a run with cfg makes, for the report's
+// header; "" when it makes all of them.
+func phasesRun(c config) string {
+	if c.phases == nil {
+		return ""
+	}
+	var floors, skipped []string
+	for _, f := range []string{phaseFloor, phaseFloorForced, phaseFloorTemplate, phaseFloorPolicy, phaseFloorRecord} {
+		if c.runsFloor(f) {
+			floors = append(floors, f)
+		}
+	}
+	for _, p := range operatorPhaseNames {
+		if !c.runs(p) {
+			skipped = append(skipped, p)
+		}
+	}
+	return fmt.Sprintf("operator phases %s, floors %s (%s; not run: %s)", strings.Join(c.phases, ", "), strings.Join(floors, ", "),
+		envPhases, strings.Join(skipped, ", "))
+}
+
+// TestParsePhases: names by their constant, hyphenated or first word,
+// separated by commas or spaces; the converge always; an unknown name an
+// error that lists the valid ones.
+func TestParsePhases(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"converge,restart", []string{phaseConverge, phaseRestart}},
+		{"restart", []string{phaseConverge, phaseRestart}},
+		{"delete restart-resync", []string{phaseConverge, phaseRestart, phaseDelete}},
+		{"restart resync, template change,policy", []string{phaseConverge, phaseRestart, phaseTemplate, phasePolicy}},
+		{"Failover single", []string{phaseConverge, phaseFailover, phaseLatency}},
+		{"forced-resync forced", []string{phaseConverge, phaseForced}},
+	}
+	for _, tc := range tests {
+		got, err := parsePhases(tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("parsePhases(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, in := range []string{"converge,resync", "restart,warmup"} {
+		if _, err := parsePhases(in); err == nil || !strings.Contains(err.Error(), "template (or \"template change\", template-change)") {
+			t.Errorf("parsePhases(%q): error %v, want one that lists the phases", in, err)
+		}
+	}
+
+	c := config{phases: []string{phaseConverge, phaseRestart}}
+	for floor, want := range map[string]bool{phaseFloor: true, phaseFloorRecord: true, phaseFloorForced: false, phaseFloorTemplate: false, phaseFloorPolicy: false} {
+		if c.runsFloor(floor) != want {
+			t.Errorf("phases %q: runsFloor(%q) = %v, want %v", c.phases, floor, !want, want)
+		}
+	}
+	c.phases = []string{phaseConverge, phaseForced, phasePolicy}
+	if !c.runsFloor(phaseFloorForced) || !c.runsFloor(phaseFloorPolicy) || c.runsFloor(phaseFloorTemplate) {
+		t.Errorf("phases %q: the floors of the forced resync and the policy change only", c.phases)
+	}
+	if all := (config{}); !all.runs(phaseDelete) || !all.runsFloor(phaseFloorTemplate) || phasesRun(all) != "" {
+		t.Error("no selection: every phase runs")
+	}
+}
