@@ -116,8 +116,13 @@ func (h *harness) operatorPhases(ctx context.Context) error {
 	}{
 		{phaseConverge, h.n, h.converge},
 		{phaseRestart, h.n, h.restart},
-		{phaseForced, h.n, h.forced},
+		// The failover runs with a short interval, and its new leader
+		// spreads its first checks over it: the forced resync after it
+		// checks every binding, so that the rollouts that follow are
+		// measured beside the steady rate of the usual interval, not the
+		// failover's.
 		{phaseFailover, h.n, h.failover},
+		{phaseForced, h.n, h.forced},
 		{phaseTemplate, h.n, h.templateChange},
 		{phasePolicy, h.n, h.policyChange},
 		{phaseLatency, h.cfg.changes, h.latency},
