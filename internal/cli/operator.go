@@ -166,7 +166,7 @@ func newOperatorCmd() *cobra.Command {
 	// takeover comes at most lease duration + 2.4 retry periods after the
 	// leader died, within 2 s of the lease duration at 750ms.
 	f.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 750*time.Millisecond, "how often replicas try to take or renew the lease")
-	f.IntVar(&o.MemoryLimitPercent, "memory-limit-percent", 90, "percent of the container's memory limit (cgroup) the Go runtime keeps its memory under by collecting garbage harder (0: off; GOMEMLIMIT, when set, wins)")
+	f.IntVar(&o.MemoryLimitPercent, "memory-limit-percent", 80, "percent of the container's memory limit (cgroup) the Go runtime keeps its memory under by collecting garbage harder (0: off; GOMEMLIMIT, when set, wins)")
 	f.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(os.Getenv, os.ReadFile),
 		"the only namespace the operator reads Secrets in: VaultConnections must keep their token, AppRole secret ID and CA Secrets there; the default is the pod's namespace (POD_NAMESPACE, else the service account's mount, else "+DefaultSecretNamespace+")")
 	f.StringVar(&o.ClusterID, "cluster-id", "", "this cluster's identity in the owner markers the operator writes into Vault (default: the UID of the kube-system namespace); keep it when the cluster is rebuilt from a backup, and make it unique per cluster on one Vault")

@@ -29,7 +29,7 @@ func operatorMemory(n int) int64 {
 // under operatorMemory (its --memory-limit-percent default): the
 // GOMEMLIMIT it runs with when no cgroup can be made.
 func operatorSoftLimit(n int) int64 {
-	return operatorMemory(n) / 100 * 90
+	return operatorMemory(n) / 100 * 80
 }
 
 // memCgroup is a memory cgroup for the operator beside the harness's own:
