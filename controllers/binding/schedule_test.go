@@ -17,6 +17,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -56,23 +57,33 @@ func (c *readCounter) take() (role, roleID, entity int) {
 	return role, roleID, entity
 }
 
+// scheduleHarness is a harness with one binding (web01), a clock the test
+// moves (now), a check schedule that spreads first checks to half the
+// interval (newSchedule makes another: a new process) and the reads of
+// the binding's objects counted.
+func scheduleHarness(t *testing.T) (h *harness, reads *readCounter, now *time.Time, newSchedule func() *checkSchedule) {
+	h = newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
+	clock := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	now = &clock
+	h.r.clock = func() time.Time { return *now }
+	newSchedule = func() *checkSchedule {
+		s := newCheckSchedule()
+		s.spread = func(d time.Duration) time.Duration { return d / 2 }
+		return s
+	}
+	h.r.checks = newSchedule()
+	reads = &readCounter{Client: h.v}
+	h.r.Connections = &connection.Connections{Client: h.c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return reads, nil }}
+	return h, reads, now, newSchedule
+}
+
 // A binding in sync is not read from Vault until its check is due; a new
 // process spreads the first checks over the interval; a change of the
 // rendering reads what it writes (the entity for a metadata rollout, the
 // role for a role change), and drift made between two checks is found at
 // the next check, as before.
 func TestChecksAreSpreadAndChangesReadWhatTheyWrite(t *testing.T) {
-	h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
-	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
-	h.r.clock = func() time.Time { return now }
-	newSchedule := func() *checkSchedule {
-		s := newCheckSchedule()
-		s.spread = func(d time.Duration) time.Duration { return d / 2 }
-		return s
-	}
-	h.r.checks = newSchedule()
-	reads := &readCounter{Client: h.v}
-	h.r.Connections = &connection.Connections{Client: h.c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return reads, nil }}
+	h, reads, now, newSchedule := scheduleHarness(t)
 	ttl := func(s string) func(*v1alpha1.MinionTemplate) {
 		return func(t *v1alpha1.MinionTemplate) {
 			v := intstr.FromString(s)
@@ -93,7 +104,7 @@ func TestChecksAreSpreadAndChangesReadWhatTheyWrite(t *testing.T) {
 		{"a new binding", nil, counts{role: 1, entity: 1, writes: 3}, 0},
 		{"in sync, its check not due: nothing read", nil, counts{}, 0},
 		{"a new process: the first check half an interval away (spread)", func() { h.r.checks = newSchedule() }, counts{}, 30 * time.Minute},
-		{"its check due: everything read", func() { now = now.Add(31 * time.Minute) }, counts{role: 1, roleID: 1, entity: 1}, 0},
+		{"its check due: everything read", func() { *now = now.Add(31 * time.Minute) }, counts{role: 1, roleID: 1, entity: 1}, 0},
 		{"the template changes entity metadata: the entity read and written, the role not read",
 			func() { h.editTemplate(metadata("1")) }, counts{entity: 1, writes: 1}, 0},
 		{"the template changes the role: the role read and written", func() { h.editTemplate(ttl("2h")) },
@@ -115,7 +126,7 @@ func TestChecksAreSpreadAndChangesReadWhatTheyWrite(t *testing.T) {
 				}
 				h.editTemplate(metadata("2"))
 			}, counts{entity: 1, writes: 1}, 0},
-		{"at the next check the role is found missing and created again", func() { now = now.Add(2 * time.Hour) },
+		{"at the next check the role is found missing and created again", func() { *now = now.Add(2 * time.Hour) },
 			counts{role: 1, entity: 1, writes: 2}, 0},
 		{"the connection's Vault identity changes (a mount enabled again): checked at once", func() {
 			conn := &v1alpha1.VaultConnection{}
@@ -165,17 +176,7 @@ func TestChecksAreSpreadAndChangesReadWhatTheyWrite(t *testing.T) {
 func TestAFailureDropsTheRoleDigest(t *testing.T) {
 	for _, failing := range []string{"ReadEntityByName", "WriteEntityByName"} {
 		t.Run(failing, func(t *testing.T) {
-			h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
-			now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
-			h.r.clock = func() time.Time { return now }
-			newSchedule := func() *checkSchedule {
-				s := newCheckSchedule()
-				s.spread = func(d time.Duration) time.Duration { return d / 2 }
-				return s
-			}
-			h.r.checks = newSchedule()
-			reads := &readCounter{Client: h.v}
-			h.r.Connections = &connection.Connections{Client: h.c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return reads, nil }}
+			h, reads, _, newSchedule := scheduleHarness(t)
 			h.reconcile("salt", "web01")
 			if st := h.get("salt", "web01").Status.AppRole; st == nil || st.ParamsDigest == "" {
 				t.Fatalf("status.appRole after the first apply: %+v, want a paramsDigest", st)
@@ -266,6 +267,39 @@ func TestFirstChecksAreSpread(t *testing.T) {
 		// n/buckets = 1,000 each; a binomial's deviation is about 30.
 		if c < 850 || c > 1150 {
 			t.Errorf("%d of %d first checks in tenth %d of the interval: %v", c, n, i, counts)
+		}
+	}
+}
+
+// The role's fingerprint (status.appRole.paramsDigest) names one role in
+// one Vault: a binding whose spec names another minion (a tenant's edit),
+// another mount, another Vault or a mount enabled again since does not
+// match it, so its role is read before anything is written for it.
+func TestRoleFingerprint(t *testing.T) {
+	res := func(edit func(*render.Result)) *render.Result {
+		r := &render.Result{AppRole: render.AppRolePayload{Mount: "salt-minions", RoleName: "web01", Params: []render.Param{{Name: "token_ttl", Value: int64(3600)}}}}
+		if edit != nil {
+			edit(r)
+		}
+		return r
+	}
+	base := roleFingerprint("vault-a", "id-1", res(nil))
+	tests := []struct {
+		name            string
+		vault, identity string
+		res             *render.Result
+		same            bool
+	}{
+		{"the same rendering", "vault-a", "id-1", res(nil), true},
+		{"another minion's role", "vault-a", "id-1", res(func(r *render.Result) { r.AppRole.RoleName = "db01" }), false},
+		{"another mount", "vault-a", "id-1", res(func(r *render.Result) { r.AppRole.Mount = "other" }), false},
+		{"another parameter", "vault-a", "id-1", res(func(r *render.Result) { r.AppRole.Params[0].Value = int64(7200) }), false},
+		{"another Vault", "vault-b", "id-1", res(nil), false},
+		{"a mount enabled again (the connection's identity)", "vault-a", "id-2", res(nil), false},
+	}
+	for _, tc := range tests {
+		if got := roleFingerprint(tc.vault, tc.identity, tc.res) == base; got != tc.same {
+			t.Errorf("%s: same fingerprint %v, want %v", tc.name, got, tc.same)
 		}
 	}
 }

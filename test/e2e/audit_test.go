@@ -127,12 +127,7 @@ func (a *auditLog) responses(t testing.TB, offset int64, counted func(accessor s
 	t.Helper()
 	n := 0
 	a.scan(t, offset, func(line []byte) {
-		var e struct {
-			Type string `json:"type"`
-			Auth struct {
-				Accessor string `json:"accessor"`
-			} `json:"auth"`
-		}
+		var e auditEntry
 		if json.Unmarshal(line, &e) == nil && e.Type == "response" && counted(e.Auth.Accessor) {
 			n++
 		}
@@ -147,18 +142,7 @@ func (a *auditLog) requestsAfter(t testing.TB, offset int64, counted func(access
 	t.Helper()
 	var out []string
 	a.scan(t, offset, func(line []byte) {
-		var e struct {
-			Type string `json:"type"`
-			Time string `json:"time"`
-			Auth struct {
-				Accessor string `json:"accessor"`
-			} `json:"auth"`
-			Request struct {
-				Operation string `json:"operation"`
-				Path      string `json:"path"`
-			} `json:"request"`
-			Error string `json:"error"`
-		}
+		var e auditEntry
 		if json.Unmarshal(line, &e) != nil || e.Type != "response" || !counted(e.Auth.Accessor) {
 			return
 		}
@@ -169,6 +153,20 @@ func (a *auditLog) requestsAfter(t testing.TB, offset int64, counted func(access
 		out = append(out, s)
 	})
 	return out
+}
+
+// auditEntry is what the tests read of a line of Vault's audit log.
+type auditEntry struct {
+	Type string `json:"type"`
+	Time string `json:"time"`
+	Auth struct {
+		Accessor string `json:"accessor"`
+	} `json:"auth"`
+	Request struct {
+		Operation string `json:"operation"`
+		Path      string `json:"path"`
+	} `json:"request"`
+	Error string `json:"error"`
 }
 
 // scan calls each with every line of the log after offset.
@@ -196,17 +194,7 @@ func (a *auditLog) count(t testing.TB, offset int64, counted func(accessor strin
 	t.Helper()
 	out := vaultCalls{ReadPaths: map[string]int{}}
 	a.scan(t, offset, func(line []byte) {
-		var e struct {
-			Type string `json:"type"`
-			Auth struct {
-				Accessor string `json:"accessor"`
-			} `json:"auth"`
-			Request struct {
-				Operation string `json:"operation"`
-				Path      string `json:"path"`
-			} `json:"request"`
-			Error string `json:"error"`
-		}
+		var e auditEntry
 		if json.Unmarshal(line, &e) != nil || e.Type != "response" || !counted(e.Auth.Accessor) {
 			return
 		}

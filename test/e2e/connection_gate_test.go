@@ -115,7 +115,7 @@ func TestRevokedTokenWaitsAtTheConnection(t *testing.T) {
 		s.must(s.c.Patch(ctx, b, patch))
 	}
 	var windows, audited []int64
-	marks := []int64{mark}
+	revokedAt := mark
 	for w := 0; w < 3; w++ {
 		time.Sleep(time.Until(windowStart.Add(10 * time.Second)))
 		now, at := requests(), audit.mark(t)
@@ -136,7 +136,7 @@ func TestRevokedTokenWaitsAtTheConnection(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		t.Logf("Vault's audit log from the revocation on, the revoked token's: %s", strings.Join(audit.requestsAfter(t, marks[0], deadToken), "; "))
+		t.Logf("Vault's audit log from the revocation on, the revoked token's: %s", strings.Join(audit.requestsAfter(t, revokedAt, deadToken), "; "))
 	}
 	if waiting == 0 {
 		t.Errorf("no binding says it waits on %s", conn)
