@@ -96,3 +96,30 @@ func TestAPathRefusalIsNotTheConnections(t *testing.T) {
 		t.Errorf("the next reconcile: %+v", ready)
 	}
 }
+
+// A check that passed before a binding sent its requests says nothing of
+// them: the token may have been revoked in between. The binding's refusal
+// is checked again and the binding waits on the connection, at once, not
+// after its own retries (with a pass standing for a second, 1,000 bindings
+// made 145 refused requests in the first second after a revocation).
+func TestAPassBeforeTheRequestsDoesNotExcuseThem(t *testing.T) {
+	h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
+	h.reconcile("salt", "web01")
+	ctx := context.Background()
+	if err := h.r.Connections.Probe(ctx, "vault", func(vc vault.Client) error { return vc.CheckToken(ctx) }); err != nil {
+		t.Fatal(err)
+	}
+	// Revoked right after the pass; the binding is asked at once.
+	h.v.ResetCalls()
+	h.v.FailNext("*", errRevoked)
+	h.v.FailNext("*", errRevoked)
+	h.r.checks.forget(types.NamespacedName{Namespace: "salt", Name: "web01"})
+	h.reconcile("salt", "web01")
+	ready := shared.ReadyOf(h.get("salt", "web01"))
+	if ready.Reason != v1alpha1.AccessDeniedReason || !strings.Contains(ready.Message, `VaultConnection "vault" cannot be used`) {
+		t.Errorf("Ready %+v, want the connection's wait", ready)
+	}
+	if calls := h.v.Calls("*"); calls != 2 {
+		t.Errorf("%d Vault requests, want 2 (the binding's and the check)", calls)
+	}
+}

@@ -180,8 +180,9 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 		return err
 	}
 	sc.conn = tpl.Spec.ConnectionRef.Name
+	sent := time.Now()
 	if sc.vault, err = connection.VaultKey(ctx, vc, conn); err != nil {
-		return r.Connections.Verify(ctx, sc.conn, err)
+		return r.Connections.Verify(ctx, sc.conn, sent, err)
 	}
 
 	cur := ownership.Placement{Vault: sc.vault, Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
@@ -196,11 +197,12 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 		return nil
 	}
 	known := r.knownRoleID(obj, sk)
+	sent = time.Now()
 	if err := r.apply(ctx, vc, obj, a, inv, cur, known, sc); err != nil {
 		r.checks.forget(sk.key)
 		// A refusal or outage that is the connection's makes the binding
 		// wait on it, and its siblings with it, without trying Vault.
-		return r.Connections.Verify(ctx, sc.conn, err)
+		return r.Connections.Verify(ctx, sc.conn, sent, err)
 	}
 	sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
 	sc.requeue = r.nextCheck(sk, known, sc)

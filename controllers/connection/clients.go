@@ -59,7 +59,7 @@ type Connections struct {
 	// gates: connection name -> its last check; probing: the checks
 	// Verify has under way (connection_gate.go).
 	gates   map[string]connGate
-	probing map[string]chan struct{}
+	probing map[string]probe
 	wake    func(name string)
 }
 

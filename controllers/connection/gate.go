@@ -19,16 +19,19 @@ import (
 // connection's client changes (a new generation or Secret version: a new
 // login is worth trying). The connection turning Ready wakes them.
 
-// verifyEvery is how long a passing check of a connection stands for
-// Verify: failures within it are the bindings' own.
-const verifyEvery = time.Second
-
 // connGate is what the last check of a connection found.
 type connGate struct {
-	key     string // the client's cache key ("" without a cache)
-	err     error  // nil: the check passed
-	checked time.Time
-	fails   int // checks failed in a row
+	key   string // the client's cache key ("" without a cache)
+	err   error  // nil: the check passed
+	began time.Time
+	fails int // checks failed in a row
+}
+
+// probe is a check under way: began is when it was sent, done is closed
+// when its verdict is recorded.
+type probe struct {
+	began time.Time
+	done  chan struct{}
 }
 
 // gated is the wait of a connection whose client at key failed its check.
@@ -63,7 +66,7 @@ const maxRetry = 10 * time.Second
 // record remembers a check's verdict on the connection's client at key:
 // a failure of Vault or of the credentials closes the gate, anything else
 // (a wait for a Secret, a pass) opens it.
-func (c *Connections) record(name, key string, err error) {
+func (c *Connections) record(name, key string, began time.Time, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gates == nil {
@@ -76,60 +79,69 @@ func (c *Connections) record(name, key string, err error) {
 	if err != nil {
 		fails = c.gates[name].fails + 1
 	}
-	c.gates[name] = connGate{key: key, err: err, checked: time.Now(), fails: fails}
+	c.gates[name] = connGate{key: key, err: err, began: began, fails: fails}
 }
 
 // Probe gets the connection's client past its gate, runs check on it and
 // records the verdict: the connection controller's check.
 func (c *Connections) Probe(ctx context.Context, name string, check func(vault.Client) error) error {
+	began := time.Now()
 	vc, _, key, err := c.client(ctx, name, false)
 	if err == nil {
 		err = check(vc)
 	}
-	c.record(name, key, err)
+	c.record(name, key, began, err)
 	return err
 }
 
-// Verify is for a binding or template whose Vault request failed with err:
-// when the failure could be the connection's (refused, unavailable), it
-// checks the connection's token, once for all the callers that fail
-// meanwhile and not again within verifyEvery of a pass, and returns the
-// connection's wait when the check fails too. Otherwise err is the
-// caller's own.
-func (c *Connections) Verify(ctx context.Context, name string, err error) error {
+// Verify is for a binding or template whose Vault requests, sent from
+// since on, failed with err: when the failure could be the connection's
+// (refused, unavailable), it returns the connection's wait if a check of
+// the token sent after since fails, and err, the caller's own, if it
+// passes. A check sent before since proves nothing about the caller's
+// requests (the token may have been revoked in between: a pass that
+// stood for a second let a revoked token's first second of failures
+// retry with backoff, 145 refused requests from 1,000 bindings), so such
+// callers wait for the next check. Checks are single-flight: one covers
+// every caller that failed before it was sent, which bounds them by the
+// failed reconciles, never more.
+func (c *Connections) Verify(ctx context.Context, name string, since time.Time, err error) error {
 	if err == nil || shared.IsWaiting(err) {
 		return err
 	}
 	if cl := shared.Classify(err); cl != vault.ClassDenied && cl != vault.ClassTransient {
 		return err
 	}
-	c.mu.Lock()
-	g, checked := c.gates[name]
-	probe, busy := c.probing[name]
-	switch {
-	case checked && g.err != nil:
-		c.mu.Unlock()
-	case busy:
-		c.mu.Unlock()
-		select {
-		case <-probe:
-		case <-ctx.Done():
+	for {
+		c.mu.Lock()
+		g, checked := c.gates[name]
+		p, busy := c.probing[name]
+		switch {
+		case checked && g.err != nil:
+			c.mu.Unlock()
+			return c.gatedOr(name, err)
+		case checked && !g.began.Before(since):
+			c.mu.Unlock()
 			return err
+		case busy:
+			c.mu.Unlock()
+			select {
+			case <-p.done:
+				continue
+			case <-ctx.Done():
+				return err
+			}
 		}
-	case checked && time.Since(g.checked) < verifyEvery:
-		c.mu.Unlock()
-		return err
-	default:
+		p = probe{began: time.Now(), done: make(chan struct{})}
 		if c.probing == nil {
-			c.probing = map[string]chan struct{}{}
+			c.probing = map[string]probe{}
 		}
-		probe = make(chan struct{})
-		c.probing[name] = probe
+		c.probing[name] = p
 		c.mu.Unlock()
 		perr := c.Probe(ctx, name, func(vc vault.Client) error { return vc.CheckToken(ctx) })
 		c.mu.Lock()
 		delete(c.probing, name)
-		close(probe)
+		close(p.done)
 		wake := c.wake
 		c.mu.Unlock()
 		if perr != nil && wake != nil {
@@ -138,7 +150,12 @@ func (c *Connections) Verify(ctx context.Context, name string, err error) error 
 			// passes, for the waiting ones to be woken (BecameReady).
 			wake(name)
 		}
+		return c.gatedOr(name, err)
 	}
+}
+
+// gatedOr is the connection's wait if its last check failed, else err.
+func (c *Connections) gatedOr(name string, err error) error {
 	if gerr := c.gated(name, c.keyOf(name)); gerr != nil {
 		return gerr
 	}

@@ -15,7 +15,7 @@ func TestRetryAfterBacksOff(t *testing.T) {
 	fail := &vault.Error{Op: "read sys/health", StatusCode: 503}
 	var got []time.Duration
 	for range 7 {
-		c.record("v", "k", fail)
+		c.record("v", "k", time.Now(), fail)
 		got = append(got, c.retryAfter("v", time.Minute))
 	}
 	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, maxRetry, maxRetry, maxRetry, maxRetry}
@@ -25,8 +25,8 @@ func TestRetryAfterBacksOff(t *testing.T) {
 	if d := c.retryAfter("v", 3*time.Second); d != 3*time.Second {
 		t.Errorf("with a 3s check interval: %v", d)
 	}
-	c.record("v", "k", nil)
-	c.record("v", "k", fail)
+	c.record("v", "k", time.Now(), nil)
+	c.record("v", "k", time.Now(), fail)
 	if d := c.retryAfter("v", time.Minute); d != 2*time.Second {
 		t.Errorf("after a pass: %v", d)
 	}

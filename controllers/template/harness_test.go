@@ -25,14 +25,14 @@ import (
 const testCluster = testkit.Cluster
 
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	c   client.Client
 	v   *vault.Fake
 	rec *events.FakeRecorder
 	r   *binding.Reconciler
 }
 
-func newHarness(t *testing.T, objs ...client.Object) *harness {
+func newHarness(t testing.TB, objs ...client.Object) *harness {
 	c := testkit.Builder().WithObjects(objs...).Build()
 	v := vault.NewFake()
 	v.EnableAuth("salt-minions")

@@ -3,9 +3,11 @@ package template
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,14 +81,9 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 	if err := r.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: tpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the bindings of template %q: %w", tpl.Name, err)
 	}
-	scanned := make(map[types.NamespacedName]bindingPolicies, len(list.Items))
-	for i := range list.Items {
-		b := &list.Items[i]
-		docs, err := r.policiesOfBinding(ctx, b)
-		if err != nil {
-			return err
-		}
-		scanned[client.ObjectKeyFromObject(b)] = bindingPolicies{template: tpl.Name, member: b.DeletionTimestamp.IsZero(), docs: docs}
+	scanned, err := r.renderAll(ctx, tpl.Name, list.Items, runtime.GOMAXPROCS(0))
+	if err != nil {
+		return err
 	}
 	r.index.rebuild(tpl.Name, compiled, scanned, verify)
 	if !r.index.discovered(tpl.Name) {
@@ -109,6 +106,39 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 		r.index.discoveredOwned(tpl.Name, found)
 	}
 	return r.syncDirty(ctx, tpl)
+}
+
+// renderAll renders the policies of every binding, on workers
+// goroutines: a template change renders each binding anew (10,000 with a
+// policy per minion: 1.45 s on one core before the first write of a
+// policy rollout), and rendering is pure CPU work, the cache's objects
+// only read.
+func (r *Reconciler) renderAll(ctx context.Context, template string, items []v1alpha1.MinionBinding, workers int) (map[types.NamespacedName]bindingPolicies, error) {
+	docs := make([]map[string]string, len(items))
+	g, gctx := errgroup.WithContext(ctx)
+	per := (len(items) + max(workers, 1) - 1) / max(workers, 1)
+	for from := 0; from < len(items); from += per {
+		to := min(from+per, len(items))
+		g.Go(func() error {
+			for i := from; i < to; i++ {
+				d, err := r.policiesOfBinding(gctx, &items[i])
+				if err != nil {
+					return err
+				}
+				docs[i] = d
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	scanned := make(map[types.NamespacedName]bindingPolicies, len(items))
+	for i := range items {
+		b := &items[i]
+		scanned[client.ObjectKeyFromObject(b)] = bindingPolicies{template: template, member: b.DeletionTimestamp.IsZero(), docs: docs[i]}
+	}
+	return scanned, nil
 }
 
 // retryDirty syncs what earlier syncs left dirty (a failed write, a
@@ -139,8 +169,9 @@ func (r *Reconciler) syncDirty(ctx context.Context, tpl *v1alpha1.MinionTemplate
 			}
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("Syncing ACL policies", "template", tpl.Name, "wanted", len(work.desired), "stale", len(work.stale))
+		sent := time.Now()
 		pass, err := syncPolicies(ctx, vc, r.policyOwner(tpl), tpl.Spec.AdoptPolicies, work.desired, work.stale, reader)
-		err = r.Connections.Verify(ctx, tpl.Spec.ConnectionRef.Name, err)
+		err = r.Connections.Verify(ctx, tpl.Spec.ConnectionRef.Name, sent, err)
 		for _, n := range pass.written {
 			// Other templates' first scans need not read these.
 			reader.set(n, r.policyOwner(tpl))

@@ -308,7 +308,15 @@ func (s *suite) waitStalled(ns, name, reason, msgPart string) *v1alpha1.MinionBi
 // event waits for an event with this reason about the object.
 func (s *suite) event(name, reason string) {
 	s.t.Helper()
-	eventually(s.t, 20*time.Second, "event "+reason+" for "+name, func() error {
+	s.eventWithin(20*time.Second, name, reason)
+}
+
+// eventWithin waits up to timeout for an event of reason about the object
+// name in the API server; the failure says whether the operator emitted it
+// (its log has every event).
+func (s *suite) eventWithin(timeout time.Duration, name, reason string) {
+	s.t.Helper()
+	eventually(s.t, timeout, "event "+reason+" for "+name, func() error {
 		list := &eventsv1.EventList{}
 		if err := s.c.List(context.Background(), list); err != nil {
 			return err
@@ -318,7 +326,8 @@ func (s *suite) event(name, reason string) {
 				return nil
 			}
 		}
-		return fmt.Errorf("no such event among %d", len(list.Items))
+		emitted := strings.Contains(operatorLog.String(), `"reason": "`+reason+`"`)
+		return fmt.Errorf("no such event among %d (an event of that reason in the operator's log: %v)", len(list.Items), emitted)
 	})
 }
 

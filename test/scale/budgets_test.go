@@ -4,6 +4,7 @@ package scale
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"sort"
 	"strings"
@@ -210,9 +211,10 @@ func budgetChecks(s *shapeResult) []check {
 	}
 	n := s.N
 	pols := expectedPolicies(s.Shape, n)
+	names := policyNames(s.Shape, n)
 	if p := s.phase(phaseConverge); p != nil && p.Err == "" {
-		slots, slotsHow := slotReads(p, pols)
-		out = append(out, vaultBudgets(where+": converge", p, n, pols, budgetNewVaultWrites, budgetNewVaultReads, budgetPolicyWrites,
+		slots, slotsHow := slotReads(p, names)
+		out = append(out, vaultBudgets(where+": converge", p, n, pols, budgetNewVaultWrites, budgetNewVaultReads, 0, "", budgetPolicyWrites,
 			budgetPolicyReads*pols+slots, fmt.Sprintf("%d per policy document (%d) %s", budgetPolicyReads, pols, slotsHow))...)
 		fixed, fixedHow := fixedK8sWrites(p)
 		out = append(out, limit(where+": converge: operator's Kubernetes writes", kubeWrites(p), budgetNewK8sWrites*n+fixed, n,
@@ -228,7 +230,7 @@ func budgetChecks(s *shapeResult) []check {
 		if name == phaseForced {
 			k8s, k8sHow = budgetForcedK8sWrites*n+fixed, fmt.Sprintf("%d per binding + %s", budgetForcedK8sWrites, fixedHow)
 		}
-		slots, slotsHow := slotReads(p, pols)
+		slots, slotsHow := slotReads(p, names)
 		polReads, polHow := slots, "none but the slots': the policies were read when they were written "+slotsHow
 		if name == phaseRestart {
 			// A new process that cannot presume the policies from the
@@ -238,7 +240,8 @@ func budgetChecks(s *shapeResult) []check {
 			polReads = budgetPolicyReads*p.VaultPolicies + 1 + slots
 			polHow = fmt.Sprintf("at most %d per policy in Vault (%d: the template's %d, the floor's, default, the actors') and their list %s", budgetPolicyReads, p.VaultPolicies, pols, slotsHow)
 		}
-		out = append(out, vaultBudgets(where+": "+name, p, n, pols, budgetResyncVaultWrites, budgetResyncVaultReads, 0, polReads, polHow)...)
+		due, dueHow := checksDue(s, p)
+		out = append(out, vaultBudgets(where+": "+name, p, n, pols, budgetResyncVaultWrites, budgetResyncVaultReads, due, dueHow, 0, polReads, polHow)...)
 		out = append(out, limit(where+": "+name+": operator's Kubernetes writes", kubeWrites(p), k8s, n, k8sHow, p.Kube, kubeWriteKinds))
 		if name == phaseRestart {
 			out = append(out, limit(where+": restart resync: binding status writes", writesTo(p.Kube, "minionbindings/status"), 0, n,
@@ -246,7 +249,7 @@ func budgetChecks(s *shapeResult) []check {
 		}
 	}
 	if p := s.phase(phasePolicy); p != nil && p.Err == "" {
-		out = append(out, policyChangeBudgets(where, p, n)...)
+		out = append(out, policyChangeBudgets(where, p, n, names)...)
 	}
 	if p := s.phase(phaseFailover); p != nil && p.Err == "" && p.Failover != nil {
 		out = append(out, failoverBudgets(where, p.Failover, n)...)
@@ -284,11 +287,11 @@ func budgetChecks(s *shapeResult) []check {
 // policyChangeBudgets: a change of every per-minion policy body (n
 // policies) reads and writes each once, and writes nothing of the
 // bindings, in Vault or in their status.
-func policyChangeBudgets(where string, p *phaseResult, n int) []check {
+func policyChangeBudgets(where string, p *phaseResult, n int, names []string) []check {
 	_, w, pr, pw, _ := split(p.Vault)
 	isPolicy := func(k string) bool { return strings.HasPrefix(k, "policy ") }
 	how := func(per int) string { return fmt.Sprintf("%d per changed policy (%d per-minion)", per, n) }
-	slots, slotsHow := slotReads(p, n)
+	slots, slotsHow := slotReads(p, names)
 	return []check{
 		limit(where+": policy change: operator's Vault policy writes", pw, budgetPolicyWrites*n, n, how(budgetPolicyWrites), p.Vault, func(k string) bool { return k == "policy W" }),
 		limit(where+": policy change: operator's Vault policy reads", pr, budgetPolicyReads*n+slots, n, how(budgetPolicyReads)+" "+slotsHow, p.Vault, func(k string) bool { return k == "policy R" }),
@@ -325,13 +328,63 @@ func phaseSeconds(p *phaseResult) float64 {
 }
 
 // slotReads is what the template's slots may read in a phase: each policy
-// is compared with Vault once per interval, a sixtieth of them at a time
-// (controllers/template/verify.go), so a phase of s seconds reads about
-// pols×s/interval, and one slot's more where it starts or ends.
-func slotReads(p *phaseResult, pols int) (int, string) {
+// is compared with Vault once per interval, in the slot of verifySlots
+// its name hashes to (controllers/template/verify.go, fnv-32a), one slot
+// every interval/verifySlots. A phase of s seconds sees at most
+// s/slotLength+1 slots come, and reads one more that came just before it
+// started; each at most the largest slot's names. The slots are of
+// uneven size (at 211 names, 3.5 on average and 8 the largest): an
+// average per slot made a budget that a phase over a large slot failed.
+func slotReads(p *phaseResult, names []string) (int, string) {
 	s := phaseSeconds(p)
-	n := int(float64(pols)*s/benchInterval.Seconds()) + pols/60 + 1
-	return n, fmt.Sprintf("+ %d for the slots (each policy once per %s interval, a sixtieth at a time: %.0f s of it)", n, benchInterval, s)
+	length := benchInterval / verifySlots
+	largest := largestSlot(names, verifySlots)
+	slots := int(s/length.Seconds()) + 2
+	return slots * largest, fmt.Sprintf("+ %d for the slots (each policy once per %s interval: %.0f s of it, %d slots of %s of at most %d names)",
+		slots*largest, benchInterval, s, slots, length, largest)
+}
+
+// verifySlots is the number of slots the template cuts its interval into
+// (controllers/template/verify.go).
+const verifySlots = 60
+
+// largestSlot is the most names that hash to one of slots slots, as the
+// template's slotOf does.
+func largestSlot(names []string, slots uint32) int {
+	count := map[uint32]int{}
+	for _, n := range names {
+		h := fnv.New32a()
+		h.Write([]byte(n))
+		count[h.Sum32()%slots]++
+	}
+	largest := 0
+	for _, c := range count {
+		largest = max(largest, c)
+	}
+	return largest
+}
+
+// checksDue is what the bindings' drift checks scheduled before a phase
+// may read in it: a binding whose check comes in the phase before the
+// phase's own reconcile of it is read twice. The checks are spread over
+// the interval the process that scheduled them had: after the failover,
+// the new leader's first checks are spread over failoverInterval, and a
+// binding in sync keeps its check when the interval is set back, until
+// it is next reconciled.
+func checksDue(s *shapeResult, p *phaseResult) (int, string) {
+	interval := benchInterval
+	for _, q := range s.Phases {
+		if q == p {
+			break
+		}
+		if q.Phase == phaseFailover {
+			interval = failoverInterval
+		}
+	}
+	secs := phaseSeconds(p)
+	checks := int(float64(s.N)*secs/interval.Seconds()) + 1
+	return checks * budgetResyncVaultReads, fmt.Sprintf("+ %d for the checks due in the phase (%d per binding, %.0f s of a %s interval)",
+		checks*budgetResyncVaultReads, budgetResyncVaultReads, secs, interval)
 }
 
 // fixedK8sWrites is the allowance for the Kubernetes writes that are not
@@ -500,14 +553,14 @@ func noteOf(p *phaseResult) string {
 
 // vaultBudgets checks a phase's Vault calls: those for the bindings' own
 // objects per binding, the policy calls per policy document, the upkeep.
-func vaultBudgets(what string, p *phaseResult, n, pols, writes, reads, policyWrites, policyReads int, policyReadsHow string) []check {
+func vaultBudgets(what string, p *phaseResult, n, pols, writes, reads, extraReads int, extraHow string, policyWrites, policyReads int, policyReadsHow string) []check {
 	r, w, pr, pw, up := split(p.Vault)
 	isPolicy := func(k string) bool { return strings.HasPrefix(k, "policy ") }
 	return []check{
 		limit(what+": operator's Vault writes for the bindings' objects", w, writes*n, n,
 			fmt.Sprintf("%d per binding", writes), p.Vault, func(k string) bool { return vaultWriteKinds(k) && !isPolicy(k) }),
-		limit(what+": operator's Vault reads for the bindings' objects", r, reads*n, n,
-			fmt.Sprintf("%d per binding", reads), p.Vault, func(k string) bool { return vaultReadKinds(k) && !isPolicy(k) }),
+		limit(what+": operator's Vault reads for the bindings' objects", r, reads*n+extraReads, n,
+			strings.TrimSpace(fmt.Sprintf("%d per binding %s", reads, extraHow)), p.Vault, func(k string) bool { return vaultReadKinds(k) && !isPolicy(k) }),
 		limit(what+": operator's Vault policy writes", pw, policyWrites*pols, n,
 			fmt.Sprintf("%d per policy document (%d)", policyWrites, pols), p.Vault, func(k string) bool { return k == "policy W" }),
 		limit(what+": operator's Vault policy reads", pr, policyReads, n, policyReadsHow, p.Vault, func(k string) bool { return k == "policy R" }),

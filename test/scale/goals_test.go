@@ -93,7 +93,7 @@ func TestGoalsByN(t *testing.T) {
 			t.Errorf("N=%d: ratio OK %v (want %v): %s %s; RSS OK %v (want %v): %s", tc.s.N, ratio.OK, tc.ratioOK, ratio.Goal, ratio.Measured, rss.OK, tc.rssOK, rss.Measured)
 		}
 	}
-	if got := operatorSoftLimit(50000); got != 512<<20/100*90 {
+	if got := operatorSoftLimit(50000); got != 512<<20/100*80 {
 		t.Errorf("operatorSoftLimit(50000) = %d", got)
 	}
 	s := at(50000, 1.25, 500)
@@ -107,5 +107,31 @@ func TestGoalsByN(t *testing.T) {
 	}
 	if strings.Contains(report, "NOT MET") {
 		t.Errorf("a run of some phases reports a goal NOT MET:\n%s", report)
+	}
+}
+
+// TestAllowances: the slots' allowance is the largest slot's names per
+// slot a phase can see, and the checks due after the failover are spread
+// over its interval, not the hour's.
+func TestAllowances(t *testing.T) {
+	names := policyNames(shapePerMinion, 200)
+	if len(names) != expectedPolicies(shapePerMinion, 200) {
+		t.Fatalf("%d names, %d policies expected", len(names), expectedPolicies(shapePerMinion, 200))
+	}
+	largest := largestSlot(names, verifySlots)
+	if largest*verifySlots < len(names) || largest > len(names)/4 {
+		t.Errorf("largest slot %d of %d names in %d slots", largest, len(names), verifySlots)
+	}
+	if got, _ := slotReads(&phaseResult{Wall: 3 * time.Second}, names); got != 2*largest {
+		t.Errorf("a 3 s phase: %d slot reads, want %d", got, 2*largest)
+	}
+	forced := &phaseResult{Phase: phaseForced, Wall: 6 * time.Second}
+	before := &shapeResult{N: 10000, Phases: []*phaseResult{{Phase: phaseConverge}, forced}}
+	after := &shapeResult{N: 10000, Phases: []*phaseResult{{Phase: phaseConverge}, {Phase: phaseFailover}, forced}}
+	if got, _ := checksDue(before, forced); got != (10000*6/3600+1)*budgetResyncVaultReads {
+		t.Errorf("checks due without a failover before: %d", got)
+	}
+	if got, _ := checksDue(after, forced); got != (10000*6/600+1)*budgetResyncVaultReads {
+		t.Errorf("checks due after the failover: %d", got)
 	}
 }

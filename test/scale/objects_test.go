@@ -85,6 +85,22 @@ func expectedPolicies(shape string, n int) int {
 	return sharedPolicies
 }
 
+// policyNames are the names of the policies the template renders for
+// bindings 0..n-1 of a shape.
+func policyNames(shape string, n int) []string {
+	var names []string
+	for r := range sharedRoles {
+		names = append(names, fmt.Sprintf("%s_role_r%d", policyPrefix, r))
+	}
+	names = append(names, policyPrefix+"_role_web")
+	if shape == shapePerMinion {
+		for i := range n {
+			names = append(names, policyPrefix+"_minion_"+minionID(i))
+		}
+	}
+	return names
+}
+
 func minionID(i int) string { return fmt.Sprintf("m%05d", i) }
 
 // rolesOf is binding i's pillar roles.
