@@ -99,8 +99,11 @@ type bindingScope struct {
 	// roleDigest is the roleFingerprint of the role as this reconcile
 	// found or wrote it, "" when it may differ (status.appRole).
 	roleDigest string
-	metadata   map[string]string // the entity metadata keys the operator owns, as written
-	requeue    time.Duration
+	// applied: the reconcile got as far as Vault's objects (apply), so a
+	// failure may have left the role other than status says.
+	applied  bool
+	metadata map[string]string // the entity metadata keys the operator owns, as written
+	requeue  time.Duration
 	// skipped are stale places a plan does not look at (another Vault).
 	skipped []string
 }
@@ -198,6 +201,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 	}
 	known := r.knownRoleID(obj, sk)
 	sent = time.Now()
+	sc.applied = true
 	if err := r.apply(ctx, vc, obj, a, inv, cur, known, sc); err != nil {
 		r.checks.forget(sk.key)
 		// A refusal or outage that is the connection's makes the binding

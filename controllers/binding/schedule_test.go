@@ -202,6 +202,38 @@ func TestAFailureDropsTheRoleDigest(t *testing.T) {
 	}
 }
 
+// A reconcile that waits before Vault (here on its connection's gate)
+// changed nothing of the role: status keeps the digest, and a new
+// process's rollout after it reads no role.
+func TestAWaitKeepsTheRoleDigest(t *testing.T) {
+	h, reads, _, newSchedule := scheduleHarness(t)
+	h.reconcile("salt", "web01")
+	ctx := context.Background()
+	closed := &vault.Error{Op: "read auth/token/lookup-self", StatusCode: 403, Messages: []string{"permission denied"}}
+	if err := h.r.Connections.Probe(ctx, "vault", func(vault.Client) error { return closed }); err == nil {
+		t.Fatal("the failing check passed")
+	}
+	h.editTemplate(func(t *v1alpha1.MinionTemplate) { t.Spec.Metadata.Entity["rollout"] = "1" })
+	reads.take()
+	h.r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "salt", Name: "web01"}})
+	b := h.get("salt", "web01")
+	if ready := shared.ReadyOf(b); ready == nil || ready.Status == metav1.ConditionTrue {
+		t.Fatalf("the reconcile behind a closed gate: Ready %+v", ready)
+	}
+	if st := b.Status.AppRole; st == nil || st.ParamsDigest == "" {
+		t.Fatalf("status.appRole after a wait: %+v, want the paramsDigest kept", st)
+	}
+	if err := h.r.Connections.Probe(ctx, "vault", func(vc vault.Client) error { return vc.CheckToken(ctx) }); err != nil {
+		t.Fatal(err)
+	}
+	h.r.checks = newSchedule()
+	reads.take()
+	h.reconcile("salt", "web01")
+	if role, _, _ := reads.take(); role != 0 {
+		t.Errorf("a new process's rollout after a wait read the role %d times, want 0", role)
+	}
+}
+
 // Only a binding that status says is in sync for what it renders now, with
 // nothing asked of the operator, waits for its check.
 func TestInSync(t *testing.T) {
@@ -301,5 +333,34 @@ func TestRoleFingerprint(t *testing.T) {
 		if got := roleFingerprint(tc.vault, tc.identity, tc.res) == base; got != tc.same {
 			t.Errorf("%s: same fingerprint %v, want %v", tc.name, got, tc.same)
 		}
+	}
+}
+
+// A binding reconciled before its connection's first check (no Vault
+// identity in status yet) is checked again once the identity is known
+// (the connection turning Ready wakes it), and its status digest then
+// carries the identity: a new process's rollout reads no role.
+func TestAnIdentityLearnedLaterIsInTheDigest(t *testing.T) {
+	h, reads, _, newSchedule := scheduleHarness(t)
+	h.reconcile("salt", "web01") // the connection not checked yet
+	ctx := context.Background()
+	conn := &v1alpha1.VaultConnection{}
+	if err := h.c.Get(ctx, types.NamespacedName{Name: "vault"}, conn); err != nil {
+		t.Fatal(err)
+	}
+	conn.Status.Identity = "checked"
+	if err := h.c.Status().Update(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	reads.take()
+	h.reconcile("salt", "web01") // woken by the connection's first check
+	if role, _, _ := reads.take(); role != 1 {
+		t.Errorf("the reconcile after the identity was learned read the role %d times, want 1 (a check)", role)
+	}
+	h.r.checks = newSchedule()
+	h.editTemplate(func(t *v1alpha1.MinionTemplate) { t.Spec.Metadata.Entity["rollout"] = "1" })
+	h.reconcile("salt", "web01")
+	if role, _, _ := reads.take(); role != 0 {
+		t.Errorf("a new process's rollout read the role %d times, want 0", role)
 	}
 }

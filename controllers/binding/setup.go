@@ -38,7 +38,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
 			builder.WithPredicates(shared.ClaimReleased)).
-		Watches(&v1alpha1.MinionBinding{}, changedFirst{}).
 		WithOptions(opts).
 		Named("minionbinding").
 		Complete(r)

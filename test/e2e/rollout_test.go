@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -102,6 +103,36 @@ func TestRolloutAfterARestartReadsOnlyEntities(t *testing.T) {
 	// past that.
 	if roleReads > 3 {
 		t.Errorf("the rollout read roles %d times for %d bindings whose role parameters did not change", roleReads, n)
+		// Which, when and by whom, and what status said of those bindings.
+		read := map[string]bool{}
+		audit.scan(t, mark, func(line []byte) {
+			var e auditEntry
+			if json.Unmarshal(line, &e) == nil && e.Type == "response" && strings.HasPrefix(e.Request.Path, rolePrefix) {
+				read[strings.Split(strings.TrimPrefix(e.Request.Path, "auth/salt-minions/role/"), "/")[0]] = true
+			}
+		})
+		audit.scan(t, mark, func(line []byte) {
+			var e auditEntry
+			if json.Unmarshal(line, &e) != nil || e.Type != "response" {
+				return
+			}
+			for m := range read {
+				if strings.HasSuffix(e.Request.Path, "/"+m) || strings.Contains(e.Request.Path, "/"+m+"/") || strings.HasSuffix(e.Request.Path, "_"+m) {
+					t.Logf("%s %s %s by %s %s", e.Time, e.Request.Operation, e.Request.Path, e.Auth.Accessor, e.Error)
+				}
+			}
+		})
+		for _, line := range strings.Split(operatorLog.String(), "\n") {
+			for m := range read {
+				if strings.Contains(line, m) {
+					t.Log(line)
+				}
+			}
+		}
+		s.must(s.c.List(ctx, list, client.InNamespace(ns)))
+		for _, b := range list.Items {
+			t.Logf("%s: appRole %+v conditions %+v", b.Name, b.Status.AppRole, b.Status.Conditions)
+		}
 	}
 	if roleWrites != 0 {
 		t.Errorf("the rollout wrote roles %d times", roleWrites)
