@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"runtime"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,21 +72,5 @@ func TestRenderAllOnWorkers(t *testing.T) {
 	}
 	if got, err := r.renderAll(ctx, "t", nil, 4); err != nil || len(got) != 0 {
 		t.Errorf("no bindings: %v %v", got, err)
-	}
-}
-
-// BenchmarkScanRender: a full scan's render of 2,000 bindings on one
-// worker and on GOMAXPROCS, side by side.
-func BenchmarkScanRender(b *testing.B) {
-	r, items := scanFleet(b, 2000)
-	ctx := context.Background()
-	for _, w := range []int{1, runtime.GOMAXPROCS(0)} {
-		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
-			for b.Loop() {
-				if _, err := r.renderAll(ctx, "t", items, w); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }

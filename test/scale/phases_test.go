@@ -158,8 +158,8 @@ func (h *harness) newOperator(label string) *operatorProc {
 	o.cgroupProcs = cg.procs
 	h.cgroups = append(h.cgroups, cg)
 	if h.res.Memory == "" {
-		h.res.Memory = fmt.Sprintf("at N=%d in a memory cgroup limited to %d MiB (%s; the failover's standby in one of its own); it sets its soft limit to 90 %% of that",
-			h.n, operatorMemory(h.n)>>20, cg.dir)
+		h.res.Memory = fmt.Sprintf("at N=%d in a memory cgroup limited to %d MiB (%s; the failover's standby in one of its own); it sets its soft limit to %d %% of that (--memory-limit-percent)",
+			h.n, operatorMemory(h.n)>>20, cg.dir, operatorSoftLimit(h.n)*100/operatorMemory(h.n))
 	}
 	return o
 }
