@@ -163,8 +163,9 @@ type auditEntry struct {
 		Accessor string `json:"accessor"`
 	} `json:"auth"`
 	Request struct {
-		Operation string `json:"operation"`
-		Path      string `json:"path"`
+		Operation string          `json:"operation"`
+		Path      string          `json:"path"`
+		Data      json.RawMessage `json:"data"` // HMAC'd strings: equal bodies log equal
 	} `json:"request"`
 	Error string `json:"error"`
 }

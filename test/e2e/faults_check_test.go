@@ -3,12 +3,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -278,36 +276,15 @@ func peakPerSecond(reqs []faultproxy.Request) int {
 // token upkeep and lookups (POSTs that change nothing) are left out.
 func needlessWrites(t *testing.T, path string, offset int64, accessor string) (writes int, dups []string) {
 	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	if _, err := fh.Seek(offset, 0); err != nil {
-		t.Fatal(err)
-	}
 	last := map[string]string{} // path -> "operation body" of its last successful write
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var e struct {
-			Type  string `json:"type"`
-			Error string `json:"error"`
-			Auth  struct {
-				Accessor string `json:"accessor"`
-			} `json:"auth"`
-			Request struct {
-				Operation string          `json:"operation"`
-				Path      string          `json:"path"`
-				Data      json.RawMessage `json:"data"`
-			} `json:"request"`
-		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Type != "response" || e.Auth.Accessor != accessor || e.Error != "" {
-			continue
+	(&auditLog{path: path}).scan(t, offset, func(line []byte) {
+		var e auditEntry
+		if json.Unmarshal(line, &e) != nil || e.Type != "response" || e.Auth.Accessor != accessor || e.Error != "" {
+			return
 		}
 		p, op := e.Request.Path, e.Request.Operation
 		if op == "read" || op == "list" || strings.HasPrefix(p, "auth/token/") || strings.HasSuffix(p, "/login") || strings.HasPrefix(p, "identity/lookup/") {
-			continue
+			return
 		}
 		if op == "create" {
 			op = "update" // the same write, whether the object existed or not
@@ -321,9 +298,6 @@ func needlessWrites(t *testing.T, path string, offset int64, accessor string) (w
 			dups = append(dups, op+" "+p)
 		}
 		last[p] = w
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return writes, dups
 }
