@@ -549,6 +549,11 @@ func TestValues(t *testing.T) {
 		if vc == nil || len(got) != len(defaults)+1 {
 			t.Fatalf("want the defaults and a VaultConnection: %v", compare(defaults, got))
 		}
+		// A hook: created once the release's CRDs are there (test/node
+		// installs it so on a new cluster).
+		if h := vc["metadata"].(map[string]any)["annotations"].(map[string]any)["helm.sh/hook"]; h != "post-install,post-upgrade" {
+			t.Errorf("helm.sh/hook %v", h)
+		}
 		want := map[string]any{"kubernetes": map[string]any{"role": "operator", "audiences": []any{"vault"}}}
 		if a := vc["spec"].(map[string]any)["auth"]; !reflect.DeepEqual(a, want) {
 			t.Errorf("auth %v, want %v", a, want)
