@@ -389,6 +389,7 @@ func leaseHeldBy(ctx context.Context, c client.Client, pod string) error {
 // and TestInstall share the node and its Vault), and its error kept.
 var vaultSetUp struct {
 	once sync.Once
+	desc string
 	err  error
 }
 
@@ -400,49 +401,50 @@ var vaultSetUp struct {
 // uninstalls its release and the operator's namespace with it).
 func setupVault(ctx context.Context, t *testing.T, env *testenv.Env, auditPath string) {
 	t.Helper()
-	vaultSetUp.once.Do(func() { vaultSetUp.err = configureVault(ctx, env, auditPath) })
+	vaultSetUp.once.Do(func() { vaultSetUp.desc, vaultSetUp.err = configureVault(ctx, env, auditPath) })
 	if vaultSetUp.err != nil {
 		t.Fatal(vaultSetUp.err)
 	}
+	t.Log(vaultSetUp.desc)
 }
 
-func configureVault(ctx context.Context, env *testenv.Env, auditPath string) error {
+func configureVault(ctx context.Context, env *testenv.Env, auditPath string) (string, error) {
 	root := env.Vault.Client
 	c := env.Client
 	if err := root.Sys().PutPolicyWithContext(ctx, operatorPolicy, vaultpolicy.OperatorPolicy); err != nil {
-		return fmt.Errorf("operator policy: %w", err)
+		return "", fmt.Errorf("operator policy: %w", err)
 	}
 	if err := root.Sys().EnableAuditWithOptionsWithContext(ctx, "file", &vaultapi.EnableAuditOptions{
 		Type: "file", Options: map[string]string{"file_path": auditPath},
 	}); err != nil {
-		return fmt.Errorf("audit device: %w", err)
+		return "", fmt.Errorf("audit device: %w", err)
 	}
 	if _, err := os.Stat(auditPath); err != nil {
-		return fmt.Errorf("the audit device wrote no file: %w", err)
+		return "", fmt.Errorf("the audit device wrote no file: %w", err)
 	}
 
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: reviewerNamespace}}); err != nil {
-		return err
+		return "", err
 	}
 	reviewer := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "vault-token-reviewer", Namespace: reviewerNamespace}}
 	if err := c.Create(ctx, reviewer); err != nil {
-		return err
+		return "", err
 	}
 	if err := c.Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "vault-token-reviewer"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:auth-delegator"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: reviewer.Name, Namespace: reviewer.Namespace}},
 	}); err != nil {
-		return err
+		return "", err
 	}
 	expiry := int64(3600)
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}
 	if err := c.SubResource("token").Create(ctx, reviewer, tr); err != nil {
-		return fmt.Errorf("the reviewer's token: %w", err)
+		return "", fmt.Errorf("the reviewer's token: %w", err)
 	}
 
 	if err := root.Sys().EnableAuthWithOptionsWithContext(ctx, "kubernetes", &vaultapi.EnableAuthOptions{Type: "kubernetes"}); err != nil {
-		return fmt.Errorf("kubernetes auth: %w", err)
+		return "", fmt.Errorf("kubernetes auth: %w", err)
 	}
 	if _, err := root.Logical().WriteWithContext(ctx, "auth/kubernetes/config", map[string]any{
 		"kubernetes_host":      env.Config.Host,
@@ -450,7 +452,7 @@ func configureVault(ctx context.Context, env *testenv.Env, auditPath string) err
 		"token_reviewer_jwt":   tr.Status.Token,
 		"disable_local_ca_jwt": true,
 	}); err != nil {
-		return fmt.Errorf("kubernetes auth config: %w", err)
+		return "", fmt.Errorf("kubernetes auth config: %w", err)
 	}
 	if _, err := root.Logical().WriteWithContext(ctx, "auth/kubernetes/role/"+vaultRole, map[string]any{
 		"bound_service_account_names":      []string{serviceAccount},
@@ -460,10 +462,9 @@ func configureVault(ctx context.Context, env *testenv.Env, auditPath string) err
 		"token_no_default_policy":          true,
 		"token_ttl":                        "1h",
 	}); err != nil {
-		return fmt.Errorf("kubernetes auth role: %w", err)
+		return "", fmt.Errorf("kubernetes auth role: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "Vault at %s: kubernetes auth against %s, audit log %s\n", env.Vault.Addr, env.Config.Host, auditPath)
-	return nil
+	return fmt.Sprintf("Vault at %s: kubernetes auth against %s, audit log %s", env.Vault.Addr, env.Config.Host, auditPath), nil
 }
 
 func template() *v1alpha1.MinionTemplate {
