@@ -174,6 +174,9 @@ func TestHelmChart(t *testing.T) {
 			return readyCondition(vc.Status.Conditions, vc.Generation)
 		})
 		waitHelmBindingsReady(ctx, t, c, "helm00")
+		// The template's ACL policy is the template controller's to write,
+		// beside the bindings': Ready says it is in Vault.
+		waitHelmTemplateReady(ctx, t, c)
 		checkHelmVaultObjects(ctx, t, env, "helm00")
 	})
 
@@ -219,6 +222,7 @@ func TestHelmChart(t *testing.T) {
 			return readyCondition(vc.Status.Conditions, vc.Generation)
 		})
 		waitHelmBindingsReady(ctx, t, c, "helm00", "helm01")
+		waitHelmTemplateReady(ctx, t, c)
 		checkHelmVaultObjects(ctx, t, env, "helm00", "helm01")
 		pod, err := readyPod(ctx, c)
 		if err != nil {
@@ -347,6 +351,17 @@ func waitHelmBindingsReady(ctx context.Context, t *testing.T, c client.Client, m
 			}
 		}
 		return nil
+	})
+}
+
+func waitHelmTemplateReady(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	eventually(t, time.Minute, "MinionTemplate "+helmTemplate+" Ready", func() error {
+		mt := &v1alpha1.MinionTemplate{}
+		if err := c.Get(ctx, client.ObjectKey{Name: helmTemplate}, mt); err != nil {
+			return err
+		}
+		return readyCondition(mt.Status.Conditions, mt.Generation)
 	})
 }
 
