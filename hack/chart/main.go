@@ -139,8 +139,12 @@ func Generate(manifests []byte) (map[string][]byte, error) {
 			found[kind] = true
 		case "Service":
 			file = "service"
-		default:
+		case "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":
 			file = "rbac"
+		default:
+			// A kind config/default did not have when this was written: in
+			// the chart as it is, in a file of its own.
+			file = strings.ToLower(kind)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", kind, name, err)
