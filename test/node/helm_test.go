@@ -255,8 +255,9 @@ func checkRelease(ctx context.Context, t *testing.T, h *helm, revision int) {
 	}
 }
 
-// removeHelmRelease deletes what TestHelmChart made, and waits until the
-// operator's namespace and the CRDs are gone.
+// removeHelmRelease deletes what TestHelmChart made, checks that helm
+// uninstall kept the CRDs, deletes them, and waits until the operator's
+// namespace and the CRDs are gone.
 func removeHelmRelease(t *testing.T, env *testenv.Env, h *helm) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -299,6 +300,23 @@ func removeHelmRelease(t *testing.T, env *testenv.Env, h *helm) {
 	} else {
 		t.Logf("helm uninstall: %s", out)
 	}
+	crdMeta := func(name string) *metav1.PartialObjectMetadata {
+		// Metadata only: the test's scheme has no apiextensions types.
+		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+			ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	// The chart keeps the CRDs at an uninstall by default (crds.keep: an
+	// uninstall must not delete every binding); this test removes them.
+	for _, crd := range []string{"minionbindings", "miniontemplates", "vaultconnections"} {
+		m := crdMeta(crd + ".minionvault.dev")
+		if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			t.Errorf("CRD %s after helm uninstall: %v, want it kept", m.Name, err)
+			continue
+		}
+		if err := c.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting CRD %s: %v", m.Name, err)
+		}
+	}
 	_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: helmTenant}})
 	eventually(t, 3*time.Minute, "the release's namespace, CRDs and the tenant namespace gone", func() error {
 		for _, ns := range []string{namespace, helmTenant} {
@@ -307,11 +325,9 @@ func removeHelmRelease(t *testing.T, env *testenv.Env, h *helm) {
 			}
 		}
 		for _, crd := range []string{"minionbindings", "miniontemplates", "vaultconnections"} {
-			name := crd + ".minionvault.dev"
-			// Metadata only: the test's scheme has no apiextensions types.
-			crdMeta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}}
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, crdMeta); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("CRD %s: %v", name, err)
+			m := crdMeta(crd + ".minionvault.dev")
+			if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("CRD %s: %v", m.Name, err)
 			}
 		}
 		return nil
