@@ -57,7 +57,7 @@ func TestAuditDiffUnpreparedSameAsPrepared(t *testing.T) {
 		return PathChange{Path: "salt/data/roles/" + role, Base: []string{"list", "read"}, Head: []string{"list", "read", "update"},
 			Gained: []string{"update"}, Why: "salt_role_" + role + ",saltstack/minions salt/data/roles/" + role + " (exact match)"}
 	}
-	want := MinionDiff{Minion: "m00001", Role: "m00001", Changes: []PathChange{gain("db"), gain("web")}}
+	want := MinionDiff{Minion: "m00001", Role: "m00001", Roles: []string{"db", "web"}, Changes: []PathChange{gain("db"), gain("web")}}
 	if got := lean.Minions[1]; !reflect.DeepEqual(got, want) {
 		t.Fatalf("m00001: %+v, want %+v", got, want)
 	}
