@@ -3,9 +3,12 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
@@ -105,5 +108,54 @@ func TestSharedMinions(t *testing.T) {
 	}
 	if s.share(b, "u", first) != first || s.share(b, "u", other) != other {
 		t.Fatal("different parts are shared")
+	}
+}
+
+// A template change at 10,000 minions (every role policy gains a rule:
+// 30,000 changed paths, a table of 30,000 lines) is a comment under
+// MarkdownLimit, grouped by role and policy, that says what it cut.
+func TestDiffMarkdown10k(t *testing.T) {
+	base := benchAuditFleet(t, 10000, "")
+	head := benchAuditFleet(t, 10000, "path \"salt/data/shared/ROLE/*\" {\n  capabilities = [\"read\"]\n}\n")
+	r := Diff(base, head, nil)
+	rows := 0
+	for _, m := range r.Minions {
+		rows += len(m.Changes)
+	}
+	var out bytes.Buffer
+	if err := Write(&out, "markdown", r); err != nil {
+		t.Fatal(err)
+	}
+	md := out.String()
+	if f := os.Getenv("AUDIT_MARKDOWN_OUT"); f != "" {
+		_ = os.WriteFile(f, out.Bytes(), 0o644) // to look at it
+	}
+	if len(md) > MarkdownLimit || len(md) < MarkdownLimit*3/4 {
+		t.Fatalf("%d bytes, want at most %d, the details filling it", len(md), MarkdownLimit)
+	}
+	lines := strings.Split(md, "\n")
+	cut := fmt.Sprintf("of %s per-minion rows", thousands(rows))
+	if lines[0] != "## ❌ Vault access: 10,000 minions gain access" || !strings.HasPrefix(lines[4], "> **Cut to fit a comment:** ") || !strings.Contains(lines[4], cut) {
+		t.Fatalf("%d rows; head:\n%s", rows, strings.Join(lines[:6], "\n"))
+	}
+	// 30 roles, two probes of each new glob in one group: 30 groups, 25
+	// shown, each the minions of one role, with the role and its
+	// policy's rule.
+	groups := 0
+	for _, l := range lines {
+		if strings.Contains(l, "| `+read` | `salt/data/shared/r") && strings.Contains(l, "/_`") {
+			groups++
+			role := l[strings.Index(l, "shared/")+len("shared/"):]
+			role = role[:strings.IndexAny(role, "/`")]
+			if !strings.Contains(l, " | "+role+" | ") || !strings.Contains(l, "| salt_role_"+role+" salt/data/shared/"+role+"/* (wildcard match) |") {
+				t.Errorf("group %q: not of role %s and its policy", l, role)
+			}
+		}
+	}
+	if groups != mdMaxGroups || !strings.Contains(md, "| … 5 more groups") || !strings.Contains(lines[4], "5 of 30 groups of gained") {
+		t.Errorf("%d groups shown, want %d and the rest said:\n%s", groups, mdMaxGroups, lines[4])
+	}
+	if !strings.Contains(md, fmt.Sprintf("<details><summary>Every change, per minion (%s rows)</summary>", thousands(rows))) || !strings.HasSuffix(md, "</details>\n") {
+		t.Fatalf("details not collapsed:\n%s", md[len(md)-300:])
 	}
 }

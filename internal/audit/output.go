@@ -27,11 +27,19 @@ func (r CheckReport) table(w io.Writer)   { checkTable(w, r) }
 func (r DriftReport) table(w io.Writer)   { driftTable(w, r) }
 func (r PillarReport) table(w io.Writer)  { pillarTable(w, r) }
 
-// Write prints a report as a table, JSON or YAML (the format).
+// Write prints a report as a table, JSON or YAML (the format); a diff
+// also as markdown, a pull-request comment.
 func Write(w io.Writer, format string, r Report) error {
 	if format == "table" {
 		r.table(w)
 		return nil
+	}
+	if format == "markdown" {
+		d, ok := r.(DiffReport)
+		if !ok {
+			return fmt.Errorf("-o markdown is for audit diff only")
+		}
+		return diffMarkdown(w, d)
 	}
 	if d, ok := r.(DiffReport); ok && format == "json" {
 		return writeDiffJSON(w, d)
