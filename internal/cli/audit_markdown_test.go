@@ -66,4 +66,3 @@ func TestAuditDiffMarkdown(t *testing.T) {
 		t.Fatalf("who-can -o markdown: exit %d: %s", code, errOut)
 	}
 }
-
