@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/testsamples"
@@ -157,5 +158,40 @@ func TestDiffMarkdown10k(t *testing.T) {
 	}
 	if !strings.Contains(md, fmt.Sprintf("<details><summary>Every change, per minion (%s rows)</summary>", thousands(rows))) || !strings.HasSuffix(md, "</details>\n") {
 		t.Fatalf("details not collapsed:\n%s", md[len(md)-300:])
+	}
+}
+
+// However long the names, paths and messages, the comment keeps to
+// MarkdownLimit, whole runes, every <details> closed, the verdict first.
+func TestDiffMarkdownLimit(t *testing.T) {
+	long := func(i int, what string) string { return fmt.Sprintf("%s-%d-", what, i) + strings.Repeat("é|<x>`", 400) }
+	r := DiffReport{Summary: DiffSummary{Minions: 400, Gaining: 200, Losing: 200, Paths: 400, Refused: 40}}
+	for i := range 40 {
+		r.Refused = append(r.Refused, LeftOut{Binding: long(i, "ns/b"), Minion: long(i, "m"), Kind: Refused, Reason: "ConflictingPolicyBody", Message: long(i, "msg")})
+	}
+	for i := range 400 {
+		c := PathChange{Path: long(i, "salt/data"), Base: []string{"deny"}, Head: []string{"read"}, Gained: []string{"read"}, Why: long(i, "why")}
+		status := ""
+		if i%2 == 1 {
+			c = PathChange{Path: long(i, "salt/data"), Base: []string{"read"}, Head: []string{"deny"}, Lost: []string{"read"}, Why: long(i, "why")}
+		}
+		if i%10 == 9 {
+			status = "removed"
+		}
+		r.Minions = append(r.Minions, MinionDiff{Minion: long(i, "m"), Role: "r", Roles: []string{long(i, "role")}, Status: status, Why: long(i, "gone"), Changes: []PathChange{c}})
+	}
+	for i := range 50 {
+		r.Warnings = append(r.Warnings, long(i, "warning"))
+	}
+	var out bytes.Buffer
+	if err := Write(&out, "markdown", r); err != nil {
+		t.Fatal(err)
+	}
+	md := out.String()
+	if len(md) > MarkdownLimit || !utf8.ValidString(md) || !strings.HasPrefix(md, "## ❌ Vault access: 40 bindings the operator would refuse, 200 minions gain access\n") {
+		t.Fatalf("%d bytes (valid UTF-8: %v):\n%s", len(md), utf8.ValidString(md), md[:200])
+	}
+	if strings.Count(md, "<details>") != strings.Count(md, "</details>") || !strings.Contains(md, "Cut to fit a comment") {
+		t.Fatalf("details unbalanced or the cut unsaid:\n%s", md[len(md)-400:])
 	}
 }

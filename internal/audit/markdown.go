@@ -214,10 +214,15 @@ func thousands(n int) string {
 // break, no HTML, at most mdMaxCell bytes.
 func text(s string) string {
 	s = strings.NewReplacer("|", "\\|", "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;", "`", "'").Replace(s)
-	if len(s) > mdMaxCell {
-		s = s[:mdMaxCell] + "…"
+	return clip(s, mdMaxCell)
+}
+
+// clip cuts s to at most n bytes and a whole rune, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // code is s as inline code in a table cell.
@@ -225,7 +230,7 @@ func code(s string) string {
 	if s == "" {
 		return ""
 	}
-	return "`" + strings.NewReplacer("`", "'", "|", "\\|", "\n", " ").Replace(s) + "`"
+	return "`" + clip(strings.NewReplacer("`", "'", "|", "\\|", "\n", " ").Replace(s), mdMaxCell) + "`"
 }
 
 func plural(n int, one, many string) string {
@@ -362,8 +367,25 @@ func diffMarkdown(w io.Writer, r DiffReport) error {
 	}
 	out.WriteString(body.String())
 	out.WriteString(details.String())
-	_, err := io.WriteString(w, out.String())
+	_, err := io.WriteString(w, capMarkdown(out.String()))
 	return err
+}
+
+// capMarkdown is the last guard of the limit: the groups and lists are
+// bounded in rows and each cell in bytes, but a fleet of long names and
+// messages could still pass MarkdownLimit before the details. The text is
+// then cut at a line, any <details> left open is closed, and the cut said.
+func capMarkdown(s string) string {
+	const note = "\n> **Cut here to fit a comment** (60,000 bytes). `minionvault audit diff -o json` has everything.\n"
+	if len(s) <= MarkdownLimit {
+		return s
+	}
+	s = s[:strings.LastIndex(s[:MarkdownLimit-len(note)-len("\n</details>\n")], "\n")+1]
+	s += note
+	if strings.Count(s, "<details>") > strings.Count(s, "</details>") {
+		s += "\n</details>\n"
+	}
+	return s
 }
 
 // headline is the first lines: the gate's verdict and the counts.

@@ -194,6 +194,7 @@ Exit status: 0, or 2 on an error.`,
 
 func newAuditWhatCanCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
 	var extra []string
+	var literal bool
 	cmd := &cobra.Command{
 		Use:   "what-can MINION [PATH...]",
 		Short: "A minion's policies and patterns after templating, and its capabilities on PATHs",
@@ -209,7 +210,7 @@ Exit status: 0, or 2 on an error (an unknown minion).`,
 				return err
 			}
 			for _, p := range append(args[1:], extra...) {
-				if err := audit.QueryPath(p, true); err != nil {
+				if err := audit.QueryPath(p, literal); err != nil {
 					return err
 				}
 			}
@@ -225,12 +226,14 @@ Exit status: 0, or 2 on an error (an unknown minion).`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&extra, "path", nil, "a path to answer for (repeatable; the same as PATH arguments)")
+	cmd.Flags().BoolVar(&literal, "literal", false, "take a \"*\" or \"+\" in a PATH as a literal character, as sys/capabilities does")
 	return cmd
 }
 
 func newAuditDiffCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
 	var base, head []string
 	var extra []string
+	var literal bool
 	cmd := &cobra.Command{
 		Use:   "diff --base DIR --head DIR",
 		Short: "Access gained and lost per minion between two sets of manifests (a pull-request gate)",
@@ -262,7 +265,7 @@ out, 0 otherwise, 2 on an error (a head with no MinionBinding included).`,
 				return errors.New("--base and --head are required")
 			}
 			for _, p := range extra {
-				if err := audit.QueryPath(p, true); err != nil {
+				if err := audit.QueryPath(p, literal); err != nil {
 					return fmt.Errorf("--path: %w", err)
 				}
 			}
@@ -291,6 +294,7 @@ out, 0 otherwise, 2 on an error (a head with no MinionBinding included).`,
 	cmd.Flags().StringArrayVar(&base, "base", nil, "the manifests before the change (file or folder, repeatable)")
 	cmd.Flags().StringArrayVar(&head, "head", nil, "the manifests after the change (file or folder, repeatable)")
 	cmd.Flags().StringArrayVar(&extra, "path", nil, "a path to compare besides those the policies name (repeatable)")
+	cmd.Flags().BoolVar(&literal, "literal", false, "take a \"*\" or \"+\" in a --path as a literal character, as sys/capabilities does")
 	return cmd
 }
 

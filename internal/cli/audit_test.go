@@ -397,5 +397,14 @@ func TestAuditPatterns(t *testing.T) {
 		if code, out, errOut := runAudit(t, "who-can", p, "--literal", "-f", dir); code != 0 || !strings.HasPrefix(out, "0 of 3 minions") {
 			t.Errorf("who-can %q --literal: exit %d: %s%s", p, code, out, errOut)
 		}
+		// what-can and diff --path answer for paths as given, too.
+		for _, args := range [][]string{{"what-can", "web01", p, "-f", dir}, {"diff", "--base", dir, "--head", dir, "--path", p}} {
+			if code, _, errOut := runAudit(t, args...); code != 2 || !strings.Contains(errOut, "--literal") {
+				t.Errorf("%q: exit %d: %s", args, code, errOut)
+			}
+			if code, out, errOut := runAudit(t, append(args, "--literal")...); code != 0 {
+				t.Errorf("%q --literal: exit %d: %s%s", args, code, out, errOut)
+			}
+		}
 	}
 }
