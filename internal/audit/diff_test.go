@@ -164,7 +164,9 @@ func TestDiffMarkdown10k(t *testing.T) {
 // However long the names, paths and messages, the comment keeps to
 // MarkdownLimit, whole runes, every <details> closed, the verdict first.
 func TestDiffMarkdownLimit(t *testing.T) {
-	long := func(i int, what string) string { return fmt.Sprintf("%s-%d-", what, i) + strings.Repeat("é|<x>`", 400) }
+	long := func(i int, what string) string {
+		return fmt.Sprintf("%s-%d-", what, i) + strings.Repeat("é|<x>`", 400)
+	}
 	r := DiffReport{Summary: DiffSummary{Minions: 400, Gaining: 200, Losing: 200, Paths: 400, Refused: 40}}
 	for i := range 40 {
 		r.Refused = append(r.Refused, LeftOut{Binding: long(i, "ns/b"), Minion: long(i, "m"), Kind: Refused, Reason: "ConflictingPolicyBody", Message: long(i, "msg")})
