@@ -247,21 +247,34 @@ func diffMarkdown(w io.Writer, r DiffReport) error {
 	var cut []string
 	var body strings.Builder
 
-	if len(r.Refused) > 0 {
-		fmt.Fprintf(&body, "\n### ⛔ The operator would refuse %s of the head\n\n", plural(len(r.Refused), "binding", "bindings"))
-		body.WriteString("Their minions get no token from them; the change fails the gate whatever access it changes.\n\n")
-		for i, l := range r.Refused {
+	leftOut := func(onBase bool) []LeftOut {
+		var out []LeftOut
+		for _, l := range r.Refused {
+			if l.OnBase == onBase {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	refusedList := func(ls []LeftOut) {
+		for i, l := range ls {
 			if i == mdMaxRefused {
-				cut = append(cut, fmt.Sprintf("%d of %d bindings left out", len(r.Refused)-i, len(r.Refused)))
-				fmt.Fprintf(&body, "- … and %d more\n", len(r.Refused)-i)
+				cut = append(cut, fmt.Sprintf("%d of %d bindings left out", len(ls)-i, len(ls)))
+				fmt.Fprintf(&body, "- … and %d more\n", len(ls)-i)
 				break
 			}
-			also := ""
-			if l.OnBase {
-				also = " (the base leaves it out too)"
-			}
-			fmt.Fprintf(&body, "- %s %s (minion %s): **%s**: %s%s\n", l.Kind, code(l.Binding), code(l.Minion), text(l.Reason), text(l.Message), also)
+			fmt.Fprintf(&body, "- %s %s (minion %s): **%s**: %s\n", l.Kind, code(l.Binding), code(l.Minion), text(l.Reason), text(l.Message))
 		}
+	}
+	if ls := leftOut(false); len(ls) > 0 {
+		fmt.Fprintf(&body, "\n### ⛔ The operator would refuse %s of the head\n\n", plural(len(ls), "binding", "bindings"))
+		body.WriteString("Their minions get no token from them; the change fails the gate whatever access it changes.\n\n")
+		refusedList(ls)
+	}
+	if ls := leftOut(true); len(ls) > 0 {
+		fmt.Fprintf(&body, "\n### Already left out on the base (%s)\n\n", plural(len(ls), "binding", "bindings"))
+		body.WriteString("Not this change's doing: the gate does not fail on them.\n\n")
+		refusedList(ls)
 	}
 	groupTable := func(title string, gs []*changeGroup, minions int) {
 		if len(gs) == 0 {

@@ -262,11 +262,10 @@ func statusChange(m MinionDiff) string {
 	return m.Status
 }
 
-// refusedLines says the head's bindings left out, before anything else.
+// refusedLines says the head's bindings left out, before anything else:
+// first those the change leaves out (they fail the gate), then those the
+// base left out already.
 func refusedLines(w io.Writer, r DiffReport) {
-	if len(r.Refused) == 0 {
-		return
-	}
 	var what []string
 	if n := r.Summary.Refused; n > 0 {
 		what = append(what, fmt.Sprintf("refuse %d", n))
@@ -274,13 +273,21 @@ func refusedLines(w io.Writer, r DiffReport) {
 	if n := r.Summary.Waiting; n > 0 {
 		what = append(what, fmt.Sprintf("leave waiting %d", n))
 	}
-	fmt.Fprintf(w, "REFUSED: the operator would %s of the head's MinionBindings: the change fails the gate\n", strings.Join(what, " and "))
-	for _, l := range r.Refused {
-		also := ""
-		if l.OnBase {
-			also = " (the base leaves it out too)"
+	if len(what) > 0 {
+		fmt.Fprintf(w, "REFUSED: the operator would %s of the head's MinionBindings: the change fails the gate\n", strings.Join(what, " and "))
+		for _, l := range r.Refused {
+			if !l.OnBase {
+				fmt.Fprintf(w, "  %s %s (minion %s): %s: %s\n", l.Kind, l.Binding, l.Minion, l.Reason, l.Message)
+			}
 		}
-		fmt.Fprintf(w, "  %s %s (minion %s): %s: %s%s\n", l.Kind, l.Binding, l.Minion, l.Reason, l.Message, also)
+	}
+	if n := r.Summary.AlreadyLeftOut; n > 0 {
+		fmt.Fprintf(w, "ALREADY LEFT OUT: the base has %d of these MinionBindings left out too (not this change's: the gate does not fail on them)\n", n)
+		for _, l := range r.Refused {
+			if l.OnBase {
+				fmt.Fprintf(w, "  %s %s (minion %s): %s: %s\n", l.Kind, l.Binding, l.Minion, l.Reason, l.Message)
+			}
+		}
 	}
 }
 

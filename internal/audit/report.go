@@ -211,7 +211,9 @@ func WhatCan(f *Fleet, m *Minion, paths []string) WhatCanReport {
 type DiffReport struct {
 	Summary DiffSummary `json:"summary"`
 	// Refused are the head's bindings the operator would refuse or leave
-	// waiting: the change fails the gate, whatever access it changes.
+	// waiting: the change fails the gate, whatever access it changes,
+	// unless the base already left the binding out (OnBase: not this
+	// change's doing, said but not failed on).
 	Refused  []LeftOut    `json:"refused,omitempty"`
 	Minions  []MinionDiff `json:"minions"`
 	Warnings []string     `json:"warnings,omitempty"`
@@ -225,13 +227,18 @@ type DiffSummary struct {
 	Losing  int `json:"losing"`
 	Paths   int `json:"paths"`
 	// Refused and Waiting count the head's bindings the operator would
-	// refuse (Stalled) or leave waiting.
-	Refused int `json:"refused"`
-	Waiting int `json:"waiting,omitempty"`
+	// refuse (Stalled) or leave waiting, of those the base did not leave
+	// out already; AlreadyLeftOut counts those it did.
+	Refused        int `json:"refused"`
+	Waiting        int `json:"waiting,omitempty"`
+	AlreadyLeftOut int `json:"alreadyLeftOut,omitempty"`
 }
 
-// Fails is the gate: a minion gains access, or the head has a binding the
-// operator would refuse or leave waiting (a change it would reject).
+// Fails is the gate: a minion gains access, or the change makes the
+// operator refuse a binding or leave it waiting (a change it would
+// reject). A binding the base already left out does not fail it: an
+// unrelated pull request is not blocked by what main already holds (the
+// operator's own status and alerts say that).
 func (r DiffReport) Fails() bool {
 	return r.Summary.Gaining > 0 || r.Summary.Refused > 0 || r.Summary.Waiting > 0
 }
@@ -434,9 +441,12 @@ func diffFleetsWith(base, head *Fleet, extra []string, workers int) DiffReport {
 		said[l.warning] = true
 		l.OnBase = baseLeft[l.Binding]
 		r.Refused = append(r.Refused, l)
-		if l.Kind == Refused {
+		switch {
+		case l.OnBase:
+			r.Summary.AlreadyLeftOut++
+		case l.Kind == Refused:
 			r.Summary.Refused++
-		} else {
+		default:
 			r.Summary.Waiting++
 		}
 		if _, ok := headLeft[strings.ToLower(l.Minion)]; !ok {

@@ -308,6 +308,17 @@ func TestAuditDiffFailsOnRefusedBindings(t *testing.T) {
 			if !strings.HasPrefix(table, "REFUSED: ") || !strings.Contains(strings.SplitN(table, "\n", 3)[1], c.reason) {
 				t.Fatalf("the table does not start with the refusal:\n%s", table)
 			}
+
+			// The same refusal on the base is not this change's: said, and
+			// the gate passes (nothing else changes).
+			code, table, errOut = runAudit(t, "diff", "--base", c.head, "--head", c.head)
+			if code != 0 || !strings.HasPrefix(table, "ALREADY LEFT OUT: ") || !strings.Contains(table, c.reason) || strings.Contains(table, "REFUSED: ") {
+				t.Fatalf("a refusal the base has too: exit %d, want 0 and said as already left out:\n%s%s", code, table, errOut)
+			}
+			code, md, _ := runAudit(t, "diff", "--base", c.head, "--head", c.head, "-o", "markdown")
+			if code != 0 || !strings.Contains(md, "Already left out on the base") || strings.Contains(md, "⛔") {
+				t.Fatalf("markdown of a refusal the base has too: exit %d:\n%s", code, md)
+			}
 		})
 	}
 }
