@@ -182,14 +182,17 @@ func (r *Reconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTempl
 }
 
 // observe counts the template's verdict. A failure is one the template's
-// own policies met (refused, or Vault failing them); waiting for a
-// connection or a ConfigMap is the connection's alert, or no failure yet.
+// own policies met: refused, not owned, or Vault failing them. Policies in
+// progress are no failure yet, and a connection that fails its checks is
+// the connection's alert, not one per template of it.
 func (r *Reconciler) observe(name string, o shared.Outcome) {
-	failed := ""
-	if o.Kind == shared.OutcomeFailed || o.Kind == shared.OutcomeStalled {
-		failed = o.Reason
+	reason := o.Reason
+	if o.Kind == shared.OutcomeSuspended {
+		reason = v1alpha1.SuspendedReason
 	}
-	r.Metrics.Template(name, o.Kind == shared.OutcomeReady, failed)
+	failed := o.Kind != shared.OutcomeReady && o.Kind != shared.OutcomeSuspended &&
+		reason != v1alpha1.ProgressingReason && reason != v1alpha1.ConnectionNotReadyReason
+	r.Metrics.Template(name, o.Kind == shared.OutcomeReady, reason, failed)
 }
 
 // compile returns the compiled template; a problem of the template is a

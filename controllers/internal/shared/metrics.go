@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
 // Metrics are the operator's own Prometheus metrics, next to
@@ -30,7 +32,9 @@ type Metrics struct {
 	tokenExpiry   *prometheus.GaugeVec
 	tokenLease    *prometheus.GaugeVec
 	templateReady *prometheus.GaugeVec
-	templateFails *prometheus.CounterVec
+	// templateReasons: each template's reason in templateReady.
+	templateReasons *lastReasons
+	templateFails   *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: the
@@ -78,8 +82,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"connection"}),
 		templateReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "minionvault_template_ready",
-			Help: "1 when the MinionTemplate's ACL policies are as its bindings render them (Ready), 0 when not.",
-		}, []string{"template"}),
+			Help: "1 when the MinionTemplate's ACL policies are as its bindings render them (Ready), 0 when not; reason is its Ready condition's.",
+		}, []string{"template", "reason"}),
 		templateFails: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minionvault_template_policy_failures_total",
 			Help: "MinionTemplate reconciles whose ACL policies failed to sync or were refused, by template and Ready reason.",
@@ -99,7 +103,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.tokenLease = register(reg, m.tokenLease)
 	m.templateReady = register(reg, m.templateReady)
 	m.templateFails = register(reg, m.templateFails)
+	// Every series of a fixed label set exists from the start, at 0: an
+	// alert on increase() sees the first drift or failed login, which a
+	// series born at 1 would hide.
+	for _, action := range []string{"corrected", "detected"} {
+		m.drift.WithLabelValues(action)
+	}
+	for _, method := range []string{vault.MethodToken, vault.MethodAppRole, vault.MethodKubernetes} {
+		for _, result := range []string{"success", "failure"} {
+			m.logins.WithLabelValues(method, result)
+		}
+	}
 	m.bindingStates = sharedStates(m.bindings)
+	r, _ := reasonsByGauge.LoadOrStore(m.templateReady, &lastReasons{of: map[string]string{}})
+	m.templateReasons = r.(*lastReasons)
 	return m
 }
 
@@ -248,6 +265,28 @@ func (b *bindingStates) leaveLocked(i int32) {
 	b.gauge.WithLabelValues(b.states[i].labels()...).Set(float64(b.counts[i]))
 }
 
+// lastReasons is the reason label each template's series has now, shared
+// like bindingStates by the managers of one process.
+type lastReasons struct {
+	mu sync.Mutex
+	of map[string]string
+}
+
+var reasonsByGauge sync.Map // *prometheus.GaugeVec -> *lastReasons
+
+// swap records reason ("": none) as name's, and returns the one before.
+func (l *lastReasons) swap(name, reason string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.of[name]
+	if reason == "" {
+		delete(l.of, name)
+	} else {
+		l.of[name] = reason
+	}
+	return old
+}
+
 // Connection records a VaultConnection's check: whether it passed, and
 // its token's expiry and usual lease (a zero expiry: the token never
 // expires, or is not known).
@@ -288,9 +327,11 @@ func (m *Metrics) ForgetConnection(name string) {
 	m.tokenLease.DeleteLabelValues(name)
 }
 
-// Template records a MinionTemplate reconcile's outcome: Ready or not,
-// and a failure of its ACL policies counted by reason.
-func (m *Metrics) Template(name string, ready bool, failedReason string) {
+// Template records a MinionTemplate reconcile's outcome: its Ready
+// condition's status and reason (one series per template: the reason of
+// the past is deleted), and, when failed, a failure of its ACL policies
+// counted by reason.
+func (m *Metrics) Template(name string, ready bool, reason string, failed bool) {
 	if m == nil {
 		return
 	}
@@ -298,9 +339,15 @@ func (m *Metrics) Template(name string, ready bool, failedReason string) {
 	if ready {
 		v = 1
 	}
-	m.templateReady.WithLabelValues(name).Set(v)
-	if failedReason != "" {
-		m.templateFails.WithLabelValues(name, failedReason).Inc()
+	// The new series first, then the old one gone: a scrape in between
+	// sees the template twice rather than not at all (a gap would reset an
+	// alert's "for").
+	m.templateReady.WithLabelValues(name, reason).Set(v)
+	if old := m.templateReasons.swap(name, reason); old != "" && old != reason {
+		m.templateReady.DeleteLabelValues(name, old)
+	}
+	if failed {
+		m.templateFails.WithLabelValues(name, reason).Inc()
 	}
 }
 
@@ -311,6 +358,7 @@ func (m *Metrics) ForgetTemplate(name string) {
 	if m == nil {
 		return
 	}
-	m.templateReady.DeleteLabelValues(name)
+	m.templateReasons.swap(name, "")
+	m.templateReady.DeletePartialMatch(prometheus.Labels{"template": name})
 	m.templateFails.DeletePartialMatch(prometheus.Labels{"template": name})
 }

@@ -22,8 +22,12 @@ func TestNewMetricsTwiceSharesTheRegisteredCollectors(t *testing.T) {
 	if got := testutil.ToFloat64(a.vaultRequests.WithLabelValues("write", "204")); got != 2 {
 		t.Errorf("requests counted %v, want 2", got)
 	}
-	if n, err := testutil.GatherAndCount(reg, "minionvault_vault_logins_total"); err != nil || n != 1 {
+	// Every method and result, at 0 from the start (alerts see the first).
+	if n, err := testutil.GatherAndCount(reg, "minionvault_vault_logins_total"); err != nil || n != 6 {
 		t.Errorf("logins series %d, %v", n, err)
+	}
+	if got := testutil.ToFloat64(b.logins.WithLabelValues("token", "success")); got != 1 {
+		t.Errorf("token logins %v, want 1", got)
 	}
 }
 
@@ -156,13 +160,18 @@ func TestConnectionMetrics(t *testing.T) {
 func TestTemplateMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	m.Template("salt", false, "PolicyNotOwned")
-	m.Template("salt", false, "PolicyNotOwned")
-	m.Template("other", true, "")
+	m.Template("salt", false, "Progressing", false)
+	m.Template("salt", false, "PolicyNotOwned", true)
+	m.Template("salt", false, "PolicyNotOwned", true)
+	m.Template("other", true, "Succeeded", false)
 	if got := testutil.ToFloat64(m.templateFails.WithLabelValues("salt", "PolicyNotOwned")); got != 2 {
 		t.Errorf("failures %v, want 2", got)
 	}
-	if got := testutil.ToFloat64(m.templateReady.WithLabelValues("salt")); got != 0 {
+	// One series per template: its current reason only.
+	if n, _ := testutil.GatherAndCount(reg, "minionvault_template_ready"); n != 2 {
+		t.Errorf("%d template ready series, want 2", n)
+	}
+	if got := testutil.ToFloat64(m.templateReady.WithLabelValues("salt", "PolicyNotOwned")); got != 0 {
 		t.Errorf("salt ready %v, want 0", got)
 	}
 	m.ForgetTemplate("salt")
