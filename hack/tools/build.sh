@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a test tool into $BIN (default: <repo>/bin) from the Go module proxy:
 #
-#   hack/tools/build.sh kube-apiserver|kubectl|etcd|vault|controller-gen|image-builder
+#   hack/tools/build.sh kube-apiserver|kubectl|etcd|vault|controller-gen|promtool|image-builder
 #   hack/tools/build.sh kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause
 #   hack/tools/build.sh kube-apiserver etcd ...   (tools of hack/tools/k8s: one go build)
 #   hack/tools/build.sh vault-fetch               (Vault's source and modules, no compile)
@@ -50,13 +50,14 @@ KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.0}"
 VAULT_VERSION="${VAULT_VERSION:-v1.21.4}"
 CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.23.0}"
+PROMTOOL_VERSION="${PROMTOOL_VERSION:-v0.316.0}"
 GGCR_VERSION="${GGCR_VERSION:-v0.22.1}"
 CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
 RUNC_VERSION="${RUNC_VERSION:-v1.5.3}"
 CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
 PAUSE_VERSION="${PAUSE_VERSION:-v1}"
 
-tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|vault-fetch|controller-gen|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause [more tools of hack/tools/k8s]}"
+tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|vault-fetch|controller-gen|promtool|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause [more tools of hack/tools/k8s]}"
 mkdir -p "$BIN"
 
 # Several tools of hack/tools/k8s (the Kubernetes components and etcd) are
@@ -235,6 +236,18 @@ controller-gen)
   (cd "$here/controller-gen" && go build -ldflags "-s -w" -o "$BIN/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
   stamp controller-gen "$CONTROLLER_GEN_VERSION"
   finish controller-gen "$CONTROLLER_GEN_VERSION"
+  ;;
+promtool)
+  # Prometheus' rule checker and rule unit-test runner, for the alerts of
+  # config/prometheus (make test runs `promtool check rules` and `promtool
+  # test rules`). Its module is all of Prometheus (the TSDB, the service
+  # discoveries' cloud SDKs), but go build compiles only what cmd/promtool
+  # imports.
+  check_pin "$here/promtool" github.com/prometheus/prometheus "$PROMTOOL_VERSION"
+  echo ">> building promtool $PROMTOOL_VERSION (first time: a few minutes)"
+  (cd "$here/promtool" && go build -ldflags "-s -w" -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool)
+  stamp promtool "$PROMTOOL_VERSION"
+  finish promtool "$PROMTOOL_VERSION"
   ;;
 image-builder)
   # Our own code (hack/tools/image), on go-containerregistry: `make image`.
