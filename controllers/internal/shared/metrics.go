@@ -351,6 +351,12 @@ func (m *Metrics) Template(name string, ready bool, reason string, failed bool) 
 	}
 }
 
+// TemplateFailures is the counter of a template's policy failures of one
+// reason (for tests).
+func (m *Metrics) TemplateFailures(name, reason string) prometheus.Counter {
+	return m.templateFails.WithLabelValues(name, reason)
+}
+
 // ForgetTemplate drops a deleted MinionTemplate's series (its failure
 // counts too: a template of the same name later starts from zero, which
 // rate() and increase() take as a counter reset).
