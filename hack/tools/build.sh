@@ -245,7 +245,12 @@ promtool)
   # imports.
   check_pin "$here/promtool" github.com/prometheus/prometheus "$PROMTOOL_VERSION"
   echo ">> building promtool $PROMTOOL_VERSION (first time: a few minutes)"
-  (cd "$here/promtool" && go build -ldflags "-s -w" -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool)
+  # What Prometheus' own build stamps: without it `promtool --version` is
+  # empty. The module's v0.3XX.Y is Prometheus 3.XX.Y.
+  v="${PROMTOOL_VERSION#v0.3}"
+  ldflags="-s -w -X github.com/prometheus/common/version.Version=3.${v:0:2}.${v#*.}"
+  ldflags+=" -X github.com/prometheus/common/version.Branch=HEAD -X github.com/prometheus/common/version.Revision=$PROMTOOL_VERSION"
+  (cd "$here/promtool" && go build -ldflags "$ldflags" -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool)
   stamp promtool "$PROMTOOL_VERSION"
   finish promtool "$PROMTOOL_VERSION"
   ;;
