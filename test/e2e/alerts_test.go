@@ -124,4 +124,31 @@ func TestAlertMetricsExist(t *testing.T) {
 		t.Logf("all %d metrics named by %d alerts and %d dashboard queries are on /metrics: %s",
 			len(named), len(pr.Spec.Alerts()), len(exprs), strings.Join(slices.Sorted(maps.Keys(named)), " "))
 	}
+
+	// Deleted objects leave no series (and nothing for the other tests of
+	// this Vault: the template would recheck its foreign policy forever).
+	for _, b := range []string{"alerts01", "alerts-glob01"} {
+		s.must(s.c.Delete(ctx, s.binding("alerts", b)))
+	}
+	s.waitGone("alerts", "alerts01")
+	s.waitGone("alerts", "alerts-glob01")
+	s.must(s.c.Delete(ctx, &v1alpha1.MinionTemplate{ObjectMeta: metav1.ObjectMeta{Name: "alerts"}}))
+	eventually(t, 30*time.Second, "template alerts gone", func() error {
+		if err := s.c.Get(ctx, types.NamespacedName{Name: "alerts"}, &v1alpha1.MinionTemplate{}); err == nil {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+	s.must(s.c.Delete(ctx, &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "alerts-vault"}}))
+	_, err = s.root.Logical().Delete("sys/policies/acl/salt_role_alertsforeign")
+	s.must(err)
+	eventually(t, 30*time.Second, "no series of the deleted objects", func() error {
+		for _, line := range strings.Split(s.scrape(), "\n") {
+			if strings.HasPrefix(line, "minionvault_") && (strings.Contains(line, `namespace="alerts"`) ||
+				strings.Contains(line, `connection="alerts-vault"`) || strings.Contains(line, `template="alerts"`)) {
+				return fmt.Errorf("left: %s", line)
+			}
+		}
+		return nil
+	})
 }
