@@ -113,6 +113,18 @@ generate: $(CONTROLLER_GEN) ## Regenerate deep-copy code and CRDs from the API t
 verify-generated: generate ## Fail when generated files differ from the API types.
 	@git diff --exit-code -- api config/crd config/rbac || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
 
+# The Helm chart's templates and values.yaml are generated from the
+# kustomize output of config/default (hack/chart), so that config/ stays the
+# one source of the installation: the chart renders, with default values,
+# the objects of dist/install.yaml (test/chart compares them).
+.PHONY: chart
+chart: $(KUBECTL) ## Regenerate charts/minion-vault-operator's templates and values.yaml from config/.
+	go run ./hack/chart -kubectl $(KUBECTL) -config config/default -out charts/minion-vault-operator
+
+.PHONY: verify-chart
+verify-chart: chart ## Fail when the chart is stale against config/.
+	@git diff --exit-code -- charts && test -z "$$(git status --porcelain -- charts)" || { git status --short -- charts; echo "the chart is stale: run 'make chart' and commit"; exit 1; }
+
 .PHONY: fmt
 fmt: ## gofmt every file.
 	gofmt -w $$(git ls-files '*.go')
@@ -132,7 +144,7 @@ lint: ## go vet, and gofmt must have nothing to say.
 ##@ Test
 
 .PHONY: test
-test: host-packages lint verify-generated unit fuzz vectors integration ## Everything CI runs (builds the test tools first).
+test: host-packages lint verify-generated verify-chart unit fuzz vectors integration ## Everything CI runs (builds the test tools first).
 
 .PHONY: host-packages
 host-packages: ## The node's two host packages (libseccomp headers, nft): installed as root with apt, otherwise named.

@@ -15,6 +15,7 @@ CONTROLLER_GEN_VERSION := v0.23.0
 # module tag): promtool, for the alerting rules of config/prometheus.
 PROMTOOL_VERSION       := v0.316.0
 GGCR_VERSION           := v0.22.1
+HELM_VERSION           := v4.3.2
 CONTAINERD_VERSION     ?= v2.4.2
 RUNC_VERSION           ?= v1.5.3
 CNI_PLUGINS_VERSION    ?= v1.10.0
@@ -26,6 +27,8 @@ ETCD           := $(BIN)/etcd
 KUBECTL        := $(BIN)/kubectl
 VAULT          := $(BIN)/vault
 CONTROLLER_GEN := $(BIN)/controller-gen
+# The chart's tests (charts/minion-vault-operator) and `make chart`'s check.
+HELM           := $(BIN)/helm
 PROMTOOL       := $(BIN)/promtool
 # Not a test tool: `make image` builds the operator's image with it.
 IMAGE_BUILDER  := $(BIN)/image-builder
@@ -43,7 +46,7 @@ CNI_PLUGINS             := $(BIN)/cni/bridge
 PAUSE_IMAGE             := $(BIN)/pause-image.tar
 NODE_TOOLS := $(KUBELET) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(RUNC) $(CNI_PLUGINS) $(PAUSE_IMAGE)
 
-TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT) $(CONTROLLER_GEN) $(PROMTOOL) $(NODE_TOOLS)
+TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT) $(CONTROLLER_GEN) $(HELM) $(PROMTOOL) $(NODE_TOOLS)
 
 # Integration suites: test packages with a file tagged `integration`.
 INTEGRATION_TAGS  ?= integration
@@ -53,8 +56,8 @@ INTEGRATION_PKGS  ?= $(shell go list -tags $(INTEGRATION_TAGS) -f '{{$$d := .Dir
 ##@ Test tools
 
 .PHONY: tools
-tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubectl, vault, controller-gen, promtool and the node tools into bin/ (first time 30 to 60 min).
-	@echo ">> tools up to date in $(BIN): kube-apiserver, kubectl and the node components $(KUBERNETES_VERSION), etcd $(ETCD_VERSION), vault $(VAULT_VERSION), controller-gen $(CONTROLLER_GEN_VERSION), promtool $(PROMTOOL_VERSION), containerd $(CONTAINERD_VERSION), runc $(RUNC_VERSION), CNI plugins $(CNI_PLUGINS_VERSION), pause image $(PAUSE_VERSION)"
+tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubectl, vault, controller-gen, helm, promtool and the node tools into bin/ (first time 30 to 60 min).
+	@echo ">> tools up to date in $(BIN): kube-apiserver, kubectl and the node components $(KUBERNETES_VERSION), etcd $(ETCD_VERSION), vault $(VAULT_VERSION), controller-gen $(CONTROLLER_GEN_VERSION), helm $(HELM_VERSION), promtool $(PROMTOOL_VERSION), containerd $(CONTAINERD_VERSION), runc $(RUNC_VERSION), CNI plugins $(CNI_PLUGINS_VERSION), pause image $(PAUSE_VERSION)"
 
 # kubectl is not needed by `make run` (the quickstart talks to the API
 # server itself): `make kubectl` builds it to explore with.
@@ -71,11 +74,12 @@ node-tools: host-packages ## Build only the single-node cluster's tools (kubelet
 # while Vault's modules download, as `make run` does; then two at a time:
 # Vault, and the Kubernetes node components and kubectl in one go build (they
 # share most of their packages with kube-apiserver and each other), then the
-# tools of other modules.
+# tools of other modules (helm among them: test/chart and test/node test
+# the chart with it).
 .PHONY: integration-tools
 integration-tools: host-packages ## Build what the integration suites need: the tools, the image and dist/install.yaml.
 	@$(MAKE) --no-print-directory -j2 k8s-servers vault-fetch
-	@$(MAKE) --no-print-directory -j2 $(VAULT) k8s-node-tools $(CONTAINERD) $(RUNC) $(CNI_PLUGINS) $(PAUSE_IMAGE) image
+	@$(MAKE) --no-print-directory -j2 $(VAULT) k8s-node-tools $(CONTAINERD) $(RUNC) $(CNI_PLUGINS) $(PAUSE_IMAGE) $(HELM) image
 	@$(MAKE) --no-print-directory build-installer
 	@$(TOOLS_MODULES)/vault/align.sh --check
 	@$(TOOLS_MODULES)/tool-only.sh --check
@@ -133,6 +137,7 @@ TOOL_MINUTES_kube-apiserver := 10
 TOOL_MINUTES_etcd           := 1
 TOOL_MINUTES_kubectl        := 2
 TOOL_MINUTES_vault          := 5
+TOOL_MINUTES_helm           := 3
 first-build-notice = list=; total=0; \
 	for tm in $(foreach t,$(notdir $(1)),$(t):$(or $(TOOL_MINUTES_$(t)),1)); do \
 	  t=$${tm%:*}; m=$${tm\#*:}; \
@@ -174,6 +179,10 @@ $(call tool-stamp,vault,$(VAULT_VERSION)): $(wildcard $(TOOLS_MODULES)/vault/*) 
 $(CONTROLLER_GEN): $(call tool-stamp,controller-gen,$(CONTROLLER_GEN_VERSION)) ;
 $(call tool-stamp,controller-gen,$(CONTROLLER_GEN_VERSION)): $(TOOLS_MODULES)/controller-gen/go.mod $(TOOLS_MODULES)/controller-gen/go.sum $(call tool-force,$(CONTROLLER_GEN))
 	@BIN=$(BIN) CONTROLLER_GEN_VERSION=$(CONTROLLER_GEN_VERSION) $(TOOLS_MODULES)/build.sh controller-gen
+
+$(HELM): $(call tool-stamp,helm,$(HELM_VERSION)) ;
+$(call tool-stamp,helm,$(HELM_VERSION)): $(TOOLS_MODULES)/helm/go.mod $(TOOLS_MODULES)/helm/go.sum $(call tool-force,$(HELM))
+	@BIN=$(BIN) HELM_VERSION=$(HELM_VERSION) $(TOOLS_MODULES)/build.sh helm
 
 # promtool checks and unit-tests the alerting rules (make unit, make alerts).
 $(PROMTOOL): $(call tool-stamp,promtool,$(PROMTOOL_VERSION)) ;

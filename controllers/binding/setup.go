@@ -38,6 +38,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
 			builder.WithPredicates(shared.ClaimReleased)).
+		Watches(&v1alpha1.MinionBinding{}, changedFirst{}).
 		WithOptions(opts).
 		Named("minionbinding").
 		Complete(r)

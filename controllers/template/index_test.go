@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -561,7 +564,7 @@ func (h hangingPolicyWrites) WritePolicy(ctx context.Context, name, body string)
 // A sync that hangs in Vault never leaves the template Ready while a
 // policy is missing: neither a delta's (a status refresh is asked for
 // before Vault is touched) nor the status pass's own retry (the status
-// says so before the retry starts).
+// says so once the retry outlasts the grace).
 func TestTemplateNotReadyWhileASyncHangs(t *testing.T) {
 	objs := fixtures(map[string]any{"roles": []string{"web"}})
 	objs[2].(*v1alpha1.MinionTemplate).Spec.PolicyDocuments = []v1alpha1.PolicyDocument{
@@ -574,7 +577,7 @@ func TestTemplateNotReadyWhileASyncHangs(t *testing.T) {
 	}
 	refreshed := make(chan string, 100)
 	r := &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, ClusterID: testCluster,
-		refresh: func(template string) { refreshed <- template }}
+		refresh: func(template string) { refreshed <- template }, announceGrace: 20 * time.Millisecond}
 	scan := func() error {
 		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}})
 		return err
@@ -656,8 +659,12 @@ func TestTemplateNotReadyWhileASyncHangs(t *testing.T) {
 	hang.Lock()
 	go func() { done <- scan() }()
 	waitForWrite("the status pass's retry")
-	if c := ready(); c.Status == metav1.ConditionTrue {
-		t.Errorf("Ready while the status pass's retry hangs: %+v", c)
+	// The pass says so once the retry outlasts the grace.
+	for deadline := time.Now().Add(10 * time.Second); ready().Status == metav1.ConditionTrue; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("Ready while the status pass's retry hangs: %+v", ready())
+			break
+		}
 	}
 	hang.Unlock()
 	if err := <-done; err != nil {
@@ -706,5 +713,62 @@ func TestKeptBodyIsNotUsedAfterAWrite(t *testing.T) {
 	}
 	if r := v.Calls("ReadPolicy"); r != 1 {
 		t.Errorf("%d reads, want 1", r)
+	}
+}
+
+// A status pass whose sync ends within the grace patches the status once,
+// at the end: during a burst of new bindings the template's status is
+// refreshed once a second, and announcing each pass doubled its writes.
+func TestAQuickPassPatchesTheStatusOnce(t *testing.T) {
+	objs := fixtures(map[string]any{"roles": []string{"web"}})
+	objs[2].(*v1alpha1.MinionTemplate).Spec.PolicyDocuments = []v1alpha1.PolicyDocument{
+		{Name: "minion_{minion}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/minions/{minion}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}}}
+	h := newHarness(t, objs...)
+	ctx := context.Background()
+	var patches atomic.Int32
+	counting := interceptor.NewClient(h.c.(client.WithWatch), interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if _, ok := obj.(*v1alpha1.MinionTemplate); ok && sub == "status" {
+				patches.Add(1)
+			}
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	r := &Reconciler{Client: counting, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, ClusterID: testCluster}
+	pass := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "t"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.reconcile("salt", "web01")
+	pass()
+	tpl := &v1alpha1.MinionTemplate{}
+	if err := h.c.Get(ctx, types.NamespacedName{Name: "t"}, tpl); err != nil || !apimeta.IsStatusConditionTrue(tpl.Status.Conditions, v1alpha1.ReadyCondition) {
+		t.Fatalf("the set-up: the template is Ready after its first pass: %v %+v", err, tpl.Status.Conditions)
+	}
+
+	// A new binding's policy is pending; the pass writes it quickly.
+	b := objs[3].(*v1alpha1.MinionBinding).DeepCopy()
+	b.Name, b.Spec.MinionID, b.UID, b.ResourceVersion = "web02", "web02", "uid-web02", ""
+	if err := h.c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile("salt", "web02")
+	if err := h.c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := r.policiesOfBinding(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.index.set(types.NamespacedName{Namespace: "salt", Name: "web02"}, bindingPolicies{template: "t", member: true, docs: docs})
+	if s := r.index.summary("t"); !s.pending() {
+		t.Fatalf("the set-up: the new binding's policy is pending: %+v", s)
+	}
+	patches.Store(0)
+	pass()
+	if n := patches.Load(); n != 1 {
+		t.Errorf("status patches of a quick pass: %d, want 1 (announced and then final)", n)
 	}
 }

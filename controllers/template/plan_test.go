@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -106,42 +107,123 @@ func (l *opLog) add(op string) {
 	l.ops = append(l.ops, op)
 }
 
+// pipelined holds a sync's first write until a read of a later chunk has
+// begun, and those reads until the first write is sent: a sync that
+// reads, then writes, then reads the next chunk never gets past either.
+type pipelined struct {
+	vault.Client
+	first map[string]bool // the first chunk's names: never held
+
+	mu                 sync.Mutex
+	reads              int
+	readsAtFirstWrite  int
+	reading, written   chan struct{}
+	readOnce, wroteOne sync.Once
+}
+
+func (p *pipelined) ReadPolicy(ctx context.Context, name string) (string, bool, error) {
+	if !p.first[name] {
+		p.readOnce.Do(func() { close(p.reading) })
+		select {
+		case <-p.written:
+		case <-time.After(5 * time.Second):
+			return "", false, fmt.Errorf("read of %s: no write was sent while it waited", name)
+		}
+	}
+	hcl, found, err := p.Client.ReadPolicy(ctx, name)
+	p.mu.Lock()
+	p.reads++
+	p.mu.Unlock()
+	return hcl, found, err
+}
+
+func (p *pipelined) WritePolicy(ctx context.Context, name, hcl string) error {
+	select {
+	case <-p.reading:
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("write of %s: the next chunk's reads did not begin before it", name)
+	}
+	p.wroteOne.Do(func() {
+		p.mu.Lock()
+		p.readsAtFirstWrite = p.reads
+		p.mu.Unlock()
+		close(p.written)
+	})
+	return p.Client.WritePolicy(ctx, name, hcl)
+}
+
 // A sync of many names (a rollout of a policy per minion) writes its first
-// policy after one chunk's reads, not after reading every name; a read that
-// fails in a later chunk leaves what the earlier chunks wrote recorded, and
-// nothing after it is sent.
+// policy after one round of reads (policyWorkers names), and reads the next
+// chunk while it writes one; a read that fails in a later chunk leaves
+// what the earlier chunks wrote recorded, and nothing after it is sent.
 func TestALargeSyncWritesAsItGoes(t *testing.T) {
 	ctx := context.Background()
 	desired := map[string]string{}
 	for i := range 10 * policyChunk {
 		desired[fmt.Sprintf("p%05d", i)] = testPolicyBody
 	}
-	v := &opLog{Client: vault.NewFake()}
+	first := map[string]bool{}
+	for _, n := range policyChunks(policyWork{desired: desired}.inOrder())[0] {
+		first[n] = true
+	}
+	v := &pipelined{Client: vault.NewFake(), first: first, reading: make(chan struct{}), written: make(chan struct{})}
 	var owners policyOwners
 	pass, err := syncPolicies(ctx, v, testPolicyOwner("t"), false, desired, nil, owners.reader("k"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first := slices.Index(v.ops, "write"); first < 0 || first > policyChunk {
-		t.Errorf("the first write came after %d reads, want at most %d", first, policyChunk)
+	if reads := v.readsAtFirstWrite; reads != policyWorkers {
+		t.Errorf("the first write came after %d reads, want %d", reads, policyWorkers)
 	}
 	if len(pass.written) != len(desired) || !slices.IsSorted(pass.written) {
 		t.Errorf("%d of %d written (sorted %v)", len(pass.written), len(desired), slices.IsSorted(pass.written))
 	}
 
 	fake := vault.NewFake()
-	v = &opLog{Client: fake}
-	for range 2*policyChunk + 3 {
+	for range policyWorkers + 2*policyChunk + 3 {
 		fake.FailNext("ReadPolicy", nil)
 	}
 	fake.FailNext("ReadPolicy", &vault.Error{Op: "read sys/policies/acl", StatusCode: 503})
-	pass, err = syncPolicies(ctx, v, testPolicyOwner("t"), false, desired, nil, owners.reader("k2"))
+	pass, err = syncPolicies(ctx, fake, testPolicyOwner("t"), false, desired, nil, owners.reader("k2"))
 	if err == nil {
 		t.Fatal("a sync with a failed read succeeded")
 	}
-	if len(pass.written) != 2*policyChunk || fake.Calls("WritePolicy") != 2*policyChunk {
-		t.Errorf("a read failing in the third chunk: %d recorded written, %d written, want the first two chunks' %d",
-			len(pass.written), fake.Calls("WritePolicy"), 2*policyChunk)
+	want := policyWorkers + 2*policyChunk
+	if len(pass.written) != want || fake.Calls("WritePolicy") != want {
+		t.Errorf("a read failing in the fourth chunk: %d recorded written, %d written, want the first three chunks' %d",
+			len(pass.written), fake.Calls("WritePolicy"), want)
+	}
+	if reads := fake.Calls("ReadPolicy"); reads > want+policyChunk {
+		t.Errorf("%d reads: the sync read on past the chunk that failed", reads)
+	}
+}
+
+// policyChunks: one round of reads first, then chunks of policyChunk.
+func TestPolicyChunks(t *testing.T) {
+	names := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprint(i)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		n    int
+		want []int
+	}{
+		{0, nil},
+		{1, []int{1}},
+		{policyWorkers, []int{policyWorkers}},
+		{policyWorkers + 1, []int{policyWorkers, 1}},
+		{policyWorkers + 2*policyChunk + 3, []int{policyWorkers, policyChunk, policyChunk, 3}},
+	} {
+		var got []int
+		for _, c := range policyChunks(names(tc.n)) {
+			got = append(got, len(c))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%d names: chunks %v, want %v", tc.n, got, tc.want)
+		}
 	}
 }
 

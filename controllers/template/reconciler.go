@@ -61,6 +61,9 @@ type Reconciler struct {
 	// refresh asks for a delayed status refresh of a template (see
 	// SetupWithManager); nil in unit tests that call Reconcile directly.
 	refresh func(template string)
+	// announceGrace: how long a sync runs before the status says it is
+	// under way (zero: defaultAnnounceGrace).
+	announceGrace time.Duration
 }
 
 // +kubebuilder:rbac:groups=minionvault.dev,resources=miniontemplates,verbs=get;list;watch;patch
@@ -120,32 +123,63 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.announceProgress(ctx, tpl, statusBefore); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, r.converge(ctx, tpl, compiled, statusBefore.LastHandledReconcileAt, sc)
+	handled := statusBefore.LastHandledReconcileAt
+	announced := r.announceProgress(ctx, tpl, statusBefore)
+	err = r.converge(ctx, tpl, compiled, handled, sc)
+	announced()
+	return ctrl.Result{}, err
 }
 
-// announceProgress patches the status before Vault is touched when it
-// says Ready and the index knows of policies still to write, delete or
-// compare: the sync that follows may hang in Vault for as long as Vault
-// lets it, and a Ready that no longer holds must not stand meanwhile.
-// before becomes the patched status, the base of the final patch.
-func (r *Reconciler) announceProgress(ctx context.Context, tpl *v1alpha1.MinionTemplate, before *v1alpha1.MinionTemplateStatus) error {
+// defaultAnnounceGrace is how long a sync may run before the status says
+// it is under way. Most passes end well within it (a burst of new bindings
+// syncs about a second's worth of policies per pass), and they patch the
+// status once, at the end, not twice.
+const defaultAnnounceGrace = 2 * time.Second
+
+// announceProgress patches the status when the sync that follows is still
+// running after the grace, the status says Ready and the index knows of
+// policies still to write, delete or compare: the sync may hang in Vault
+// for as long as Vault lets it, and a Ready that no longer holds must not
+// stand meanwhile. The patch is made on a copy taken now (converge
+// changes tpl's status meanwhile). The returned func stops the timer or
+// waits for the patch; when it was made, before becomes the patched
+// status, the base of the final patch.
+func (r *Reconciler) announceProgress(ctx context.Context, tpl *v1alpha1.MinionTemplate, before *v1alpha1.MinionTemplateStatus) (wait func()) {
 	if !apimeta.IsStatusConditionTrue(tpl.Status.Conditions, v1alpha1.ReadyCondition) {
-		return nil // the common case while bindings converge: no summary to take
+		return func() {} // the common case while bindings converge: no summary to take
 	}
-	s := r.index.summary(tpl.Name)
-	if !s.built || !s.pending() {
-		return nil
+	grace := r.announceGrace
+	if grace <= 0 {
+		grace = defaultAnnounceGrace
 	}
-	s.writeTo(tpl)
-	shared.SetConditions(tpl, s.outcome())
-	if err := shared.PatchStatus(ctx, r.Client, tpl, before, templateStatus); err != nil {
-		return err
+	announced := tpl.DeepCopy()
+	base := before.DeepCopy()
+	patched := false
+	done := make(chan struct{})
+	timer := time.AfterFunc(grace, func() {
+		defer close(done)
+		s := r.index.summary(announced.Name)
+		if !s.built || !s.pending() {
+			return
+		}
+		s.writeTo(announced)
+		shared.SetConditions(announced, s.outcome())
+		if err := shared.PatchStatus(ctx, r.Client, announced, base, templateStatus); err != nil {
+			// The final patch follows the sync; it says the same and more.
+			ctrl.LoggerFrom(ctx).V(1).Info("Announcing the sync in status failed", "error", err.Error())
+			return
+		}
+		patched = true
+	})
+	return func() {
+		if timer.Stop() {
+			return // the sync ended within the grace: one patch, at the end
+		}
+		<-done
+		if patched {
+			*before = *announced.Status.DeepCopy()
+		}
 	}
-	*before = *tpl.Status.DeepCopy()
-	return nil
 }
 
 func templateStatus(t *v1alpha1.MinionTemplate) *v1alpha1.MinionTemplateStatus { return &t.Status }

@@ -58,26 +58,44 @@ func (p *policyPass) record(a policyAction) {
 // syncPolicies brings every name in desired (wanted, with its body) and in
 // stale (owned before, no longer wanted) to what the template wants, a
 // chunk of names at a time: each chunk is read, planned, then written and
-// deleted, a few requests in flight at each stage. A rollout of a policy
-// per minion (as many names as bindings) so writes its first policy after
-// one chunk's reads, not after reading every name. The ownership header
-// that every policy the operator writes starts with (ownership.PolicyOwner:
-// the template and its cluster) is the record of what the template owns;
-// it is written in the same request as the policy, so no crash can
-// separate the two.
+// deleted, a few requests in flight at each stage, and the next chunk is
+// read while one is written. A rollout of a policy per minion (as many
+// names as bindings) so writes its first policy after the first, small
+// chunk's reads, not after reading every name, and its reads and writes
+// overlap instead of taking turns. The ownership header that every policy
+// the operator writes starts with (ownership.PolicyOwner: the template
+// and its cluster) is the record of what the template owns; it is written
+// in the same request as the policy, so no crash can separate the two.
 func syncPolicies(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, adopt bool, desired map[string]string, stale []string, reader *policyReader) (policyPass, error) {
 	w := policyWork{desired: desired, stale: stale}
+	chunks := policyChunks(w.inOrder())
 	var (
 		pass policyPass
 		err  error
 	)
-	for chunk := range slices.Chunk(w.inOrder(), policyChunk) {
+	// The read ahead stops when a chunk fails: nothing more is sent, and
+	// no read outlives the sync (the caller prunes the reader after it).
+	readCtx, stopReading := context.WithCancel(ctx)
+	var ahead <-chan chunkRead
+	if len(chunks) > 0 {
+		ahead = readChunk(readCtx, vc, reader, chunks[0])
+	}
+	for i, chunk := range chunks {
+		read := <-ahead
+		ahead = nil
+		if i+1 < len(chunks) && read.err == nil {
+			ahead = readChunk(readCtx, vc, reader, chunks[i+1])
+		}
 		var done policyPass
-		done, err = syncChunk(ctx, vc, self, adopt, w, chunk, reader)
+		done, err = syncChunk(ctx, vc, self, adopt, w, chunk, read, reader)
 		pass.add(done)
 		if err != nil {
 			break
 		}
+	}
+	stopReading()
+	if ahead != nil {
+		<-ahead
 	}
 	for _, names := range []*[]string{&pass.notOwned, &pass.written, &pass.deleted} {
 		slices.Sort(*names)
@@ -86,15 +104,44 @@ func syncPolicies(ctx context.Context, vc vault.Client, self ownership.PolicyOwn
 }
 
 // policyChunk is how many names a sync reads before it writes: enough to
-// keep policyWorkers busy, few enough that the first write of a large
-// rollout follows its start within a few round trips.
+// keep policyWorkers busy, few enough that a chunk's reads take a few round
+// trips. The first chunk is policyWorkers names: one round trip of reads
+// before the first write.
 const policyChunk = 16 * policyWorkers
 
-// syncChunk reads the names of w in chunk, plans and executes them.
-func syncChunk(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, adopt bool, w policyWork, chunk []string, reader *policyReader) (policyPass, error) {
-	observed, readErr := observePolicies(ctx, vc, reader, chunk)
-	actions := planNames(w, chunk, observed, self, adopt)
-	if readErr != nil {
+// policyChunks splits names into the chunks a sync reads and writes.
+func policyChunks(names []string) [][]string {
+	var chunks [][]string
+	for size := policyWorkers; len(names) > 0; size = policyChunk {
+		n := min(size, len(names))
+		chunks = append(chunks, names[:n:n])
+		names = names[n:]
+	}
+	return chunks
+}
+
+// chunkRead is what the reads of one chunk found, and the error that
+// stopped them.
+type chunkRead struct {
+	observed map[string]observedPolicy
+	err      error
+}
+
+// readChunk reads the names of chunk in the background.
+func readChunk(ctx context.Context, vc vault.Client, reader *policyReader, chunk []string) <-chan chunkRead {
+	out := make(chan chunkRead, 1)
+	go func() {
+		observed, err := observePolicies(ctx, vc, reader, chunk)
+		out <- chunkRead{observed: observed, err: err}
+	}()
+	return out
+}
+
+// syncChunk plans the names of w in chunk from what their reads found,
+// and executes the plan.
+func syncChunk(ctx context.Context, vc vault.Client, self ownership.PolicyOwner, adopt bool, w policyWork, chunk []string, read chunkRead, reader *policyReader) (policyPass, error) {
+	actions := planNames(w, chunk, read.observed, self, adopt)
+	if read.err != nil {
 		// A failed read ends the pass as a failed write does (Vault is
 		// unreachable, or the token lacks a right): nothing more is sent,
 		// and what was read is recorded, so that only the names not
@@ -102,8 +149,8 @@ func syncChunk(ctx context.Context, vc vault.Client, self ownership.PolicyOwner,
 		actions = slices.DeleteFunc(actions, policyAction.sendsRequest)
 	}
 	pass, err := executePolicies(ctx, vc, actions, reader)
-	if readErr != nil {
-		return pass, readErr
+	if read.err != nil {
+		return pass, read.err
 	}
 	return pass, err
 }

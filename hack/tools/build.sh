@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a test tool into $BIN (default: <repo>/bin) from the Go module proxy:
 #
-#   hack/tools/build.sh kube-apiserver|kubectl|etcd|vault|controller-gen|promtool|image-builder
+#   hack/tools/build.sh kube-apiserver|kubectl|etcd|vault|controller-gen|promtool|image-builder|helm
 #   hack/tools/build.sh kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause
 #   hack/tools/build.sh kube-apiserver etcd ...   (tools of hack/tools/k8s: one go build)
 #   hack/tools/build.sh vault-fetch               (Vault's source and modules, no compile)
@@ -51,13 +51,14 @@ ETCD_VERSION="${ETCD_VERSION:-v3.7.0}"
 VAULT_VERSION="${VAULT_VERSION:-v1.21.4}"
 CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.23.0}"
 PROMTOOL_VERSION="${PROMTOOL_VERSION:-v0.316.0}"
+HELM_VERSION="${HELM_VERSION:-v4.3.2}"
 GGCR_VERSION="${GGCR_VERSION:-v0.22.1}"
 CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
 RUNC_VERSION="${RUNC_VERSION:-v1.5.3}"
 CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
 PAUSE_VERSION="${PAUSE_VERSION:-v1}"
 
-tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|vault-fetch|controller-gen|promtool|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause [more tools of hack/tools/k8s]}"
+tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|vault-fetch|controller-gen|helm|promtool|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause [more tools of hack/tools/k8s]}"
 mkdir -p "$BIN"
 
 # Several tools of hack/tools/k8s (the Kubernetes components and etcd) are
@@ -254,6 +255,17 @@ promtool)
   (cd "$here/promtool" && go build -tags remove_all_sd -ldflags "$ldflags" -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool)
   stamp promtool "$PROMTOOL_VERSION"
   finish promtool "$PROMTOOL_VERSION"
+  ;;
+helm)
+  # The chart's tests (charts/minion-vault-operator): lint, template, and
+  # install and upgrade on the node. Its k8s.io modules are the operator's
+  # (v0.37.2), so what it shares with the operator's tests compiles once.
+  # `helm version` says the version of this variable (without it: v4.3).
+  check_pin "$here/helm" helm.sh/helm/v4 "$HELM_VERSION"
+  echo ">> building helm $HELM_VERSION (first time: 2 to 4 min)"
+  (cd "$here/helm" && go build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" -o "$BIN/helm" helm.sh/helm/v4/cmd/helm)
+  stamp helm "$HELM_VERSION"
+  finish helm "$HELM_VERSION"
   ;;
 image-builder)
   # Our own code (hack/tools/image), on go-containerregistry: `make image`.

@@ -46,6 +46,7 @@ deps() { go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "$@"; }
   (cd "$here/runc" && CGO_ENABLED=1 deps -tags "seccomp urfave_cli_no_docs" github.com/opencontainers/runc)
   (cd "$here/cni" && CGO_ENABLED=0 deps github.com/containernetworking/plugins/plugins/{main/bridge,main/loopback,ipam/host-local})
   (cd "$here/controller-gen" && CGO_ENABLED=0 deps sigs.k8s.io/controller-tools/cmd/controller-gen)
+  (cd "$here/helm" && CGO_ENABLED=0 deps helm.sh/helm/v4/cmd/helm)
 } | sort -u >"$tmp/tools"
 
 # What the operator compiles, with its tests under every build tag it uses.

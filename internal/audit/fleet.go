@@ -34,6 +34,12 @@ type Fleet struct {
 	ev      *acl.Evaluator
 	// warnings are what the audit cannot see or had to assume.
 	warnings []string
+	// leftOut are the bindings the gate did not admit (each also has its
+	// warning): audit diff says them up front and fails on them.
+	leftOut []LeftOut
+	// bindings counts the MinionBindings the manifests hold, admitted or
+	// not: a fleet of none is an error (nothing to audit).
+	bindings int
 	// Online only: the Vault version whose rules apply, the minion mount's
 	// accessor, and the client that read the fleet.
 	version, accessor string
@@ -59,6 +65,32 @@ type Minion struct {
 	roleID string
 	live   *acl.Entity
 }
+
+// LeftOut is a binding of the manifests that the fleet leaves out, and
+// why: the operator would refuse it (Stalled: it can never succeed as
+// written) or leave it waiting (for a template that is not among the
+// manifests). Either way its minion gets no token from it.
+type LeftOut struct {
+	Binding string `json:"binding"`
+	Minion  string `json:"minion"`
+	// Kind is "refused" or "waiting".
+	Kind string `json:"kind"`
+	// Reason is the condition reason the binding would get
+	// (ConflictingPolicyBody, DuplicateMinionID, TemplateNotFound, ...).
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	// OnBase (audit diff) is set when the base leaves the binding out
+	// too.
+	OnBase bool `json:"onBase,omitempty"`
+	// warning is the fleet's warning saying the same.
+	warning string
+}
+
+// The kinds of LeftOut.
+const (
+	Refused = "refused"
+	Waiting = "waiting"
+)
 
 // Options say how a fleet of manifests is evaluated.
 type Options struct {
@@ -150,10 +182,14 @@ func loadFleet(paths []string, o loadOptions) (*Fleet, error) {
 	// Found before admit lets the bindings go, said after the templates'
 	// warnings, where the audit has always said them.
 	unknown := unknownTemplates(in)
+	f.bindings = len(in.Bindings)
 	if err := f.admit(in, files, o); err != nil {
 		return nil, err
 	}
-	f.warnings = append(f.warnings, unknown...)
+	for _, u := range unknown {
+		f.warnings = append(f.warnings, u.warning)
+		f.leftOut = append(f.leftOut, u)
+	}
 	if o.vaultDocs != nil {
 		f.addVaultDocs(o.vaultDocs)
 	}
@@ -184,18 +220,33 @@ func (f *Fleet) addPolicyFiles(files, vaultDocs map[string]string) {
 
 // unknownTemplates says which bindings are left out for a template that is
 // not among the manifests (the gate would have them wait for it).
-func unknownTemplates(in *offline.Manifests) []string {
+func unknownTemplates(in *offline.Manifests) []LeftOut {
 	known := map[string]bool{}
 	for _, t := range in.Templates {
 		known[t.Obj.Name] = true
 	}
-	var unknown []string
+	var unknown []LeftOut
 	for _, b := range in.Bindings {
 		if !known[b.Spec.TemplateRef.Name] {
-			unknown = append(unknown, fmt.Sprintf("MinionBinding %s/%s is left out: MinionTemplate %q is not among the manifests", b.Namespace, b.Name, b.Spec.TemplateRef.Name))
+			msg := fmt.Sprintf("MinionTemplate %q is not among the manifests", b.Spec.TemplateRef.Name)
+			unknown = append(unknown, LeftOut{Binding: b.Namespace + "/" + b.Name, Minion: b.Spec.MinionID, Kind: Waiting,
+				Reason: v1alpha1.TemplateNotFoundReason, Message: msg,
+				warning: fmt.Sprintf("MinionBinding %s/%s is left out: %s", b.Namespace, b.Name, msg)})
 		}
 	}
 	return unknown
+}
+
+// leave records a binding left out, with its warning (why, in the words
+// of l.warning when set, else its message).
+func (f *Fleet) leave(l LeftOut) {
+	why := l.Message
+	if l.warning != "" {
+		why = l.warning
+	}
+	l.warning = fmt.Sprintf("MinionBinding %s is left out: %s", l.Binding, why)
+	f.warnings = append(f.warnings, l.warning)
+	f.leftOut = append(f.leftOut, l)
 }
 
 // admit passes every binding of a template among the manifests through the
@@ -211,6 +262,15 @@ func (f *Fleet) admit(in *offline.Manifests, files map[string]string, o loadOpti
 		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.ConfigMaps, t.Doc.MetadataOrder())
 		if err != nil {
 			f.warnings = append(f.warnings, fmt.Sprintf("MinionTemplate %s does not render (%v): its minions are left out", tpl.Name, err))
+			// Each of its bindings is refused too (RenderFailed): the
+			// diff's gate counts bindings, not templates. The template's
+			// warning says it once; these add none.
+			for _, b := range in.Bindings {
+				if b != nil && b.Spec.TemplateRef.Name == tpl.Name {
+					f.leftOut = append(f.leftOut, LeftOut{Binding: b.Namespace + "/" + b.Name, Minion: b.Spec.MinionID, Kind: Refused,
+						Reason: v1alpha1.RenderFailedReason, Message: fmt.Sprintf("MinionTemplate %s does not render: %v", tpl.Name, err)})
+				}
+			}
 			continue
 		}
 		facts.SetCompiled(tpl.Name, render.Compile(rt))
@@ -224,12 +284,13 @@ func (f *Fleet) admit(in *offline.Manifests, files map[string]string, o loadOpti
 			in.Bindings[i] = nil
 			name := b.Namespace + "/" + b.Name
 			a, err := admission.Admit(ctx, facts, b)
-			why, err := leftOut(a, err)
+			out, err := leftOut(a, err)
 			if err != nil {
 				return fmt.Errorf("MinionBinding %s: %w", name, err)
 			}
-			if why != "" {
-				f.warnings = append(f.warnings, fmt.Sprintf("MinionBinding %s is left out: %s", name, why))
+			if out != nil {
+				out.Binding, out.Minion = name, b.Spec.MinionID
+				f.leave(*out)
 				continue
 			}
 			if err := f.addDocuments(a.Result, name, files, from); err != nil {
@@ -241,31 +302,43 @@ func (f *Fleet) admit(in *offline.Manifests, files map[string]string, o loadOpti
 	return nil
 }
 
-// leftOut is why the gate's answer leaves a binding out of the fleet ("":
-// admitted), in the audit's words; err is the source's own failure.
-func leftOut(a *admission.Admitted, err error) (string, error) {
+// leftOut is why the gate's answer leaves a binding out of the fleet (nil:
+// admitted), in the audit's words, without the binding's names; err is
+// the source's own failure.
+func leftOut(a *admission.Admitted, err error) (*LeftOut, error) {
+	const bound = "its minion ID is bound by another MinionBinding"
 	if a != nil && a.Ahead != nil {
 		// Another binding claims the minion ID first and has not
 		// written yet: the operator asks Vault whose the minion is, the
 		// audit does not read Vault.
-		return "its minion ID is bound by another MinionBinding", nil
+		return &LeftOut{Kind: Refused, Reason: v1alpha1.DuplicateMinionIDReason, Message: bound}, nil
 	}
 	if err == nil {
-		return "", nil
+		return nil, nil
 	}
 	v, ok := admission.AsVerdict(err)
 	if !ok {
-		return "", err
+		return nil, err
+	}
+	kind := Refused
+	if v.Kind == admission.Waiting {
+		kind = Waiting
 	}
 	switch {
 	case v.Reason == v1alpha1.DuplicateMinionIDReason, v.Reason == v1alpha1.MinionIDReleasingReason:
-		return "its minion ID is bound by another MinionBinding", nil
+		return &LeftOut{Kind: kind, Reason: v.Reason, Message: bound}, nil
 	case a.Result != nil:
 		// It rendered and failed validation: the first violation, as the
-		// audit always said it.
-		return "the operator would refuse it: " + a.Compiled.Validate(a.Result)[0].String(), nil
+		// audit always said it, and its own reason (ConflictingPolicyBody
+		// says more than the condition's ValidationFailed).
+		first := a.Compiled.Validate(a.Result)[0]
+		msg := first.Message
+		if first.Field != "" {
+			msg = first.Field + ": " + msg
+		}
+		return &LeftOut{Kind: kind, Reason: string(first.Reason), Message: msg, warning: "the operator would refuse it: " + first.String()}, nil
 	}
-	return v.Message, nil
+	return &LeftOut{Kind: kind, Reason: v.Reason, Message: v.Message}, nil
 }
 
 // addDocuments takes the policy documents a binding renders. A document a
@@ -502,6 +575,29 @@ func (f *Fleet) Minion(key string) *Minion {
 	return nil
 }
 
+// LeftOut are the bindings of the manifests the fleet leaves out, and why.
+func (f *Fleet) LeftOut() []LeftOut { return f.leftOut }
+
+// Empty is the error of a fleet with no minion to audit, nil otherwise:
+// a gate must not pass on nothing (a wrong folder, every binding
+// refused). what names the manifests for the message.
+func (f *Fleet) Empty(what string) error {
+	if len(f.minions) > 0 {
+		return nil
+	}
+	if f.client != nil {
+		return fmt.Errorf("%s: no AppRole role on the minion mount: nothing to audit", what)
+	}
+	if f.bindings == 0 {
+		return fmt.Errorf("%s: no MinionBinding among the manifests: nothing to audit (a wrong folder?)", what)
+	}
+	if len(f.leftOut) == 0 {
+		return fmt.Errorf("%s: none of the %d MinionBindings is admitted: nothing to audit", what, f.bindings)
+	}
+	l := f.leftOut[0]
+	return fmt.Errorf("%s: none of the %d MinionBindings is admitted: nothing to audit (%s: %s: %s)", what, f.bindings, l.Binding, l.Reason, l.Message)
+}
+
 // Minions are the fleet's minions, by minion ID.
 func (f *Fleet) Minions() []*Minion { return f.minions }
 
@@ -514,7 +610,15 @@ func (m *Minion) Role() string { return m.role }
 // roles is the minion's roles as the operator writes them to the entity.
 func (m *Minion) roles() []string {
 	var out []string
-	for _, r := range strings.Split(m.metadata["roles"], ",") {
+	joined := m.metadata["roles"]
+	if m.unprepared != nil {
+		for _, kv := range m.unprepared.entityMD {
+			if kv.Key == "roles" {
+				joined = kv.Value
+			}
+		}
+	}
+	for _, r := range strings.Split(joined, ",") {
 		if r = strings.TrimSpace(r); r != "" {
 			out = append(out, r)
 		}

@@ -27,11 +27,19 @@ func (r CheckReport) table(w io.Writer)   { checkTable(w, r) }
 func (r DriftReport) table(w io.Writer)   { driftTable(w, r) }
 func (r PillarReport) table(w io.Writer)  { pillarTable(w, r) }
 
-// Write prints a report as a table, JSON or YAML (the format).
+// Write prints a report as a table, JSON or YAML (the format); a diff
+// also as markdown, a pull-request comment.
 func Write(w io.Writer, format string, r Report) error {
 	if format == "table" {
 		r.table(w)
 		return nil
+	}
+	if format == "markdown" {
+		d, ok := r.(DiffReport)
+		if !ok {
+			return fmt.Errorf("-o markdown is for audit diff only")
+		}
+		return diffMarkdown(w, d)
 	}
 	if d, ok := r.(DiffReport); ok && format == "json" {
 		return writeDiffJSON(w, d)
@@ -73,6 +81,11 @@ func writeDiffJSON(w io.Writer, r DiffReport) error {
 	}
 	if err := part("{\n  \"summary\": ", r.Summary, "  "); err != nil {
 		return err
+	}
+	if len(r.Refused) > 0 {
+		if err := part(",\n  \"refused\": ", r.Refused, "  "); err != nil {
+			return err
+		}
 	}
 	bw.WriteString(",\n  \"minions\": ")
 	if r.Minions == nil {
@@ -129,12 +142,19 @@ func whoCanTable(w io.Writer, r WhoCanReport) {
 	if r.Operation != "" {
 		fmt.Fprintf(w, " (KV %s of %s)", r.Operation, r.Logical)
 	}
+	if r.Count.NoToken > 0 {
+		fmt.Fprintf(w, "; %d more get nothing from Vault (listed, not counted)", r.Count.NoToken)
+	}
 	fmt.Fprintln(w)
 	if len(r.Minions) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "MINION\tCAPABILITIES\tPOLICIES\tPATTERN\tWHY")
 		for _, m := range r.Minions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Minion, caps(m.Capabilities, m.Error), strings.Join(m.Policies, ","), m.Pattern, m.Rule)
+			why := m.Rule
+			if m.NotGranted != "" {
+				why = "not counted: " + m.NotGranted
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Minion, caps(m.Capabilities, m.Error), strings.Join(m.Policies, ","), m.Pattern, why)
 		}
 		_ = tw.Flush()
 	}
@@ -187,28 +207,88 @@ func whatCanTable(w io.Writer, r WhatCanReport) {
 }
 
 func diffTable(w io.Writer, r DiffReport) {
+	// A refusal first: the change fails whatever access it changes, and
+	// the minions it leaves out only seem to lose access.
+	refusedLines(w, r)
 	fmt.Fprintf(w, "%d of %d minions gain access, %d lose access (%d paths compared)\n", r.Summary.Gaining, r.Summary.Minions, r.Summary.Losing, r.Summary.Paths)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(r.Minions) > 0 {
-		fmt.Fprintln(tw, "MINION\tPATH\tBASE\tHEAD\tCHANGE")
+		fmt.Fprintln(tw, "MINION\tPATH\tBASE\tHEAD\tCHANGE\tWHY")
 	}
 	for _, m := range r.Minions {
-		if m.Status != "" && len(m.Changes) == 0 {
-			fmt.Fprintf(tw, "%s\t\t\t\t%s\n", m.Minion, m.Status)
+		if m.Status != "" {
+			// A binding added, removed or left out is one line, not
+			// path by path.
+			fmt.Fprintf(tw, "%s\t\t\t\t%s\t%s\n", m.Minion, statusChange(m), m.Why)
+			continue
 		}
 		for _, c := range m.Changes {
-			var ch []string
-			if len(c.Gained) > 0 {
-				ch = append(ch, "+"+strings.Join(c.Gained, ",+"))
-			}
-			if len(c.Lost) > 0 {
-				ch = append(ch, "-"+strings.Join(c.Lost, ",-"))
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Minion, c.Path, strings.Join(c.Base, ","), strings.Join(c.Head, ","), strings.Join(ch, " "))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.Minion, c.Path, strings.Join(c.Base, ","), strings.Join(c.Head, ","), change(c), c.Why)
 		}
 	}
 	_ = tw.Flush()
 	warnings(w, r.Warnings)
+}
+
+// change is a path's change as +gained -lost.
+func change(c PathChange) string {
+	var ch []string
+	if len(c.Gained) > 0 {
+		ch = append(ch, "+"+strings.Join(c.Gained, ",+"))
+	}
+	if len(c.Lost) > 0 {
+		ch = append(ch, "-"+strings.Join(c.Lost, ",-"))
+	}
+	return strings.Join(ch, " ")
+}
+
+// statusChange is the one line of a minion added, removed or left out.
+func statusChange(m MinionDiff) string {
+	gained, lost := 0, 0
+	for _, c := range m.Changes {
+		if len(c.Gained) > 0 {
+			gained++
+		}
+		if len(c.Lost) > 0 {
+			lost++
+		}
+	}
+	switch {
+	case gained > 0:
+		return fmt.Sprintf("%s: gains access on %d paths", m.Status, gained)
+	case lost > 0:
+		return fmt.Sprintf("%s: loses access on %d paths", m.Status, lost)
+	}
+	return m.Status
+}
+
+// refusedLines says the head's bindings left out, before anything else:
+// first those the change leaves out (they fail the gate), then those the
+// base left out already.
+func refusedLines(w io.Writer, r DiffReport) {
+	var what []string
+	if n := r.Summary.Refused; n > 0 {
+		what = append(what, fmt.Sprintf("refuse %d", n))
+	}
+	if n := r.Summary.Waiting; n > 0 {
+		what = append(what, fmt.Sprintf("leave waiting %d", n))
+	}
+	if len(what) > 0 {
+		fmt.Fprintf(w, "REFUSED: the operator would %s of the head's MinionBindings: the change fails the gate\n", strings.Join(what, " and "))
+		for _, l := range r.Refused {
+			if !l.OnBase {
+				fmt.Fprintf(w, "  %s %s (minion %s): %s: %s\n", l.Kind, l.Binding, l.Minion, l.Reason, l.Message)
+			}
+		}
+	}
+	if n := r.Summary.AlreadyLeftOut; n > 0 {
+		fmt.Fprintf(w, "ALREADY LEFT OUT: the base has %d of these MinionBindings left out too (not this change's: the gate does not fail on them)\n", n)
+		for _, l := range r.Refused {
+			if l.OnBase {
+				fmt.Fprintf(w, "  %s %s (minion %s): %s: %s\n", l.Kind, l.Binding, l.Minion, l.Reason, l.Message)
+			}
+		}
+	}
 }
 
 func checkTable(w io.Writer, r CheckReport) {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"runtime"
@@ -27,9 +28,14 @@ type WhoCanReport struct {
 }
 
 // WhoCanCount is the count line: how many minions match of how many.
+// Matching counts only the minions Vault would grant: not those whose
+// every request fails (a disabled entity, a templated rule that renders an
+// invalid pattern) nor those whose login Vault refuses ("root" among the
+// role's policies); those are NoToken, listed with the reason.
 type WhoCanCount struct {
 	Matching int `json:"matching"`
 	Minions  int `json:"minions"`
+	NoToken  int `json:"noToken,omitempty"`
 }
 
 // MinionAccess is one minion's answer on a path, and why.
@@ -46,6 +52,42 @@ type MinionAccess struct {
 	Rule         string   `json:"rule,omitempty"`
 	Over         []string `json:"over,omitempty"`
 	Caveats      []string `json:"caveats,omitempty"`
+	// NotGranted says why a minion listed by who-can is not counted:
+	// Vault refuses its login, or answers every request with an error.
+	NotGranted string `json:"notGranted,omitempty"`
+}
+
+// Why a minion gets nothing whatever its rules say.
+const (
+	rootRefused = "Vault refuses the login: \"root\" is among the role's policies (no auth method may issue a root token)"
+	allFail     = "Vault answers every request of its token with an error"
+)
+
+// notGranted is why Vault would grant nothing on d ("" when it answers).
+func notGranted(d acl.Decision) string {
+	switch {
+	case d.Root:
+		return rootRefused
+	case d.Err != nil:
+		return allFail + ": " + d.Err.Error()
+	}
+	return ""
+}
+
+// QueryPath checks a path asked about (who-can, what-can, diff --path):
+// not empty, and without "*" or "+" unless literal, since Vault's
+// sys/capabilities takes them as literal characters and the question
+// almost always meant a pattern. A pattern goes to audit check, which
+// expands it.
+func QueryPath(p string, literal bool) error {
+	switch {
+	case strings.TrimSpace(strings.TrimLeft(p, "/")) == "":
+		return fmt.Errorf("path %q names no Vault path", p)
+	case !literal && acl.IsPattern(p):
+		return fmt.Errorf("path %q holds %q or %q, which Vault's sys/capabilities takes as literal characters: "+
+			"for every path a pattern covers, use audit check (its rules' paths are Vault patterns); to ask about the literal path, add --literal", p, "*", "+")
+	}
+	return nil
 }
 
 func access(m *Minion, p string) MinionAccess {
@@ -72,10 +114,12 @@ type WhoCanQuery struct {
 	All bool
 }
 
+// matches is whether Vault grants what q asks on d: a minion whose
+// requests all fail, or whose login Vault refuses, is granted nothing.
 func (q WhoCanQuery) matches(d acl.Decision) bool {
 	switch {
 	case d.Err != nil, d.Root:
-		return true
+		return false
 	case q.KV != nil:
 		return q.KV.Allowed(d.Caps)
 	case q.Want != 0:
@@ -84,8 +128,9 @@ func (q WhoCanQuery) matches(d acl.Decision) bool {
 	return d.Caps.Granted() != 0
 }
 
-// WhoCan answers for every minion: those the query matches (and those
-// whose every request fails); with all, the others too.
+// WhoCan answers for every minion: those the query matches, and those
+// Vault grants nothing at all (listed with why, not counted); with all,
+// the others too.
 func WhoCan(f *Fleet, q WhoCanQuery) WhoCanReport {
 	p, all := q.Path, q.All
 	r := WhoCanReport{Path: p, Logical: q.Logical, Operation: q.Operation, Minions: []MinionAccess{}, Warnings: f.warnings}
@@ -102,11 +147,17 @@ func WhoCan(f *Fleet, q WhoCanQuery) WhoCanReport {
 	for _, m := range f.minions {
 		d := m.prep.Check(p)
 		match := q.matches(d)
-		if match {
+		no := notGranted(d)
+		switch {
+		case match:
 			r.Count.Matching++
+		case no != "":
+			r.Count.NoToken++
 		}
-		if match || all {
-			r.Minions = append(r.Minions, access(m, p))
+		if match || no != "" || all {
+			a := access(m, p)
+			a.NotGranted = no
+			r.Minions = append(r.Minions, a)
 		}
 	}
 	return r
@@ -158,24 +209,51 @@ func WhatCan(f *Fleet, m *Minion, paths []string) WhatCanReport {
 
 // DiffReport is the output of audit diff.
 type DiffReport struct {
-	Summary  DiffSummary  `json:"summary"`
+	Summary DiffSummary `json:"summary"`
+	// Refused are the head's bindings the operator would refuse or leave
+	// waiting: the change fails the gate, whatever access it changes,
+	// unless the base already left the binding out (OnBase: not this
+	// change's doing, said but not failed on).
+	Refused  []LeftOut    `json:"refused,omitempty"`
 	Minions  []MinionDiff `json:"minions"`
 	Warnings []string     `json:"warnings,omitempty"`
 }
 
-// DiffSummary counts the minions that gain and lose access.
+// DiffSummary counts the minions that gain and lose access, and the
+// head's bindings left out.
 type DiffSummary struct {
 	Minions int `json:"minions"`
 	Gaining int `json:"gaining"`
 	Losing  int `json:"losing"`
 	Paths   int `json:"paths"`
+	// Refused and Waiting count the head's bindings the operator would
+	// refuse (Stalled) or leave waiting, of those the base did not leave
+	// out already; AlreadyLeftOut counts those it did.
+	Refused        int `json:"refused"`
+	Waiting        int `json:"waiting,omitempty"`
+	AlreadyLeftOut int `json:"alreadyLeftOut,omitempty"`
+}
+
+// Fails is the gate: a minion gains access, or the change makes the
+// operator refuse a binding or leave it waiting (a change it would
+// reject). A binding the base already left out does not fail it: an
+// unrelated pull request is not blocked by what main already holds (the
+// operator's own status and alerts say that).
+func (r DiffReport) Fails() bool {
+	return r.Summary.Gaining > 0 || r.Summary.Refused > 0 || r.Summary.Waiting > 0
 }
 
 // MinionDiff is one minion's changes.
 type MinionDiff struct {
-	Minion  string       `json:"minion"`
-	Role    string       `json:"role"`
-	Status  string       `json:"status,omitempty"` // added, removed
+	Minion string `json:"minion"`
+	Role   string `json:"role"`
+	// Roles are the minion's Salt roles (the entity metadata "roles"),
+	// for grouping the changes by role.
+	Roles []string `json:"roles,omitempty"`
+	// Status is added, removed, refused or waiting (the head leaves its
+	// binding out), and Why says why for the last two.
+	Status  string       `json:"status,omitempty"`
+	Why     string       `json:"why,omitempty"`
 	Changes []PathChange `json:"changes"`
 }
 
@@ -351,8 +429,35 @@ func Diff(base, head *Fleet, extra []string) DiffReport {
 // diffFleetsWith is Diff with up to workers goroutines.
 func diffFleetsWith(base, head *Fleet, extra []string, workers int) DiffReport {
 	r := DiffReport{Minions: []MinionDiff{}}
+	// The head's bindings left out are said up front (Refused), not
+	// again among the warnings.
+	said := map[string]bool{}
+	baseLeft := map[string]bool{}
+	for _, l := range base.leftOut {
+		baseLeft[l.Binding] = true
+	}
+	headLeft := map[string]LeftOut{}
+	for _, l := range head.leftOut {
+		said[l.warning] = true
+		l.OnBase = baseLeft[l.Binding]
+		r.Refused = append(r.Refused, l)
+		switch {
+		case l.OnBase:
+			r.Summary.AlreadyLeftOut++
+		case l.Kind == Refused:
+			r.Summary.Refused++
+		default:
+			r.Summary.Waiting++
+		}
+		if _, ok := headLeft[strings.ToLower(l.Minion)]; !ok {
+			headLeft[strings.ToLower(l.Minion)] = l
+		}
+	}
+	slices.SortStableFunc(r.Refused, func(a, b LeftOut) int { return strings.Compare(a.Binding, b.Binding) })
 	for _, w := range head.warnings {
-		r.Warnings = append(r.Warnings, "head: "+w)
+		if !said[w] {
+			r.Warnings = append(r.Warnings, "head: "+w)
+		}
 	}
 	common := map[string]bool{}
 	fleetProbes(base, common)
@@ -400,6 +505,14 @@ func diffFleetsWith(base, head *Fleet, extra []string, workers int) DiffReport {
 				bm, hm := base.byID[id], head.byID[id]
 				bp, hp := preparedPair(base, head, bm, hm)
 				md, gaining, losing := diffMinion(bm, hm, bp, hp, common, commonList, c.extras, in)
+				if hm == nil {
+					if l, ok := headLeft[id]; ok {
+						md.Status, md.Why = l.Kind, in.string(l.Reason+": "+l.Message)
+						for i := range md.Changes {
+							md.Changes[i].Why = md.Why
+						}
+					}
+				}
 				if gaining {
 					c.gaining++
 				}
@@ -433,11 +546,11 @@ func diffMinion(bm, hm *Minion, bp, hp *acl.Prepared, common map[string]bool, co
 	md = MinionDiff{Changes: []PathChange{}}
 	switch {
 	case bm == nil:
-		md.Minion, md.Role, md.Status = hm.id, hm.role, "added"
+		md.Minion, md.Role, md.Roles, md.Status, md.Why = hm.id, hm.role, hm.roles(), "added", "a new binding"
 	case hm == nil:
-		md.Minion, md.Role, md.Status = bm.id, bm.role, "removed"
+		md.Minion, md.Role, md.Roles, md.Status, md.Why = bm.id, bm.role, bm.roles(), "removed", "its binding is removed"
 	default:
-		md.Minion, md.Role = hm.id, hm.role
+		md.Minion, md.Role, md.Roles = hm.id, hm.role, hm.roles()
 	}
 	// The minion's own templated paths, beyond those all share.
 	own := map[string]bool{}
@@ -469,9 +582,23 @@ func diffMinion(bm, hm *Minion, bp, hp *acl.Prepared, common map[string]bool, co
 			c.Lost = in.names(a.caps)
 			losing = true
 		}
-		if hp != nil && len(c.Gained) > 0 {
-			d := hp.Check(p)
-			c.Why = in.string(strings.TrimSpace(strings.Join(d.Policies(), ",") + " " + d.Pattern() + " (" + d.Step.String() + ")"))
+		// Why: the rule that decides on the head, for a gain and for a
+		// loss to a deny or a narrower rule; for a loss to nothing, the
+		// base's rule that granted it; the reason when the minion has no
+		// head or every request of it fails.
+		switch {
+		case hp == nil || md.Status != "":
+			c.Why = in.string(md.Why)
+		case b.err != nil:
+			c.Why = in.string(allFail + ": " + b.err.Error())
+		case len(c.Gained) > 0:
+			c.Why = in.string(decided(hp.Check(p)))
+		default:
+			if d := hp.Check(p); d.Pattern() != "" {
+				c.Why = in.string(decided(d))
+			} else if bp != nil {
+				c.Why = in.string("no rule on the head; the base had " + decided(bp.Check(p)))
+			}
 		}
 		md.Changes = append(md.Changes, c)
 	}
@@ -485,6 +612,12 @@ func diffMinion(bm, hm *Minion, bp, hp *acl.Prepared, common map[string]bool, co
 		slices.SortFunc(md.Changes, func(x, y PathChange) int { return strings.Compare(x.Path, y.Path) })
 	}
 	return md, gaining, losing
+}
+
+// decided is a decision's deciding rule, in a few words: policies,
+// pattern and step.
+func decided(d acl.Decision) string {
+	return strings.TrimSpace(strings.Join(d.Policies(), ",") + " " + d.Pattern() + " (" + d.Step.String() + ")")
 }
 
 // Rules is the file of audit check: invariants over the fleet.
@@ -540,10 +673,15 @@ func (a Allow) allows(m *Minion) bool {
 	return false
 }
 
-// Check reports every minion that holds what a rule forbids; err is a
-// rule that says nothing valid.
+// Check reports every minion that holds what a rule forbids, on every
+// path it holds it (not only the first: a reviewer fixes them all); err
+// is a rule that says nothing valid, or no rule at all (a gate must not
+// pass on nothing).
 func Check(f *Fleet, rules Rules) (CheckReport, error) {
 	r := CheckReport{Rules: len(rules.Rules), Violations: []Violation{}, Warnings: f.warnings}
+	if len(rules.Rules) == 0 {
+		return r, errors.New("no rules: nothing to check")
+	}
 	named := f.Paths()
 	for i, rule := range rules.Rules {
 		if rule.Name == "" {
@@ -558,17 +696,11 @@ func Check(f *Fleet, rules Rules) (CheckReport, error) {
 		}
 		var paths []string
 		for _, p := range rule.Paths {
-			prefix, glob := strings.CutSuffix(p, "*")
-			if !glob {
-				paths = append(paths, p)
-				continue
+			covered, err := rulePaths(p, named)
+			if err != nil {
+				return r, fmt.Errorf("%s: %w", rule.Name, err)
 			}
-			paths = append(paths, prefix+"_")
-			for _, n := range named {
-				if strings.HasPrefix(n, prefix) {
-					paths = append(paths, n)
-				}
-			}
+			paths = append(paths, covered...)
 		}
 		slices.Sort(paths)
 		paths = slices.Compact(paths)
@@ -581,10 +713,44 @@ func Check(f *Fleet, rules Rules) (CheckReport, error) {
 				if d.Root || d.Caps.Allows(want) {
 					r.Violations = append(r.Violations, Violation{Rule: rule.Name, Minion: m.id, Path: p,
 						Capabilities: d.Capabilities(), Policies: d.Policies(), Pattern: d.Pattern()})
-					break
 				}
 			}
 		}
 	}
 	return r, nil
+}
+
+// rulePaths are the concrete paths a rule's path covers: itself when it
+// is a plain path; for a Vault pattern (a trailing "*", "+" segments) the
+// paths the fleet's policies name that it matches, plus one probe made of
+// it ("+" and "*" as "_"), so that a rule broader than any named path is
+// still tried. A "*" or "+" that Vault would take literally is an error:
+// silently checking a path nobody has would report no violation.
+func rulePaths(p string, named []string) ([]string, error) {
+	if strings.TrimSpace(strings.TrimLeft(p, "/")) == "" {
+		return nil, fmt.Errorf("path %q names no Vault path", p)
+	}
+	if !acl.IsPattern(p) {
+		return []string{p}, nil
+	}
+	if _, err := acl.MatchPattern(p, ""); err != nil {
+		return nil, fmt.Errorf("path %q: %w", p, err)
+	}
+	parts := strings.Split(strings.TrimSuffix(strings.TrimLeft(p, "/"), "*"), "/")
+	for i, s := range parts {
+		if s == "+" {
+			parts[i] = "_"
+		}
+	}
+	probe := strings.Join(parts, "/")
+	if strings.HasSuffix(p, "*") {
+		probe += "_"
+	}
+	out := []string{probe}
+	for _, n := range named {
+		if ok, _ := acl.MatchPattern(p, n); ok {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }

@@ -67,3 +67,75 @@ func TestAuditDiffErrors(t *testing.T) {
 		}
 	}
 }
+
+// who-can's count is of the minions Vault would grant: a role with root
+// among its policies (Vault refuses the login), a disabled entity and a
+// templated rule that renders an invalid pattern get nothing, and are
+// listed with why, not counted.
+func TestWhoCanCountsOnlyGranted(t *testing.T) {
+	docs := map[string]string{"p": "path \"salt/{{identity.entity.metadata.env}}*\" {\n  capabilities = [\"read\"]\n}\npath \"salt/common\" {\n  capabilities = [\"read\"]\n}\n"}
+	ev, err := acl.New(docs, acl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Fleet{byID: map[string]*Minion{}, docs: docs, ev: ev}
+	add := func(id string, policies []string, env string, disabled bool) {
+		md := map[string]string{"env": env}
+		m := &Minion{id: id, role: id, metadata: md, subject: acl.Subject{TokenPolicies: acl.LoginPolicies(policies, false),
+			Entity: &acl.Entity{ID: "id-" + id, Name: id, Metadata: md, Disabled: disabled}}}
+		m.prep = ev.Prepare(m.subject)
+		f.minions = append(f.minions, m)
+		f.byID[id] = m
+	}
+	add("a-ok", []string{"p"}, "prod", false)
+	add("b-root", []string{"p", "root"}, "prod", false)
+	add("c-disabled", []string{"p"}, "prod", true)
+	add("d-invalid", []string{"p"}, "prod+", false)
+	cases := []struct {
+		name string
+		q    WhoCanQuery
+		want int
+	}{
+		{"any access", WhoCanQuery{Path: "salt/common"}, 1},
+		{"read", WhoCanQuery{Path: "salt/common", Want: acl.Read}, 1},
+		{"a path nobody has", WhoCanQuery{Path: "salt/other"}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := WhoCan(f, c.q)
+			if r.Count.Matching != c.want || r.Count.Minions != 4 || r.Count.NoToken != 3 {
+				t.Fatalf("count %+v, want %d of 4 (3 with no token)", r.Count, c.want)
+			}
+			why := map[string]string{}
+			for _, m := range r.Minions {
+				why[m.Minion] = m.NotGranted
+			}
+			if why["a-ok"] != "" && c.want == 1 || !strings.Contains(why["b-root"], "refuses the login") ||
+				!strings.Contains(why["c-disabled"], "every request") || !strings.Contains(why["d-invalid"], "every request") {
+				t.Fatalf("not granted: %q", why)
+			}
+		})
+	}
+}
+
+// QueryPath: an empty path and a pattern are errors, unless literal.
+func TestQueryPath(t *testing.T) {
+	cases := []struct {
+		path    string
+		literal bool
+		ok      bool
+	}{
+		{"salt/data/roles/db", false, true},
+		{"", false, false},
+		{"   ", true, false},
+		{"/", false, false},
+		{"salt/data/+/db", false, false},
+		{"salt/data/*", false, false},
+		{"salt/data/a+b", true, true},
+	}
+	for _, c := range cases {
+		if err := QueryPath(c.path, c.literal); (err == nil) != c.ok {
+			t.Errorf("QueryPath(%q, %v) = %v, want ok %v", c.path, c.literal, err, c.ok)
+		}
+	}
+}

@@ -20,7 +20,7 @@ import (
 // Exit codes of audit diff and audit check.
 const (
 	auditClean    = 0 // no minion gains access; no rule is violated
-	auditFindings = 1 // a minion gains access; a rule is violated
+	auditFindings = 1 // a minion gains access, or the head has a binding left out; a rule is violated
 	// An error exits with 2, Main's default.
 )
 
@@ -65,7 +65,7 @@ Sentinel policies or control groups. See docs/audit.md.`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringArrayVarP(&o.files, "filename", "f", nil, "manifest or policy file, or folder (repeatable; folders: *.yaml, *.yml, *.json, *.hcl)")
-	pf.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	pf.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml (diff: also markdown, a pull-request comment)")
 	pf.StringVar(&o.vaultVersion, "vault-version", "1.21.4", "Vault version whose rules apply (1.21.6 and later drop templated values with * or +)")
 	pf.StringVar(&o.accessor, "approle-accessor", "auth_approle_offline", "mount accessor of the minions' AppRole mount, for {{identity.entity.aliases.<accessor>...}}")
 	pf.BoolVar(&o.online, "vault", false, "read the fleet from Vault (VAULT_ADDR, VAULT_TOKEN; read rights only) instead of manifests: a minion is a role of --minion-mount")
@@ -97,7 +97,28 @@ func (o *auditOptions) load(paths []string) (*audit.Fleet, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no manifests: give -f FILE or folder")
 	}
-	return audit.Load(paths, o.offline())
+	f, err := audit.Load(paths, o.offline())
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// loadSome is load, refusing a fleet with no minion: an answer about
+// nothing ("0 of 0 minions") must not pass for a clean one.
+func (o *auditOptions) loadSome(paths []string) (*audit.Fleet, error) {
+	f, err := o.load(paths)
+	if err != nil {
+		return nil, err
+	}
+	what := "the manifests " + strings.Join(paths, ", ")
+	if o.online {
+		what = "mount " + o.minionMount
+	}
+	if err := f.Empty(what); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // offline is how the fleets of manifests are evaluated.
@@ -108,7 +129,7 @@ func (o *auditOptions) offline() audit.Options {
 func newAuditWhoCanCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
 	var capName, kvOp, kvMount string
 	var kvVersion int
-	var all bool
+	var all, literal bool
 	cmd := &cobra.Command{
 		Use:   "who-can PATH",
 		Short: "Every minion with access to PATH, with the policy, pattern and rule that decide",
@@ -128,6 +149,9 @@ Exit status: 0, or 2 on an error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
+				return err
+			}
+			if err := audit.QueryPath(args[0], literal); err != nil {
 				return err
 			}
 			q := audit.WhoCanQuery{Path: args[0], All: all}
@@ -152,7 +176,7 @@ Exit status: 0, or 2 on an error.`,
 				}
 				q.KV, q.Path, q.Logical, q.Operation = &req, req.Path, args[0], kvOp
 			}
-			f, err := o.load(o.files)
+			f, err := o.loadSome(o.files)
 			if err != nil {
 				return err
 			}
@@ -161,6 +185,7 @@ Exit status: 0, or 2 on an error.`,
 	}
 	cmd.Flags().StringVar(&capName, "cap", "", "only minions with this capability (read, list, create, update, delete, patch, sudo, ...)")
 	cmd.Flags().BoolVar(&all, "all", false, "list the minions without access too")
+	cmd.Flags().BoolVar(&literal, "literal", false, "take a \"*\" or \"+\" in PATH as a literal character, as sys/capabilities does")
 	cmd.Flags().StringVar(&kvOp, "kv-op", "", "PATH is a logical KV secret path; ask about this operation ("+strings.Join(acl.KVOps, ", ")+")")
 	cmd.Flags().StringVar(&kvMount, "kv-mount", "", "the KV mount of PATH for --kv-op (default: its first segment)")
 	cmd.Flags().IntVar(&kvVersion, "kv-version", 2, "the KV version of the mount for --kv-op")
@@ -169,6 +194,7 @@ Exit status: 0, or 2 on an error.`,
 
 func newAuditWhatCanCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
 	var extra []string
+	var literal bool
 	cmd := &cobra.Command{
 		Use:   "what-can MINION [PATH...]",
 		Short: "A minion's policies and patterns after templating, and its capabilities on PATHs",
@@ -183,6 +209,11 @@ Exit status: 0, or 2 on an error (an unknown minion).`,
 			if err := o.validate(); err != nil {
 				return err
 			}
+			for _, p := range append(args[1:], extra...) {
+				if err := audit.QueryPath(p, literal); err != nil {
+					return err
+				}
+			}
 			f, err := o.load(o.files)
 			if err != nil {
 				return err
@@ -195,12 +226,14 @@ Exit status: 0, or 2 on an error (an unknown minion).`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&extra, "path", nil, "a path to answer for (repeatable; the same as PATH arguments)")
+	cmd.Flags().BoolVar(&literal, "literal", false, "take a \"*\" or \"+\" in a PATH as a literal character, as sys/capabilities does")
 	return cmd
 }
 
 func newAuditDiffCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
 	var base, head []string
 	var extra []string
+	var literal bool
 	cmd := &cobra.Command{
 		Use:   "diff --base DIR --head DIR",
 		Short: "Access gained and lost per minion between two sets of manifests (a pull-request gate)",
@@ -209,11 +242,21 @@ minion's capabilities on the paths the policies name (a glob's prefix and
 one path under it, "+" segments filled in, templated paths as each minion
 renders them) and on the --path probes.
 
-Exit status: 1 when any minion gains access, 0 otherwise, 2 on an error.`,
+The head's bindings that the operator would refuse (ConflictingPolicyBody,
+DuplicateMinionID, ...) or leave waiting (a template not among the
+manifests) are said first, and fail the gate: a change the operator would
+reject is not a clean one. -o markdown is a pull-request comment: who gains
+and who loses, grouped by role and policy with the deciding rule, details
+collapsed, under 60 KB whatever the fleet (it says what it cut).
+
+Exit status: 1 when any minion gains access or the head leaves a binding
+out, 0 otherwise, 2 on an error (a head with no MinionBinding included).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
+			if o.output != "markdown" {
+				if err := o.validate(); err != nil {
+					return err
+				}
 			}
 			if o.online {
 				return errors.New("diff compares two sets of manifests: --vault does not apply")
@@ -221,15 +264,28 @@ Exit status: 1 when any minion gains access, 0 otherwise, 2 on an error.`,
 			if len(base) == 0 || len(head) == 0 {
 				return errors.New("--base and --head are required")
 			}
+			for _, p := range extra {
+				if err := audit.QueryPath(p, literal); err != nil {
+					return fmt.Errorf("--path: %w", err)
+				}
+			}
 			bf, hf, err := audit.LoadDiff(base, head, o.offline())
 			if err != nil {
 				return err
+			}
+			// The base may be empty (a fleet's first bindings: each one is
+			// added, and gains); a head of nothing is a wrong folder more
+			// often than a fleet deleted, and must not pass.
+			if len(hf.Minions()) == 0 && len(hf.LeftOut()) == 0 {
+				if err := hf.Empty("head " + strings.Join(head, ", ")); err != nil {
+					return err
+				}
 			}
 			r := audit.Diff(bf, hf, extra)
 			if err := audit.Write(stdout, o.output, r); err != nil {
 				return err
 			}
-			if r.Summary.Gaining > 0 {
+			if r.Fails() {
 				return exitError{auditFindings}
 			}
 			return nil
@@ -238,6 +294,7 @@ Exit status: 1 when any minion gains access, 0 otherwise, 2 on an error.`,
 	cmd.Flags().StringArrayVar(&base, "base", nil, "the manifests before the change (file or folder, repeatable)")
 	cmd.Flags().StringArrayVar(&head, "head", nil, "the manifests after the change (file or folder, repeatable)")
 	cmd.Flags().StringArrayVar(&extra, "path", nil, "a path to compare besides those the policies name (repeatable)")
+	cmd.Flags().BoolVar(&literal, "literal", false, "take a \"*\" or \"+\" in a --path as a literal character, as sys/capabilities does")
 	return cmd
 }
 
@@ -259,10 +316,14 @@ holds what a rule forbids:
       paths: ["sys/*"]
       capability: sudo       # allow omitted: nobody
 
-A path ending in "*" covers the paths the policies name under it, plus one
-more path under it.
+A path is a Vault pattern: "+" is any one segment, a trailing "*" any
+rest; a pattern covers the paths the policies name that it matches, plus
+one more path made of it ("+" and "*" as "_"). A "*" elsewhere, or a "+"
+inside a segment, is an error. Every violating path of every minion is
+reported.
 
-Exit status: 1 when a rule is violated, 0 otherwise, 2 on an error.`,
+Exit status: 1 when a rule is violated, 0 otherwise, 2 on an error (no
+rules, no minion included).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
@@ -276,12 +337,18 @@ Exit status: 1 when a rule is violated, 0 otherwise, 2 on an error.`,
 			dec := yaml.NewDecoder(bytes.NewReader(data))
 			var node yaml.Node
 			if err := dec.Decode(&node); err != nil {
+				if errors.Is(err, io.EOF) {
+					return fmt.Errorf("%s: empty file: no rules, nothing to check", rulesFile)
+				}
 				return fmt.Errorf("%s: %w", rulesFile, err)
 			}
 			if err := decodeStrict(&node, &rules); err != nil {
 				return fmt.Errorf("%s: %w", rulesFile, err)
 			}
-			f, err := o.load(o.files)
+			if len(rules.Rules) == 0 {
+				return fmt.Errorf("%s: no rules: nothing to check", rulesFile)
+			}
+			f, err := o.loadSome(o.files)
 			if err != nil {
 				return err
 			}

@@ -42,7 +42,7 @@ Exit status: 0 every path is readable, 1 some are not, 2 an error.`,
 			if err != nil {
 				return err
 			}
-			f, err := o.load(o.files)
+			f, err := o.loadSome(o.files)
 			if err != nil {
 				return err
 			}

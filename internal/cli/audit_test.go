@@ -256,3 +256,166 @@ func TestAuditRefusesAPolicyConflict(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
+
+// A head the operator would refuse fails the gate, and says so first: its
+// minions are not shown as merely losing access.
+func TestAuditDiffFailsOnRefusedBindings(t *testing.T) {
+	base := copySamples(t)
+	conflict := copySamples(t)
+	// "Web" and "web" name one policy (Vault lowercases names) with two
+	// bodies: ConflictingPolicyBody.
+	replaceIn(t, filepath.Join(conflict, "minionbinding-web01.yaml"), "roles: [web, db]", "roles: [web, Web, db]")
+	waiting := copySamples(t)
+	replaceIn(t, filepath.Join(waiting, "minionbinding-db01.yaml"), "name: salt-minions", "name: no-such-template")
+	duplicate := copySamples(t)
+	replaceIn(t, filepath.Join(duplicate, "minionbinding-db01.yaml"), "minionID: db01", "minionID: web01")
+	replaceIn(t, filepath.Join(duplicate, "minionbinding-db01.yaml"), "id: db01", "id: web01")
+	cases := []struct {
+		name, head, minion, status, reason string
+	}{
+		{"a conflicting policy body", conflict, "web01", "refused", "ConflictingPolicyBody"},
+		{"a template not among the manifests", waiting, "db01", "waiting", "TemplateNotFound"},
+		{"a duplicate minion ID", duplicate, "db01", "", "DuplicateMinionID"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runAudit(t, "diff", "--base", base, "--head", c.head, "-o", "json")
+			if code != 1 {
+				t.Fatalf("exit %d, want 1: %s%s", code, out, errOut)
+			}
+			var r struct {
+				Refused []struct{ Binding, Minion, Kind, Reason, Message string }
+				Minions []struct{ Minion, Status, Why string }
+			}
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Refused) != 1 || r.Refused[0].Reason != c.reason || r.Refused[0].Message == "" {
+				t.Fatalf("refused %+v, want one %s", r.Refused, c.reason)
+			}
+			if c.status != "" {
+				found := false
+				for _, m := range r.Minions {
+					if m.Minion == c.minion {
+						found = m.Status == c.status && strings.HasPrefix(m.Why, c.reason+": ")
+					}
+				}
+				if !found {
+					t.Fatalf("minion %s is not %s with the reason: %+v", c.minion, c.status, r.Minions)
+				}
+			}
+			_, table, _ := runAudit(t, "diff", "--base", base, "--head", c.head)
+			if !strings.HasPrefix(table, "REFUSED: ") || !strings.Contains(strings.SplitN(table, "\n", 3)[1], c.reason) {
+				t.Fatalf("the table does not start with the refusal:\n%s", table)
+			}
+
+			// The same refusal on the base is not this change's: said, and
+			// the gate passes (nothing else changes).
+			code, table, errOut = runAudit(t, "diff", "--base", c.head, "--head", c.head)
+			if code != 0 || !strings.HasPrefix(table, "ALREADY LEFT OUT: ") || !strings.Contains(table, c.reason) || strings.Contains(table, "REFUSED: ") {
+				t.Fatalf("a refusal the base has too: exit %d, want 0 and said as already left out:\n%s%s", code, table, errOut)
+			}
+			code, md, _ := runAudit(t, "diff", "--base", c.head, "--head", c.head, "-o", "markdown")
+			if code != 0 || !strings.Contains(md, "Already left out on the base") || strings.Contains(md, "⛔") {
+				t.Fatalf("markdown of a refusal the base has too: exit %d:\n%s", code, md)
+			}
+		})
+	}
+}
+
+// A gate must not pass on nothing: no bindings, no rules, no path.
+func TestAuditNothingIsAnError(t *testing.T) {
+	dir := copySamples(t)
+	empty := t.TempDir()
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	writeAuditFile(t, rules, "rules:\n  - paths: [salt/data/roles/db]\n    capability: read\n")
+	noRules := filepath.Join(t.TempDir(), "none.yaml")
+	writeAuditFile(t, noRules, "rules: []\n")
+	emptyFile := filepath.Join(t.TempDir(), "empty.yaml")
+	writeAuditFile(t, emptyFile, "")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"who-can in an empty folder", []string{"who-can", "salt/data/roles/db", "-f", empty}, "no MinionBinding among the manifests"},
+		{"check in an empty folder", []string{"check", "--rules", rules, "-f", empty}, "no MinionBinding among the manifests"},
+		{"pillar in an empty folder", []string{"pillar", "-f", empty}, "no MinionBinding among the manifests"},
+		{"diff to an empty head", []string{"diff", "--base", dir, "--head", empty}, "no MinionBinding among the manifests"},
+		{"an empty rules list", []string{"check", "--rules", noRules, "-f", dir}, "no rules"},
+		{"an empty rules file", []string{"check", "--rules", emptyFile, "-f", dir}, "no rules"},
+		{"who-can ''", []string{"who-can", "", "-f", dir}, "names no Vault path"},
+		{"who-can /", []string{"who-can", "/", "-f", dir}, "names no Vault path"},
+		{"what-can ''", []string{"what-can", "web01", "", "-f", dir}, "names no Vault path"},
+		{"diff --path ''", []string{"diff", "--base", dir, "--head", dir, "--path", ""}, "names no Vault path"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runAudit(t, c.args...)
+			if code != 2 || !strings.Contains(errOut, c.want) {
+				t.Fatalf("exit %d, want 2 with %q: %s%s", code, c.want, out, errOut)
+			}
+		})
+	}
+}
+
+// "*" and "+" are Vault patterns in a check rule, and refused in who-can
+// (one path, as sys/capabilities), never taken as literal characters
+// without a word; check reports every violating path, not the first.
+func TestAuditPatterns(t *testing.T) {
+	dir := copySamples(t)
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	cases := []struct {
+		name       string
+		rule       string
+		code       int
+		violations []string // "minion path"
+	}{
+		{"a + segment", `paths: ["salt/data/+/db"]`, 1, []string{"db01 salt/data/roles/db", "web01 salt/data/roles/db"}},
+		{"a + segment and a glob", `paths: ["salt/+/roles/d*"]`, 1, []string{"db01 salt/data/roles/db", "web01 salt/data/roles/db"}},
+		{"every path of a minion", `paths: ["salt/data/roles/*"]`, 1, []string{"db01 salt/data/roles/db", "web01 salt/data/roles/db", "web01 salt/data/roles/web"}},
+		{"a * inside", `paths: ["salt/*/db"]`, 2, nil},
+		{"a + inside a segment", `paths: ["salt/data/ro+les/db"]`, 2, nil},
+		{"+*", `paths: ["salt/data/+*"]`, 2, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			writeAuditFile(t, rules, "rules:\n  - name: r\n    "+c.rule+"\n    capability: read\n    allow:\n      roles: [ci]\n")
+			code, out, errOut := runAudit(t, "check", "--rules", rules, "-f", dir, "-o", "json")
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s%s", code, c.code, out, errOut)
+			}
+			if c.code == 2 {
+				return
+			}
+			var r audit.CheckReport
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, v := range r.Violations {
+				got = append(got, v.Minion+" "+v.Path)
+			}
+			if !reflect.DeepEqual(got, c.violations) {
+				t.Fatalf("violations %q, want %q", got, c.violations)
+			}
+		})
+	}
+	for _, p := range []string{"salt/data/+/db", "salt/data/roles/*"} {
+		if code, _, errOut := runAudit(t, "who-can", p, "-f", dir); code != 2 || !strings.Contains(errOut, "audit check") {
+			t.Errorf("who-can %q: exit %d: %s", p, code, errOut)
+		}
+		if code, out, errOut := runAudit(t, "who-can", p, "--literal", "-f", dir); code != 0 || !strings.HasPrefix(out, "0 of 3 minions") {
+			t.Errorf("who-can %q --literal: exit %d: %s%s", p, code, out, errOut)
+		}
+		// what-can and diff --path answer for paths as given, too.
+		for _, args := range [][]string{{"what-can", "web01", p, "-f", dir}, {"diff", "--base", dir, "--head", dir, "--path", p}} {
+			if code, _, errOut := runAudit(t, args...); code != 2 || !strings.Contains(errOut, "--literal") {
+				t.Errorf("%q: exit %d: %s", args, code, errOut)
+			}
+			if code, out, errOut := runAudit(t, append(args, "--literal")...); code != 0 {
+				t.Errorf("%q --literal: exit %d: %s%s", args, code, out, errOut)
+			}
+		}
+	}
+}

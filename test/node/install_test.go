@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ const (
 	connectionName = "vault-node"
 	templateName   = "node"
 	tenant         = "tenant-node"
+	// The token reviewer's namespace (setupVault).
+	reviewerNamespace = "vault-reviewer"
 )
 
 // bindingsBeforeRestart and bindingsMidConvergence size the test. The second
@@ -382,50 +385,86 @@ func leaseHeldBy(ctx context.Context, c client.Client, pod string) error {
 	return nil
 }
 
+// vaultSetUp: setupVault's work is done once per package (TestHelmChart
+// and TestInstall share the node and its Vault), and its error kept.
+var vaultSetUp struct {
+	once sync.Once
+	desc string
+	err  error
+}
+
 // setupVault writes the operator policy, enables a file audit device and
 // the kubernetes auth method against the node's API server: Vault reviews
 // each login's token with a TokenReview, as a reviewer ServiceAccount
-// bound to system:auth-delegator.
+// bound to system:auth-delegator. The reviewer lives in a namespace of its
+// own, so that it outlives an installation that is removed (TestHelmChart
+// uninstalls its release and the operator's namespace with it).
 func setupVault(ctx context.Context, t *testing.T, env *testenv.Env, auditPath string) {
+	t.Helper()
+	vaultSetUp.once.Do(func() { vaultSetUp.desc, vaultSetUp.err = configureVault(ctx, env, auditPath) })
+	if vaultSetUp.err != nil {
+		t.Fatal(vaultSetUp.err)
+	}
+	t.Log(vaultSetUp.desc)
+}
+
+func configureVault(ctx context.Context, env *testenv.Env, auditPath string) (string, error) {
 	root := env.Vault.Client
 	c := env.Client
-	must(t, root.Sys().PutPolicyWithContext(ctx, operatorPolicy, vaultpolicy.OperatorPolicy))
-	must(t, root.Sys().EnableAuditWithOptionsWithContext(ctx, "file", &vaultapi.EnableAuditOptions{
+	if err := root.Sys().PutPolicyWithContext(ctx, operatorPolicy, vaultpolicy.OperatorPolicy); err != nil {
+		return "", fmt.Errorf("operator policy: %w", err)
+	}
+	if err := root.Sys().EnableAuditWithOptionsWithContext(ctx, "file", &vaultapi.EnableAuditOptions{
 		Type: "file", Options: map[string]string{"file_path": auditPath},
-	}))
+	}); err != nil {
+		return "", fmt.Errorf("audit device: %w", err)
+	}
 	if _, err := os.Stat(auditPath); err != nil {
-		t.Fatalf("the audit device wrote no file: %v", err)
+		return "", fmt.Errorf("the audit device wrote no file: %w", err)
 	}
 
-	reviewer := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "vault-token-reviewer", Namespace: namespace}}
-	must(t, c.Create(ctx, reviewer))
-	must(t, c.Create(ctx, &rbacv1.ClusterRoleBinding{
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: reviewerNamespace}}); err != nil {
+		return "", err
+	}
+	reviewer := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "vault-token-reviewer", Namespace: reviewerNamespace}}
+	if err := c.Create(ctx, reviewer); err != nil {
+		return "", err
+	}
+	if err := c.Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "vault-token-reviewer"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:auth-delegator"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: reviewer.Name, Namespace: reviewer.Namespace}},
-	}))
+	}); err != nil {
+		return "", err
+	}
 	expiry := int64(3600)
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}
-	must(t, c.SubResource("token").Create(ctx, reviewer, tr))
+	if err := c.SubResource("token").Create(ctx, reviewer, tr); err != nil {
+		return "", fmt.Errorf("the reviewer's token: %w", err)
+	}
 
-	must(t, root.Sys().EnableAuthWithOptionsWithContext(ctx, "kubernetes", &vaultapi.EnableAuthOptions{Type: "kubernetes"}))
-	_, err := root.Logical().WriteWithContext(ctx, "auth/kubernetes/config", map[string]any{
+	if err := root.Sys().EnableAuthWithOptionsWithContext(ctx, "kubernetes", &vaultapi.EnableAuthOptions{Type: "kubernetes"}); err != nil {
+		return "", fmt.Errorf("kubernetes auth: %w", err)
+	}
+	if _, err := root.Logical().WriteWithContext(ctx, "auth/kubernetes/config", map[string]any{
 		"kubernetes_host":      env.Config.Host,
 		"kubernetes_ca_cert":   string(env.Config.CAData),
 		"token_reviewer_jwt":   tr.Status.Token,
 		"disable_local_ca_jwt": true,
-	})
-	must(t, err)
-	_, err = root.Logical().WriteWithContext(ctx, "auth/kubernetes/role/"+vaultRole, map[string]any{
+	}); err != nil {
+		return "", fmt.Errorf("kubernetes auth config: %w", err)
+	}
+	if _, err := root.Logical().WriteWithContext(ctx, "auth/kubernetes/role/"+vaultRole, map[string]any{
 		"bound_service_account_names":      []string{serviceAccount},
 		"bound_service_account_namespaces": []string{namespace},
 		"audience":                         "vault",
 		"token_policies":                   []string{operatorPolicy},
 		"token_no_default_policy":          true,
 		"token_ttl":                        "1h",
-	})
-	must(t, err)
-	t.Logf("Vault at %s: kubernetes auth against %s, audit log %s", env.Vault.Addr, env.Config.Host, auditPath)
+	}); err != nil {
+		return "", fmt.Errorf("kubernetes auth role: %w", err)
+	}
+	return fmt.Sprintf("Vault at %s: kubernetes auth against %s, audit log %s", env.Vault.Addr, env.Config.Host, auditPath), nil
 }
 
 func template() *v1alpha1.MinionTemplate {

@@ -70,6 +70,11 @@ const (
 	// (its goal 3: 50,000 bindings of shared policies).
 	budgetFloorRatio      = 1.2
 	budgetFloorRatioLarge = 1.3
+	// A rollout (the template change, the policy change) takes at most
+	// this times its floor, and the first minion's change is in Vault
+	// within budgetFirstWrite of the template update (issue 34's goal 1).
+	budgetRolloutRatio = 1.5
+	budgetFirstWrite   = time.Second
 	// Template change and resync cost per binding is flat from 1,000 to
 	// 10,000 bindings: the larger N at most this much more per binding.
 	budgetFlatCost = 0.20
@@ -445,6 +450,13 @@ func goalChecks(all []*shapeResult) []check {
 				OK:   r <= goal, Measured: fmt.Sprintf("%.2f×", r),
 			})
 		}
+		if r, ok := phaseRatio(s, phaseConverge, phaseFloorProof); ok {
+			out = append(out, check{
+				Goal: fmt.Sprintf("N=%d %s: for reference, converge within %.1f× the floor that also reads each object before creating it (floor + record + proof)", s.N, s.Shape, goal),
+				OK:   r <= goal, Measured: fmt.Sprintf("%.2f×", r),
+			})
+		}
+		out = append(out, rolloutGoals(s)...)
 	}
 	for _, s := range all {
 		out = append(out, failoverGoals(s)...)
@@ -496,6 +508,35 @@ func goalChecks(all []*shapeResult) []check {
 				Measured: fmt.Sprintf("wall %s per binding, the servers' CPU %s",
 					growth(fwa, fwb), growth(perBinding(fa, serversCPU(fa)), perBinding(fb, serversCPU(fb)))),
 			})
+		}
+	}
+	return out
+}
+
+// rolloutGoals are issue 34's goal 1 for the template change and the
+// policy change: at most budgetRolloutRatio times the floor (the same
+// writes by a plain loop, and the status patches), the first minion's
+// change in Vault within budgetFirstWrite; and, for reference, the ratio
+// over the floor that reads each object before changing it.
+func rolloutGoals(s *shapeResult) []check {
+	var out []check
+	where := fmt.Sprintf("N=%d %s", s.N, s.Shape)
+	for _, phase := range []string{phaseTemplate, phasePolicy} {
+		p := s.phase(phase)
+		if p == nil || p.Err != "" {
+			continue
+		}
+		if r, ok := phaseRatio(s, phase, floorOf(phase)); ok {
+			out = append(out, check{Goal: fmt.Sprintf("%s: %s within %.1f× its floor", where, phase, budgetRolloutRatio),
+				OK: r <= budgetRolloutRatio, Measured: fmt.Sprintf("%.2f×", r)})
+		}
+		if r, ok := phaseRatio(s, phase, proofFloorOf(phase)); ok {
+			out = append(out, check{Goal: fmt.Sprintf("%s: for reference, %s within %.1f× the floor that also reads each object before changing it (%s)", where, phase, budgetRolloutRatio, proofFloorOf(phase)),
+				OK: r <= budgetRolloutRatio, Measured: fmt.Sprintf("%.2f×", r)})
+		}
+		if ro := p.Rollout; ro != nil && ro.Writes > 0 {
+			out = append(out, check{Goal: fmt.Sprintf("%s: %s: the first minion's change in Vault within %s of the template update", where, phase, budgetFirstWrite),
+				OK: ro.First <= budgetFirstWrite, Measured: ro.First.Round(time.Millisecond).String()})
 		}
 	}
 	return out

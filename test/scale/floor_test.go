@@ -84,18 +84,25 @@ type floor struct {
 	// record the operator must write first (ownership), in a metadata PATCH of
 	// its own.
 	record bool
+	// proof: before writing an object, the floor reads it, as the operator
+	// must to prove that the name is free or its own (Vault has no
+	// conditional write of roles, entities or policies): the converge
+	// reads the role, the entity and the minion's policy, the template
+	// change the entity, the policy change the policy. Not the issue's
+	// floor: the part of the gap that Vault's API, not the operator, sets.
+	proof bool
 
 	mu       sync.Mutex
 	entities []string // the IDs of the entities it created
+	// suffix: "-r" for the record variant's Vault names, "-p" for the
+	// proof's, apart from the plain floor's (and from what a clearing
+	// before might have left).
+	suffix string
 }
 
-// vaultID is binding i's minion ID in the floor's Vault names: the record
-// variant's get the suffix "-r", apart from the plain floor's.
+// vaultID is binding i's minion ID in the floor's Vault names.
 func (f *floor) vaultID(i int) string {
-	if f.record {
-		return minionID(i) + "-r"
-	}
-	return minionID(i)
+	return minionID(i) + f.suffix
 }
 
 // minionName is the name of binding i's entity, and of its policy in the
@@ -159,6 +166,15 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 	}
 	m := f.vaultID(i)
 	lg := f.vault.Logical()
+	if f.proof {
+		paths := []string{"auth/" + floorMount + "/role/" + m, "identity/entity/name/" + f.minionName(i)}
+		if f.shape == shapePerMinion {
+			paths = append(paths, "sys/policies/acl/"+f.minionName(i))
+		}
+		if err := f.readAbsent(ctx, paths...); err != nil {
+			return err
+		}
+	}
 	roles := rolesOf(i)
 	policies := []string{"saltstack/" + m}
 	for _, r := range roles {
@@ -262,6 +278,11 @@ func (f *floor) metadataOf(i int, changed bool) map[string]string {
 func (f *floor) change(ctx context.Context, n int) error {
 	return forEachIndex(ctx, n, f.workers, func(ctx context.Context, i int) error {
 		metadata := f.metadataOf(i, true)
+		if f.proof {
+			if err := f.readPresent(ctx, "identity/entity/name/"+f.minionName(i)); err != nil {
+				return err
+			}
+		}
 		if _, err := f.vault.Logical().WriteWithContext(ctx, "identity/entity/name/"+f.minionName(i), map[string]any{"metadata": metadata}); err != nil {
 			return fmt.Errorf("floor: binding %s: %w", minionID(i), err)
 		}
@@ -288,6 +309,11 @@ func floorPolicyChanged(m string) string {
 // operator's does not change either.
 func (f *floor) policyChange(ctx context.Context, n int) error {
 	return forEachIndex(ctx, n, f.workers, func(ctx context.Context, i int) error {
+		if f.proof {
+			if err := f.readPresent(ctx, "sys/policies/acl/"+f.minionName(i)); err != nil {
+				return err
+			}
+		}
 		if err := f.vault.Sys().PutPolicyWithContext(ctx, f.minionName(i), floorPolicyChanged(f.vaultID(i))); err != nil {
 			return fmt.Errorf("floor: policy of %s: %w", minionID(i), err)
 		}
@@ -324,6 +350,34 @@ func (f *floor) forced(ctx context.Context, n int) error {
 		}
 		return f.patchStatus(ctx, i, map[string]any{"lastHandledReconcileAt": stamp})
 	})
+}
+
+// readAbsent reads each path, as the operator reads a new binding's
+// objects before it creates them; each must be absent.
+func (f *floor) readAbsent(ctx context.Context, paths ...string) error {
+	for _, path := range paths {
+		sec, err := f.vault.Logical().ReadWithContext(ctx, path)
+		if err != nil {
+			return fmt.Errorf("floor: reading %s: %w", path, err)
+		}
+		if sec != nil {
+			return fmt.Errorf("floor: %s exists before the floor wrote it", path)
+		}
+	}
+	return nil
+}
+
+// readPresent reads path, as the operator reads an object it is about to
+// change to prove it is still its own; it must be there.
+func (f *floor) readPresent(ctx context.Context, path string) error {
+	sec, err := f.vault.Logical().ReadWithContext(ctx, path)
+	if err != nil {
+		return fmt.Errorf("floor: reading %s: %w", path, err)
+	}
+	if sec == nil {
+		return fmt.Errorf("floor: nothing at %s", path)
+	}
+	return nil
 }
 
 // requestPatch is the merge patch that asks for a reconcile at stamp.

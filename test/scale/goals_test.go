@@ -136,3 +136,44 @@ func TestAllowances(t *testing.T) {
 		t.Errorf("checks due after the failover: %d", got)
 	}
 }
+
+// TestRolloutGoals: a rollout meets issue 34's goal 1 within 1.5× its
+// floor and with its first write within a second; the ratio over the
+// proof floor is reported beside it, and each is judged apart.
+func TestRolloutGoals(t *testing.T) {
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	shape := func(op, floor, proof float64, first time.Duration) *shapeResult {
+		return &shapeResult{N: 10000, Shape: shapePerMinion, Phases: []*phaseResult{
+			{Phase: phaseFloorPolicy, Wall: sec(floor)},
+			{Phase: phaseFloorPolicyProof, Wall: sec(proof)},
+			{Phase: phasePolicy, Wall: sec(op), Rollout: &rollout{Class: "policy", Writes: 10, First: first}},
+		}}
+	}
+	tests := []struct {
+		name                        string
+		s                           *shapeResult
+		wantRatio, wantProof, want1 bool
+	}{
+		{"all met", shape(9, 6, 8, 500*time.Millisecond), true, true, true},
+		{"the reads make the gap", shape(19.6, 6, 14, 1155*time.Millisecond), false, true, false},
+		{"slow beside both", shape(30, 6, 14, 200*time.Millisecond), false, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]bool{}
+			for _, c := range rolloutGoals(tc.s) {
+				switch {
+				case strings.Contains(c.Goal, "for reference"):
+					got["proof"] = c.OK
+				case strings.Contains(c.Goal, "first minion's change"):
+					got["first"] = c.OK
+				case strings.Contains(c.Goal, "within 1.5× its floor"):
+					got["ratio"] = c.OK
+				}
+			}
+			if len(got) != 3 || got["ratio"] != tc.wantRatio || got["proof"] != tc.wantProof || got["first"] != tc.want1 {
+				t.Errorf("checks %v, want ratio %v, proof %v, first write %v", got, tc.wantRatio, tc.wantProof, tc.want1)
+			}
+		})
+	}
+}

@@ -136,6 +136,13 @@ const (
 	// phaseFloorPolicy is the least work of the policy change (perminion
 	// only).
 	phaseFloorPolicy = "floor policy change"
+	// The floors with the ownership proof (floor.proof): the converge's
+	// (floor + record, reading each object before creating it), and the
+	// two rollouts' on its bindings (reading each object before changing
+	// it). For reference beside the floors.
+	phaseFloorProof         = "floor + record + proof"
+	phaseFloorTemplateProof = "floor template change + proof"
+	phaseFloorPolicyProof   = "floor policy change + proof"
 	phaseConverge    = "converge"
 	phaseRestart     = "restart resync"
 	phaseForced      = "forced resync"
@@ -402,6 +409,20 @@ func (h *harness) startProfiles(name, actor string) (finish func(r *phaseResult)
 			}
 		}
 	}
+}
+
+// proofFloorOf is the floor with the ownership proof an operator phase is
+// also compared with, "" for none.
+func proofFloorOf(phase string) string {
+	switch phase {
+	case phaseConverge:
+		return phaseFloorProof
+	case phaseTemplate:
+		return phaseFloorTemplateProof
+	case phasePolicy:
+		return phaseFloorPolicyProof
+	}
+	return ""
 }
 
 // floorOf is the floor phase an operator phase compares with, "" for none.

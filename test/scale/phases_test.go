@@ -83,6 +83,25 @@ func (h *harness) floors(ctx context.Context) (bool, error) {
 	if !h.run(ctx, phaseFloorRecord, "floor", h.n, h.floorRecord) {
 		return false, nil
 	}
+	// The rollouts' floors with the ownership proof, on the record floor's
+	// bindings (their own entity and policy names, not yet changed).
+	h.lastFloor.proof = true
+	if h.cfg.runsFloor(phaseFloorTemplateProof) && !h.run(ctx, phaseFloorTemplateProof, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+		return 0, h.lastFloor.change(ctx, h.n)
+	}) {
+		return false, nil
+	}
+	if h.shape == shapePerMinion && h.cfg.runsFloor(phaseFloorPolicyProof) && !h.run(ctx, phaseFloorPolicyProof, "floor", h.n, func(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+		return 0, h.lastFloor.policyChange(ctx, h.n)
+	}) {
+		return false, nil
+	}
+	if err := h.clearFloor(ctx); err != nil {
+		return false, err
+	}
+	if !h.run(ctx, phaseFloorProof, "floor", h.n, h.floorProof) {
+		return false, nil
+	}
 	return true, h.clearFloor(ctx)
 }
 
@@ -185,7 +204,17 @@ func (h *harness) floor(ctx context.Context, _ *phaseResult) (time.Duration, err
 // floorRecord is the floor plus the ownership record written before Vault
 // (ownership): the structural part of the gap between floor and operator.
 func (h *harness) floorRecord(ctx context.Context, _ *phaseResult) (time.Duration, error) {
-	h.lastFloor = &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers, record: true}
+	h.lastFloor = &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers, record: true,
+		suffix: "-r"}
+	return 0, h.lastFloor.run(ctx, h.n, h.cfg.creators)
+}
+
+// floorProof is the floor plus the record, reading each object before it
+// creates it (floor.proof): the converge's floor with the reads Vault's API
+// makes an operator that must not overwrite what is not its own make.
+func (h *harness) floorProof(ctx context.Context, _ *phaseResult) (time.Duration, error) {
+	h.lastFloor = &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers,
+		record: true, proof: true, suffix: "-p"}
 	return 0, h.lastFloor.run(ctx, h.n, h.cfg.creators)
 }
 

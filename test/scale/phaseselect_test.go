@@ -69,11 +69,11 @@ func (c config) runs(phase string) bool {
 // over them), each other floor when the operator phase it is the floor of
 // runs.
 func (c config) runsFloor(floor string) bool {
-	if floor == phaseFloor || floor == phaseFloorRecord {
+	if floor == phaseFloor || floor == phaseFloorRecord || floor == phaseFloorProof {
 		return true
 	}
 	for _, p := range operatorPhaseNames {
-		if floorOf(p) == floor && c.runs(p) {
+		if (floorOf(p) == floor || proofFloorOf(p) == floor) && c.runs(p) {
 			return true
 		}
 	}
@@ -87,7 +87,7 @@ func phasesRun(c config) string {
 		return ""
 	}
 	var floors, skipped []string
-	for _, f := range []string{phaseFloor, phaseFloorForced, phaseFloorTemplate, phaseFloorPolicy, phaseFloorRecord} {
+	for _, f := range []string{phaseFloor, phaseFloorForced, phaseFloorTemplate, phaseFloorPolicy, phaseFloorRecord, phaseFloorTemplateProof, phaseFloorPolicyProof, phaseFloorProof} {
 		if c.runsFloor(f) {
 			floors = append(floors, f)
 		}

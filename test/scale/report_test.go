@@ -80,6 +80,10 @@ func table(all []*shapeResult, goals []check) string {
 		"the forced resync's, the template change's and the policy change's over their floor's (the least work of the phase, on the plain floor's bindings: " +
 		"the annotation, three Vault reads and a status patch; the entity written and a status patch; the minion's policy written with its new body, " +
 		"and no status patch, as a binding's status names its policies, not their bodies). " +
+		"In brackets, the converge's, the template change's and the policy change's over the floor that also reads each object before it writes it, " +
+		"as the operator must to prove the name free or its own (Vault has no conditional write of roles, entities or policies): " +
+		"floor + record + proof reads the role, the entity and the minion's policy before creating them; the rollouts' proof floors, on the record floor's bindings, " +
+		"read the entity or the policy before changing it. " +
 		"The policy change (perminion only) adds a rule to the per-minion policy document: every per-minion policy's body changes, nothing else. " +
 		"The failover SIGKILLs the leader beside a standby (both `--leader-elect`); its wall time is from the kill until the new leader reconciled every binding once, " +
 		"and its calls and CPU include the watch of the new leader that follows (below); the later phases measure the new leader, " +
@@ -95,7 +99,7 @@ func table(all []*shapeResult, goals []check) string {
 		"by the actor: above 1, an update met a stale object in the watch cache and was applied again.\n\n| N | shape | phase | etcd updates per binding | binding writes per binding | ratio |\n|---:|---|---|---:|---:|---:|\n")
 	for _, s := range all {
 		for _, p := range s.Phases {
-			if p.Phase != phaseFloor && p.Phase != phaseFloorRecord && p.Phase != phaseConverge {
+			if p.Phase != phaseFloor && p.Phase != phaseFloorRecord && p.Phase != phaseFloorProof && p.Phase != phaseConverge {
 				continue
 			}
 			w := writesTo(p.Kube, "minionbindings", "minionbindings/status")
@@ -322,11 +326,13 @@ func fmtRatio(s *shapeResult, p *phaseResult) string {
 	if r, ok := phaseRatio(s, p.Phase, f); ok {
 		out = fmt.Sprintf("%.2f", r)
 	}
-	if p.Phase != phaseConverge {
-		return out
+	if p.Phase == phaseConverge {
+		if r, ok := phaseRatio(s, phaseConverge, phaseFloorRecord); ok {
+			out += fmt.Sprintf(" (%.2f)", r)
+		}
 	}
-	if r, ok := phaseRatio(s, phaseConverge, phaseFloorRecord); ok {
-		out += fmt.Sprintf(" (%.2f)", r)
+	if r, ok := phaseRatio(s, p.Phase, proofFloorOf(p.Phase)); ok {
+		out += fmt.Sprintf(" [%.2f]", r)
 	}
 	return out
 }

@@ -1,0 +1,28 @@
+{{/*
+The manager's image: repository@digest when a digest is set (it pins the
+image whatever the tag says), repository:tag otherwise.
+*/}}
+{{- define "minion-vault-operator.image" -}}
+{{- $img := .Values.image -}}
+{{- if not $img.repository -}}
+{{- fail "image.repository must be set" -}}
+{{- end -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else if $img.tag -}}
+{{- printf "%s:%s" $img.repository $img.tag -}}
+{{- else -}}
+{{- fail "image.tag or image.digest must be set" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The labels config/default gives every object (the generated templates carry
+them as kustomize wrote them); the hand-written templates use the same.
+*/}}
+{{- define "minion-vault-operator.labels" -}}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/name: minion-vault-operator
+app.kubernetes.io/part-of: minion-vault-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
