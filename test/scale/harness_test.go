@@ -143,14 +143,14 @@ const (
 	phaseFloorProof         = "floor + record + proof"
 	phaseFloorTemplateProof = "floor template change + proof"
 	phaseFloorPolicyProof   = "floor policy change + proof"
-	phaseConverge    = "converge"
-	phaseRestart     = "restart resync"
-	phaseForced      = "forced resync"
-	phaseFailover    = "failover"
-	phaseTemplate    = "template change"
-	phasePolicy      = "policy change"
-	phaseLatency     = "single change"
-	phaseDelete      = "delete"
+	phaseConverge           = "converge"
+	phaseRestart            = "restart resync"
+	phaseForced             = "forced resync"
+	phaseFailover           = "failover"
+	phaseTemplate           = "template change"
+	phasePolicy             = "policy change"
+	phaseLatency            = "single change"
+	phaseDelete             = "delete"
 )
 
 // harness runs the phases of one shape at one N.
