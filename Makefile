@@ -159,10 +159,17 @@ host-packages: ## The node's two host packages (libseccomp headers, nft): instal
 # replaces GOFLAGS' (the last one wins), so it repeats GCFLAGS.
 RACE_FLAGS ?= -race '-gcflags=all=$(GCFLAGS) -l'
 
+# PROMTOOL: internal/alerting's TestPromtool checks and unit-tests the
+# alerting rules with it, and fails when it is named but missing (a bare
+# `go test ./...` without it skips that test).
 .PHONY: unit
-unit: ## Unit tests, with the race detector (which needs cgo).
-	CGO_ENABLED=1 go test $(RACE_FLAGS) -count=1 ./...
+unit: $(PROMTOOL) ## Unit tests, with the race detector (which needs cgo).
+	PROMTOOL=$(PROMTOOL) CGO_ENABLED=1 go test $(RACE_FLAGS) -count=1 ./...
 	cd hack/tools/image && CGO_ENABLED=1 GOWORK=off GOFLAGS="$$GOFLAGS -mod=readonly" go test $(RACE_FLAGS) -count=1 ./...
+
+.PHONY: alerts
+alerts: $(PROMTOOL) ## promtool check rules and promtool test rules on config/prometheus (a test per alert), and the dashboard's queries.
+	PROMTOOL=$(PROMTOOL) go test -count=1 -v -run 'TestPromtool|TestEveryAlert|TestDashboard|TestMetricNames' ./internal/alerting
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).

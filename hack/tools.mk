@@ -11,6 +11,9 @@ KUBERNETES_VERSION     ?= v1.37.2
 ETCD_VERSION           ?= v3.7.0
 VAULT_VERSION          ?= v1.21.4
 CONTROLLER_GEN_VERSION := v0.23.0
+# github.com/prometheus/prometheus's module version (Prometheus 3.x's Go
+# module tag): promtool, for the alerting rules of config/prometheus.
+PROMTOOL_VERSION       := v0.316.0
 GGCR_VERSION           := v0.22.1
 HELM_VERSION           := v4.3.2
 CONTAINERD_VERSION     ?= v2.4.2
@@ -26,6 +29,7 @@ VAULT          := $(BIN)/vault
 CONTROLLER_GEN := $(BIN)/controller-gen
 # The chart's tests (charts/minion-vault-operator) and `make chart`'s check.
 HELM           := $(BIN)/helm
+PROMTOOL       := $(BIN)/promtool
 # Not a test tool: `make image` builds the operator's image with it.
 IMAGE_BUILDER  := $(BIN)/image-builder
 
@@ -42,7 +46,7 @@ CNI_PLUGINS             := $(BIN)/cni/bridge
 PAUSE_IMAGE             := $(BIN)/pause-image.tar
 NODE_TOOLS := $(KUBELET) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(RUNC) $(CNI_PLUGINS) $(PAUSE_IMAGE)
 
-TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT) $(CONTROLLER_GEN) $(HELM) $(NODE_TOOLS)
+TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBECTL) $(VAULT) $(CONTROLLER_GEN) $(HELM) $(PROMTOOL) $(NODE_TOOLS)
 
 # Integration suites: test packages with a file tagged `integration`.
 INTEGRATION_TAGS  ?= integration
@@ -52,8 +56,8 @@ INTEGRATION_PKGS  ?= $(shell go list -tags $(INTEGRATION_TAGS) -f '{{$$d := .Dir
 ##@ Test tools
 
 .PHONY: tools
-tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubectl, vault, controller-gen, helm and the node tools into bin/ (first time 30 to 60 min).
-	@echo ">> tools up to date in $(BIN): kube-apiserver, kubectl and the node components $(KUBERNETES_VERSION), etcd $(ETCD_VERSION), vault $(VAULT_VERSION), controller-gen $(CONTROLLER_GEN_VERSION), helm $(HELM_VERSION), containerd $(CONTAINERD_VERSION), runc $(RUNC_VERSION), CNI plugins $(CNI_PLUGINS_VERSION), pause image $(PAUSE_VERSION)"
+tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubectl, vault, controller-gen, helm, promtool and the node tools into bin/ (first time 30 to 60 min).
+	@echo ">> tools up to date in $(BIN): kube-apiserver, kubectl and the node components $(KUBERNETES_VERSION), etcd $(ETCD_VERSION), vault $(VAULT_VERSION), controller-gen $(CONTROLLER_GEN_VERSION), helm $(HELM_VERSION), promtool $(PROMTOOL_VERSION), containerd $(CONTAINERD_VERSION), runc $(RUNC_VERSION), CNI plugins $(CNI_PLUGINS_VERSION), pause image $(PAUSE_VERSION)"
 
 # kubectl is not needed by `make run` (the quickstart talks to the API
 # server itself): `make kubectl` builds it to explore with.
@@ -179,6 +183,11 @@ $(call tool-stamp,controller-gen,$(CONTROLLER_GEN_VERSION)): $(TOOLS_MODULES)/co
 $(HELM): $(call tool-stamp,helm,$(HELM_VERSION)) ;
 $(call tool-stamp,helm,$(HELM_VERSION)): $(TOOLS_MODULES)/helm/go.mod $(TOOLS_MODULES)/helm/go.sum $(call tool-force,$(HELM))
 	@BIN=$(BIN) HELM_VERSION=$(HELM_VERSION) $(TOOLS_MODULES)/build.sh helm
+
+# promtool checks and unit-tests the alerting rules (make unit, make alerts).
+$(PROMTOOL): $(call tool-stamp,promtool,$(PROMTOOL_VERSION)) ;
+$(call tool-stamp,promtool,$(PROMTOOL_VERSION)): $(TOOLS_MODULES)/promtool/go.mod $(TOOLS_MODULES)/promtool/go.sum $(call tool-force,$(PROMTOOL))
+	@BIN=$(BIN) PROMTOOL_VERSION=$(PROMTOOL_VERSION) $(TOOLS_MODULES)/build.sh promtool
 
 # The image builder is our own code: its sources are prerequisites too.
 $(IMAGE_BUILDER): $(call tool-stamp,image-builder,$(GGCR_VERSION)) ;

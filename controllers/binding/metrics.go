@@ -1,6 +1,10 @@
 package binding
 
 import (
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 )
 
@@ -19,4 +23,18 @@ func observeBinding(m *shared.Metrics, sc *bindingScope) {
 	if sc.outcome.Kind == shared.OutcomeStalled {
 		m.RenderFailure(sc.outcome.Reason)
 	}
+}
+
+// bindingState is what the bindings gauge counts of a binding: its Ready
+// condition as this reconcile leaves it (no condition yet: not Ready,
+// reason Unknown).
+func bindingState(obj *v1alpha1.MinionBinding) shared.BindingState {
+	s := shared.BindingState{Namespace: obj.Namespace, Template: obj.Spec.TemplateRef.Name, Reason: "Unknown"}
+	if c := apimeta.FindStatusCondition(obj.Status.Conditions, v1alpha1.ReadyCondition); c != nil {
+		s.Ready = c.Status == metav1.ConditionTrue
+		if c.Reason != "" {
+			s.Reason = c.Reason
+		}
+	}
+	return s
 }

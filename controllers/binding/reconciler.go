@@ -128,6 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.checks.forget(req.NamespacedName)
+			r.Metrics.ForgetBinding(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -144,6 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		// Counted before the status is written: whoever sees the status
 		// finds the metric counted too.
 		observeBinding(r.Metrics, sc)
+		r.Metrics.Binding(req.NamespacedName, bindingState(obj))
 		perr := shared.PatchStatus(ctx, r.Client, obj, statusBefore, bindingStatus)
 		r.events(obj, sc, before)
 		result, retErr = shared.ResultFor(sc.outcome, retErr, sc.requeue)

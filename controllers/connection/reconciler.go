@@ -36,6 +36,8 @@ type Reconciler struct {
 	client.Client
 	Recorder    events.EventRecorder
 	Connections *Connections
+	// Metrics get each check's verdict and the token's lease (nil: none).
+	Metrics *shared.Metrics
 }
 
 // lastLoginRefresh: a check that succeeds moves status.lastLoginTime only
@@ -51,6 +53,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, conn); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Connections.Forget(req.Name) // no login, no renewals for a deleted connection
+			r.Metrics.ForgetConnection(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -68,9 +71,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}()
 	var info vault.ServerInfo
 	var mounts map[string]vault.AuthMount
+	var lease vault.TokenLeaser
 	// The verdict opens or closes the gate of the connection's bindings
 	// and templates (connection_gate.go).
 	err := r.Connections.Probe(ctx, conn.Name, func(vc vault.Client) (err error) {
+		lease, _ = vc.(vault.TokenLeaser)
 		if info, err = vc.ServerInfo(ctx); err == nil {
 			// ServerInfo needs no token: check that the credentials work too.
 			err = vc.CheckToken(ctx)
@@ -82,8 +87,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	})
 	if err == nil {
 		o = r.connected(conn, info, mounts)
+		// Read after the check: the check renewed the token, or logged in
+		// again, when that was due.
+		var expires time.Time
+		var d time.Duration
+		if lease != nil {
+			expires, d = lease.TokenLease()
+		}
+		r.Metrics.Connection(conn.Name, true, expires, d)
 		return ctrl.Result{}, nil
 	}
+	r.Metrics.ConnectionFailed(conn.Name)
 	conn.Status.LastError = shared.Truncate(err.Error())
 	if reason, ok := shared.StalledConnection(err); ok {
 		// Only an edit of the connection helps: no retry before the next

@@ -91,12 +91,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if err := (&template.Reconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
 			Connections: conns, Templates: templates, DefaultInterval: o.Interval, ClusterID: o.ClusterID, Rollouts: rollouts,
+			Metrics: metrics,
 		}).SetupWithManager(mgr, opts); err != nil {
 			return err
 		}
 	}
 	if o.Connections {
-		return (&connection.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Connections: conns}).
+		return (&connection.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Connections: conns, Metrics: metrics}).
 			SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1})
 	}
 	return nil

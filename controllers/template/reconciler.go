@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,6 +52,8 @@ type Reconciler struct {
 	// Rollouts are the template's bindings updated by a change on the
 	// template's side, reported as one event (nil: none).
 	Rollouts *shared.Rollouts
+	// Metrics get each reconcile's verdict on the template (nil: none).
+	Metrics *shared.Metrics
 
 	once   sync.Once
 	index  *policyIndex
@@ -95,6 +98,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	r.init()
 	tpl := &v1alpha1.MinionTemplate{}
 	if err := r.Get(ctx, req.NamespacedName, tpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.ForgetTemplate(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	statusBefore := tpl.Status.DeepCopy()
@@ -191,6 +197,7 @@ func (r *Reconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTempl
 		tpl.Status.LastHandledReconcileAt = v
 	}
 	shared.SetConditions(tpl, sc.outcome)
+	r.observe(tpl.Name, sc.outcome)
 	perr := shared.PatchStatus(ctx, r.Client, tpl, statusBefore, templateStatus)
 	r.events(tpl, sc)
 	switch {
@@ -206,6 +213,20 @@ func (r *Reconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTempl
 		return ctrl.Result{}, nil
 	}
 	return shared.ResultFor(sc.outcome, retErr, sc.requeue)
+}
+
+// observe counts the template's verdict. A failure is one the template's
+// own policies met: refused, not owned, or Vault failing them. Policies in
+// progress are no failure yet, and a connection that fails its checks is
+// the connection's alert, not one per template of it.
+func (r *Reconciler) observe(name string, o shared.Outcome) {
+	reason := o.Reason
+	if o.Kind == shared.OutcomeSuspended {
+		reason = v1alpha1.SuspendedReason
+	}
+	failed := o.Kind != shared.OutcomeReady && o.Kind != shared.OutcomeSuspended &&
+		reason != v1alpha1.ProgressingReason && reason != v1alpha1.ConnectionNotReadyReason
+	r.Metrics.Template(name, o.Kind == shared.OutcomeReady, reason, failed)
 }
 
 // compile returns the compiled template; a problem of the template is a

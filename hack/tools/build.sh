@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a test tool into $BIN (default: <repo>/bin) from the Go module proxy:
 #
-#   hack/tools/build.sh kube-apiserver|kubectl|etcd|vault|controller-gen|image-builder|helm
+#   hack/tools/build.sh kube-apiserver|kubectl|etcd|vault|controller-gen|promtool|image-builder|helm
 #   hack/tools/build.sh kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause
 #   hack/tools/build.sh kube-apiserver etcd ...   (tools of hack/tools/k8s: one go build)
 #   hack/tools/build.sh vault-fetch               (Vault's source and modules, no compile)
@@ -50,6 +50,7 @@ KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.0}"
 VAULT_VERSION="${VAULT_VERSION:-v1.21.4}"
 CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.23.0}"
+PROMTOOL_VERSION="${PROMTOOL_VERSION:-v0.316.0}"
 HELM_VERSION="${HELM_VERSION:-v4.3.2}"
 GGCR_VERSION="${GGCR_VERSION:-v0.22.1}"
 CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
@@ -57,7 +58,7 @@ RUNC_VERSION="${RUNC_VERSION:-v1.5.3}"
 CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
 PAUSE_VERSION="${PAUSE_VERSION:-v1}"
 
-tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|vault-fetch|controller-gen|helm|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause [more tools of hack/tools/k8s]}"
+tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|vault-fetch|controller-gen|helm|promtool|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause [more tools of hack/tools/k8s]}"
 mkdir -p "$BIN"
 
 # Several tools of hack/tools/k8s (the Kubernetes components and etcd) are
@@ -236,6 +237,24 @@ controller-gen)
   (cd "$here/controller-gen" && go build -ldflags "-s -w" -o "$BIN/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
   stamp controller-gen "$CONTROLLER_GEN_VERSION"
   finish controller-gen "$CONTROLLER_GEN_VERSION"
+  ;;
+promtool)
+  # Prometheus' rule checker and rule unit-test runner, for the alerts of
+  # config/prometheus (make test runs `promtool check rules` and `promtool
+  # test rules`).
+  check_pin "$here/promtool" github.com/prometheus/prometheus "$PROMTOOL_VERSION"
+  echo ">> building promtool $PROMTOOL_VERSION (first time: a few minutes)"
+  # What Prometheus' own build stamps: without it `promtool --version` is
+  # empty. The module's v0.3XX.Y is Prometheus 3.XX.Y.
+  v="${PROMTOOL_VERSION#v0.3}"
+  ldflags="-s -w -X github.com/prometheus/common/version.Version=3.${v:0:2}.${v#*.}"
+  ldflags+=" -X github.com/prometheus/common/version.Branch=HEAD -X github.com/prometheus/common/version.Revision=$PROMTOOL_VERSION"
+  # remove_all_sd: none of Prometheus' service discoveries (the cloud SDKs,
+  # client-go), which checking and testing rules never use: 247 of the
+  # 1,363 packages promtool would otherwise compile.
+  (cd "$here/promtool" && go build -tags remove_all_sd -ldflags "$ldflags" -o "$BIN/promtool" github.com/prometheus/prometheus/cmd/promtool)
+  stamp promtool "$PROMTOOL_VERSION"
+  finish promtool "$PROMTOOL_VERSION"
   ;;
 helm)
   # The chart's tests (charts/minion-vault-operator): lint, template, and

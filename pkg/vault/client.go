@@ -412,6 +412,20 @@ func (c *client) CheckToken(ctx context.Context) error {
 	return err
 }
 
+// TokenLease implements TokenLeaser.
+func (c *client) TokenLease() (expires time.Time, lease time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == nil || c.sess.expires.IsZero() {
+		return time.Time{}, 0
+	}
+	lease = time.Duration(c.sess.increment) * time.Second
+	if left := c.sess.expires.Sub(c.now()); lease < left {
+		lease = left // an unknown usual lease (0) is no less than what is left
+	}
+	return c.sess.expires, lease
+}
+
 // MountAccessor answers from the accessors sys/auth returned last: a
 // reconcile would otherwise read sys/auth every time for a value that only
 // changes when the mount is disabled. The cache is refreshed by AuthMounts

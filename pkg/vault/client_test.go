@@ -923,3 +923,62 @@ func TestMountAccessorCache(t *testing.T) {
 		t.Errorf("sys/auth read %d times, want 4", n)
 	}
 }
+
+// TokenLease is what the connection's metrics alert on: the expiry moves
+// on at each renewal, and a capped lease (the max TTL reached) is measured
+// against the usual one.
+func TestTokenLease(t *testing.T) {
+	m := newMockVault(t, func(r mockReq) (int, any) {
+		if r.Path == "sys/seal-status" {
+			return 200, map[string]any{"version": "1.21.4"}
+		}
+		return 0, nil
+	})
+	m.set(func(m *mockVault) { m.lease = 30 })
+	c := mustNew(t, m.approleConfig(), nil)
+	now := time.Now()
+	c.mu.Lock()
+	c.now = func() time.Time { return now }
+	c.mu.Unlock()
+	var _ TokenLeaser = c
+	exp, lease := c.TokenLease()
+	if lease != 30*time.Second {
+		t.Errorf("lease %s, want 30s", lease)
+	}
+	if first := exp.Sub(now); first < 29*time.Second || first > 30*time.Second {
+		t.Errorf("expires in %s, want 30s", first)
+	}
+	m.set(func(m *mockVault) {
+		m.handle = func(r mockReq) (int, any) {
+			if r.Path == "auth/token/renew-self" {
+				return 200, map[string]any{"auth": map[string]any{"client_token": r.Token, "lease_duration": 10, "renewable": true}}
+			}
+			if r.Path == "sys/seal-status" {
+				return 200, map[string]any{"version": "1.21.4"}
+			}
+			return 0, nil
+		}
+	})
+	c.mu.Lock()
+	now = now.Add(21 * time.Second)
+	c.mu.Unlock()
+	if _, err := c.ServerInfo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	exp2, lease2 := c.TokenLease()
+	if lease2 != 30*time.Second || exp2.Sub(now) != 10*time.Second {
+		t.Errorf("after a capped renewal: expires in %s of a %s lease, want 10s of 30s", exp2.Sub(now), lease2)
+	}
+
+	// A token that never expires (root) has no lease.
+	root := newMockVault(t, func(r mockReq) (int, any) {
+		if r.Path == "auth/token/lookup-self" {
+			return 200, map[string]any{"data": map[string]any{"ttl": 0, "creation_ttl": 0, "renewable": false}}
+		}
+		return 0, nil
+	})
+	rc := mustNew(t, Config{Address: root.srv.URL, Auth: Auth{Token: "s.root-token-value"}}, nil)
+	if exp, lease := rc.TokenLease(); !exp.IsZero() || lease != 0 {
+		t.Errorf("a root token: expires %s, lease %s; want none", exp, lease)
+	}
+}

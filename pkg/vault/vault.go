@@ -161,6 +161,15 @@ type AppRoleAuth struct {
 	SecretID string
 }
 
+// TokenLeaser is implemented by the clients New returns (not by every
+// Client: fakes need not). TokenLease says when the client's current token
+// expires and its usual lease, the figure it renews or logs in again
+// against when a third of it is left; a zero expires: the token never
+// expires (a root token), or there is none yet.
+type TokenLeaser interface {
+	TokenLease() (expires time.Time, lease time.Duration)
+}
+
 // Observer receives what the client does, for metrics and tests. op is
 // "read", "write", "delete", "list" or "login"; path has no secrets (it is
 // the API path with the minion name, never a token); code is the HTTP
