@@ -60,6 +60,10 @@ type failoverResult struct {
 	// how long from the patch until its entity in Vault showed them.
 	Changed string
 	Change  time.Duration
+	// ChangeCalls are the operator's Vault calls for the changed binding,
+	// from the patch on (audit log timestamps): when its reconcile began
+	// and what it waited on.
+	ChangeCalls []string `json:",omitempty"`
 }
 
 // minuteReads are the operator's Vault reads in one minute: of the
@@ -122,9 +126,10 @@ func (h *harness) failover(ctx context.Context, r *phaseResult) (time.Duration, 
 		reconciled <- err
 	}()
 	taken, err := h.waitLease(ctx, leader)
+	var patched time.Time
 	if err == nil {
 		f.Lease = taken.acquired.Sub(killed)
-		f.Changed, f.Change, err = h.changeAtTakeover(ctx)
+		f.Changed, patched, f.Change, err = h.changeAtTakeover(ctx)
 	}
 	if err != nil {
 		cancel()
@@ -149,6 +154,7 @@ func (h *harness) failover(ctx context.Context, r *phaseResult) (time.Duration, 
 		return f.AllReconciled, err
 	}
 	f.Writes, f.WriteKinds, f.UpkeepWrites = writesExcept(calls, f.Changed)
+	f.ChangeCalls = callsFor(calls, f.Changed, patched)
 	f.Minutes = readsPerMinute(calls, taken.acquired, int(h.cfg.failoverWatch/time.Minute))
 	r.Note = fmt.Sprintf("template interval %s during the phase; the wall time is from the kill until the new leader reconciled every binding once", failoverInterval)
 	return f.AllReconciled, restore(ctx)
@@ -326,19 +332,19 @@ func (h *harness) waitReconciles(ctx context.Context, o *operatorProc, killed ti
 // (no new policy) as soon as the standby holds the lease, and times how
 // long until its entity in Vault shows them: the new leader's first pass
 // over every binding must not hold up a change.
-func (h *harness) changeAtTakeover(ctx context.Context) (string, time.Duration, error) {
+func (h *harness) changeAtTakeover(ctx context.Context) (string, time.Time, time.Duration, error) {
 	k := h.n / 4
 	name := minionID(k)
 	roles := []string{rolesOf(k + 1)[0], "web"}
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"pillar": map[string]any{"roles": roles}}})
 	if err != nil {
-		return name, 0, err
+		return name, time.Time{}, 0, err
 	}
 	obj := &v1alpha1.MinionBinding{}
 	obj.Namespace, obj.Name = bindingNamespace, name
 	start := time.Now()
 	if err := h.w.admin.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return name, 0, fmt.Errorf("changing %s at the takeover: %w", name, err)
+		return name, start, 0, fmt.Errorf("changing %s at the takeover: %w", name, err)
 	}
 	var md map[string]string
 	err = poll(ctx, 20*time.Millisecond, time.Minute, func() (bool, error) {
@@ -347,9 +353,27 @@ func (h *harness) changeAtTakeover(ctx context.Context) (string, time.Duration, 
 		return md["roles"] == metadataRoles(roles), err
 	})
 	if err != nil {
-		return name, 0, fmt.Errorf("%s changed at the takeover: entity roles %q: %w", name, md["roles"], err)
+		return name, start, 0, fmt.Errorf("%s changed at the takeover: entity roles %q: %w", name, md["roles"], err)
 	}
-	return name, time.Since(start), nil
+	return name, start, time.Since(start), nil
+}
+
+// callsFor lists the calls for minion's objects after patched, each with
+// its time from the patch, for the report: a change that reaches Vault
+// late either began late (the first call) or waited between its calls.
+func callsFor(calls []vaultCall, minion string, patched time.Time) []string {
+	var out []string
+	for _, c := range calls {
+		if c.At.Before(patched) || !strings.Contains(c.Path, minion) || len(out) == 12 {
+			continue
+		}
+		rw := "R"
+		if c.Write {
+			rw = "W"
+		}
+		out = append(out, fmt.Sprintf("%s %s +%s", rw, c.Path, c.At.Sub(patched).Round(time.Millisecond)))
+	}
+	return out
 }
 
 // watchUntil waits until t, checking every second that the operator runs.
@@ -439,5 +463,22 @@ func TestFailoverCounts(t *testing.T) {
 	r := rolloutOf(append(calls, vaultCall{At: at(10), Class: "entity", Write: true}), "entity", t0)
 	if r.Writes != 2 || r.First != 10*time.Second || r.Last != 62*time.Second {
 		t.Errorf("rolloutOf = %+v, want 2 writes, first 10s, last 62s", r)
+	}
+}
+
+// TestCallsFor: the changed binding's calls after the patch, in order,
+// with their time from it; other minions' and earlier calls left out.
+func TestCallsFor(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC)
+	calls := []vaultCall{
+		{At: t0.Add(-time.Second), Class: "role", Path: "auth/approle/role/m02500"},
+		{At: t0.Add(700 * time.Millisecond), Class: "role", Path: "auth/approle/role/m02500"},
+		{At: t0.Add(710 * time.Millisecond), Class: "role", Path: "auth/approle/role/m02501"},
+		{At: t0.Add(1900 * time.Millisecond), Class: "entity", Write: true, Path: "identity/entity/name/bench_minion_m02500"},
+	}
+	got := callsFor(calls, "m02500", t0)
+	want := []string{"R auth/approle/role/m02500 +700ms", "W identity/entity/name/bench_minion_m02500 +1.9s"}
+	if !slices.Equal(got, want) {
+		t.Errorf("callsFor: %q, want %q", got, want)
 	}
 }

@@ -241,7 +241,7 @@ func writeRollouts(b *strings.Builder, all []*shapeResult) {
 
 // writeFailovers renders what the failover phases measured besides the row.
 func writeFailovers(b *strings.Builder, all []*shapeResult) {
-	var rows strings.Builder
+	var rows, calls strings.Builder
 	var watch, interval time.Duration
 	for _, s := range all {
 		p := s.phase(phaseFailover)
@@ -258,6 +258,9 @@ func writeFailovers(b *strings.Builder, all []*shapeResult) {
 			f.LeaseDuration, f.RenewedBefore.Round(time.Millisecond), fmtDur(f.Lease, f.Lease > 0), fmtDur(f.FirstReconcile, f.FirstReconcile > 0),
 			fmtDur(f.AllReconciled, f.AllReconciled > 0), f.Writes, strings.Join(minutes, ", "), f.Steady, f.maxRatio(), f.ReadyLow, s.N,
 			fmtDur(f.Change, f.Change > 0))
+		if len(f.ChangeCalls) > 0 {
+			fmt.Fprintf(&calls, "- N=%d %s, %s: %s\n", s.N, s.Shape, f.Changed, strings.Join(f.ChangeCalls, ", "))
+		}
 	}
 	if rows.Len() == 0 {
 		return
@@ -273,6 +276,10 @@ func writeFailovers(b *strings.Builder, all []*shapeResult) {
 		"| N | shape | lease | renewed before the kill | lease taken | first reconcile | all reconciled | Vault writes | reads per minute: bindings' objects (policies, upkeep) | steady | ×steady | fewest Ready | change until Vault |\n"+
 		"|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n", watch, interval, budgetResyncVaultReads)
 	b.WriteString(rows.String())
+	if calls.Len() > 0 {
+		b.WriteString("\nThe changed binding's Vault calls by the new leader, from the patch (audit log): when its reconcile began, and what it waited on.\n\n")
+		b.WriteString(calls.String())
+	}
 }
 
 // fmtDur is d in milliseconds, or "–" when it was not measured.
