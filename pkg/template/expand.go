@@ -101,13 +101,16 @@ func (e *expander) precheck(p *Pattern) (int, *Error) {
 		if !v.IsComposite() {
 			continue
 		}
-		if !f.tokenable {
-			return 0, errf(RecursionError, "{%s}", f.name)
-		}
 		e.composite = true
 		n := v.Len()
 		if n == 0 {
+			// Upstream expands the first list field it meets: an empty one
+			// leaves no pattern at all, before the field's text (a
+			// conversion or format spec it cannot replace) matters.
 			return 0, nil
+		}
+		if !f.tokenable {
+			return 0, errf(RecursionError, "{%s}", f.name)
 		}
 		leaves *= n
 		if leaves > MaxResults {

@@ -24,7 +24,7 @@ func FuzzExpand(f *testing.F) {
 	for _, s := range []string{
 		"{minion}", "salt_role_{pillar[roles]}", "{pillar[roles]}-{pillar[aux]}-{pillar[roles]}",
 		"{{ {pillar[roles]} }}", "{pillar[m][a][b][1]}", "{minion:{pillar[n]}}", "{pillar[roles]!r}",
-		"{pillar[braces]}", "{pillar[empty]}{", "{pillar[roles]}{pillar[roles]!s}", "{}", "{0}",
+		"{pillar[braces]}", "{pillar[empty]}{", "{pillar[empty]!0}", "{pillar[empty]:>4}{pillar[roles]!r}", "{pillar[roles]}{pillar[roles]!s}", "{}", "{0}",
 		"{pillar[s][1]:>4}", "{pillar.x}", "{minion!}", "{pillar[[x]}", "{{pillar[roles]}}{pillar[roles]}",
 		"{grains[roles]}/{pillar[m]}", "{minion:{}}", "}", "{",
 	} {
