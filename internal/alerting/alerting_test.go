@@ -138,8 +138,9 @@ func TestDashboardNamesMetrics(t *testing.T) {
 }
 
 // promtool finds bin/promtool, built by `make unit` (and `make alerts`,
-// `make tools`) from the pinned module; PROMTOOL names another. When make
-// passes PROMTOOL it must be there; a bare `go test` without it skips.
+// `make tools`) from the pinned module; PROMTOOL names another. Without it
+// the test fails and says how to build it: a skipped check of the alerts
+// would pass on rules that promtool refuses.
 func promtool(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("PROMTOOL"); p != "" {
@@ -153,7 +154,7 @@ func promtool(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Skip("bin/promtool is not built: make alerts builds it and runs this test")
+		t.Fatalf("%s is not built: `make alerts` (or `make unit`, `make tools`) builds it from the pinned module, then runs this test", p)
 	}
 	return p
 }
