@@ -98,22 +98,9 @@ func TestHelmChart(t *testing.T) {
 	// (they share IMG): the chart gets it through its values.
 	var image string
 	step("the image is imported into containerd", func(t *testing.T) {
-		objs, err := decodeManifests(installYAML)
-		if err != nil {
+		var err error
+		if image, err = managerImage(installYAML); err != nil {
 			t.Fatal(err)
-		}
-		for _, o := range objs {
-			if o.GetKind() == "Deployment" && o.GetName() == deploymentName {
-				containers, _, _ := unstructuredContainers(o.Object)
-				for _, ctr := range containers {
-					if ctr["name"] == "manager" {
-						image, _ = ctr["image"].(string)
-					}
-				}
-			}
-		}
-		if image == "" {
-			t.Fatalf("%s has no Deployment %s with a manager container", installYAML, deploymentName)
 		}
 		if err := env.Node.ImportImage(ctx, imageTar); err != nil {
 			t.Fatal(err)

@@ -67,23 +67,9 @@ func TestInstall(t *testing.T) {
 	}
 
 	step("the image is imported into containerd", func(t *testing.T) {
-		objs, err := decodeManifests(installYAML)
+		image, err := managerImage(installYAML)
 		if err != nil {
 			t.Fatal(err)
-		}
-		var image string
-		for _, o := range objs {
-			if o.GetKind() == "Deployment" && o.GetName() == deploymentName {
-				containers, _, _ := unstructuredContainers(o.Object)
-				for _, ctr := range containers {
-					if ctr["name"] == "manager" {
-						image, _ = ctr["image"].(string)
-					}
-				}
-			}
-		}
-		if image == "" {
-			t.Fatalf("%s has no Deployment %s with a manager container", installYAML, deploymentName)
 		}
 		if err := env.Node.ImportImage(ctx, imageTar); err != nil {
 			t.Fatal(err)
@@ -582,4 +568,25 @@ func summarize(list []string) string {
 		return "none"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// managerImage is the image of the manager container in the operator's
+// Deployment in the manifests at path (install.yaml).
+func managerImage(path string) (string, error) {
+	objs, err := decodeManifests(path)
+	if err != nil {
+		return "", err
+	}
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" || o.GetName() != deploymentName {
+			continue
+		}
+		containers, _, _ := unstructuredContainers(o.Object)
+		for _, ctr := range containers {
+			if image, _ := ctr["image"].(string); ctr["name"] == "manager" && image != "" {
+				return image, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s has no Deployment %s with a manager container", path, deploymentName)
 }
