@@ -582,12 +582,13 @@ func diffMinion(bm, hm *Minion, bp, hp *acl.Prepared, common map[string]bool, co
 			c.Lost = in.names(a.caps)
 			losing = true
 		}
-		// Why: the rule that decides on the head, for a gain and for a
-		// loss to a deny or a narrower rule; for a loss to nothing, the
-		// base's rule that granted it; the reason when the minion has no
-		// head or every request of it fails.
+		// Why: the rule that decides on the head, for a gain (a new
+		// binding's too: which of its rules grants it) and for a loss to a
+		// deny or a narrower rule; for a loss to nothing, the base's rule
+		// that granted it; the reason when the minion has no head (removed,
+		// refused) or every request of it fails.
 		switch {
-		case hp == nil || md.Status != "":
+		case hp == nil || (md.Status != "" && md.Status != "added"):
 			c.Why = in.string(md.Why)
 		case b.err != nil:
 			c.Why = in.string(allFail + ": " + b.err.Error())

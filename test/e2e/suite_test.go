@@ -316,19 +316,43 @@ func (s *suite) event(name, reason string) {
 // (its log has every event).
 func (s *suite) eventWithin(timeout time.Duration, name, reason string) {
 	s.t.Helper()
-	eventually(s.t, timeout, "event "+reason+" for "+name, func() error {
+	if err := s.eventIn(timeout, name, reason); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// eventIn waits up to timeout for an event of reason about the object
+// name in the API server.
+func (s *suite) eventIn(timeout time.Duration, name, reason string) error {
+	deadline := time.Now().Add(timeout)
+	for {
 		list := &eventsv1.EventList{}
-		if err := s.c.List(context.Background(), list); err != nil {
+		err := s.c.List(context.Background(), list)
+		if err == nil {
+			for _, e := range list.Items {
+				if e.Regarding.Name == name && e.Reason == reason {
+					return nil
+				}
+			}
+			err = fmt.Errorf("event %s for %s: none among %d after %s (emitted, by the operator's log: %v)", reason, name, len(list.Items), timeout,
+				emittedFor(name, reason))
+		}
+		if time.Now().After(deadline) {
 			return err
 		}
-		for _, e := range list.Items {
-			if e.Regarding.Name == name && e.Reason == reason {
-				return nil
-			}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// emittedFor says whether the operator's log has an event of reason about
+// the object name: client-go logs each event it is given.
+func emittedFor(name, reason string) bool {
+	for _, line := range strings.Split(operatorLog.String(), "\n") {
+		if strings.Contains(line, `"reason": "`+reason+`"`) && strings.Contains(line, `"name":"`+name+`"`) {
+			return true
 		}
-		emitted := strings.Contains(operatorLog.String(), `"reason": "`+reason+`"`)
-		return fmt.Errorf("no such event among %d (an event of that reason in the operator's log: %v)", len(list.Items), emitted)
-	})
+	}
+	return false
 }
 
 // requestIn asks for a reconcile of a binding of the API server c through

@@ -99,10 +99,17 @@ func TestVaultRestartWithLostState(t *testing.T) {
 		t.Errorf("cluster ID %s -> %s, identity %s -> %s", oldConn.Status.ClusterID, newConn.Status.ClusterID, oldConn.Status.Identity, newConn.Status.Identity)
 	}
 	// client-go delivers events best-effort: a create that fails is
-	// retried every 10 s or so, which a loaded machine (the CI runs this
-	// suite beside the scale bench) needed more than 20 s of. The operator
-	// logs every event it emits, so a failure here tells which it was.
-	s.eventWithin(time.Minute, "restart-vault", "VaultChanged")
+	// retried every 10 s or so, and its broadcaster drops what comes while
+	// 1,000 events wait to be sent (this suite's 1,000-binding tests queue
+	// that many). The operator logs every event it emits: the emission is
+	// what this test asks of the operator, the delivery client-go's.
+	if err := s.eventIn(time.Minute, "restart-vault", "VaultChanged"); err != nil {
+		if !emittedFor("restart-vault", "VaultChanged") {
+			t.Errorf("the operator did not emit VaultChanged for restart-vault: %v", err)
+		} else {
+			t.Logf("VaultChanged for restart-vault emitted (operator log), not delivered: %v", err)
+		}
+	}
 }
 
 // ownVault is a Vault dev server of one test, restartable on its address.
