@@ -199,17 +199,34 @@ type valuesData struct {
 }
 
 // crd: helm.sh/resource-policy keep, when crds.keep, so that helm uninstall
-// leaves the CRDs (and so every MinionBinding) in place.
+// leaves the CRDs (and so every MinionBinding) in place. config/crd sets it
+// on every CRD (install.yaml carries it too; kubectl ignores it): the
+// chart's value decides instead.
 func crd(obj *yaml.Node, s *sentinels) error {
 	meta := get(obj, "metadata")
 	ann := get(meta, "annotations")
 	if ann == nil {
 		return errors.New("no metadata.annotations (controller-gen writes its version there)")
 	}
+	if !deleteKey(ann, "helm.sh/resource-policy") {
+		return errors.New("no helm.sh/resource-policy annotation (config/crd's kustomization sets it)")
+	}
 	s.appendKey(ann, func(indent string) string {
 		return "{{- if .Values.crds.keep }}\n" + indent + "helm.sh/resource-policy: keep\n{{- end }}"
 	})
 	return nil
+}
+
+// deleteKey removes key from the mapping node m, and says whether it was
+// there.
+func deleteKey(m *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = append(m.Content[:i], m.Content[i+2:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // deployment puts the values into the manager's Deployment and takes their

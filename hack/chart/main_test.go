@@ -18,6 +18,7 @@ kind: CustomResourceDefinition
 metadata:
   annotations:
     controller-gen.kubebuilder.io/version: v0.23.0
+    helm.sh/resource-policy: keep
   name: things.example.com
 spec:
   description: Vault's {{identity.entity.id}}

@@ -306,37 +306,13 @@ func TestTemplateMatchesInstallYAML(t *testing.T) {
 		t.Fatalf("%s holds %d objects", p.installYAML, len(install))
 	}
 	chart := mustDecode(t, "helm template", p.template(t, imageValues(t, install)...))
-	dropKeep(t, chart)
 	reportDiffs(t, "helm template (install.yaml's image) against "+p.installYAML, compare(install, chart))
 	t.Logf("helm template with install.yaml's image: %d objects, %d in %s", len(chart), len(install), p.installYAML)
 
 	kustomized := mustDecode(t, "kubectl kustomize config/default", p.run(t, p.kubectl, "kustomize", "config/default"))
 	defaults := mustDecode(t, "helm template", p.template(t))
-	dropKeep(t, defaults)
 	reportDiffs(t, "helm template (default values) against kubectl kustomize config/default", compare(kustomized, defaults))
 	t.Logf("helm template with default values: %d objects, %d in kubectl kustomize config/default", len(defaults), len(kustomized))
-}
-
-// dropKeep removes the one annotation the chart's defaults add to
-// install.yaml's objects, helm.sh/resource-policy: keep on each CRD (an
-// uninstall must not delete every binding), and fails unless every CRD,
-// and nothing else, had it.
-func dropKeep(t *testing.T, objs map[string]object) {
-	t.Helper()
-	for k, o := range objs {
-		meta, _ := o["metadata"].(map[string]any)
-		ann, _ := meta["annotations"].(map[string]any)
-		kept := ann["helm.sh/resource-policy"] == "keep"
-		if crd := o["kind"] == "CustomResourceDefinition"; kept != crd {
-			t.Errorf("%s: helm.sh/resource-policy keep %v, want it on the CRDs only", k, kept)
-		}
-		if kept {
-			delete(ann, "helm.sh/resource-policy")
-			if len(ann) == 0 {
-				delete(meta, "annotations")
-			}
-		}
-	}
 }
 
 // TestCompareFindsDifferences: the comparison above fails when one field,
