@@ -493,7 +493,10 @@ func TestNoSecretsInErrorsOrObserver(t *testing.T) {
 	}
 }
 
-func TestRenewal(t *testing.T) {
+// leasedClient is an AppRole client of a mock Vault that gives 30 s
+// leases, on a clock that moves only by advance.
+func leasedClient(t *testing.T) (*mockVault, *client, func(time.Duration)) {
+	t.Helper()
 	m := newMockVault(t, func(r mockReq) (int, any) {
 		if r.Path == "sys/seal-status" {
 			return 200, map[string]any{"version": "1.21.4"}
@@ -506,11 +509,15 @@ func TestRenewal(t *testing.T) {
 	c.mu.Lock()
 	c.now = func() time.Time { return now }
 	c.mu.Unlock()
-	advance := func(d time.Duration) {
+	return m, c, func(d time.Duration) {
 		c.mu.Lock()
 		now = now.Add(d)
 		c.mu.Unlock()
 	}
+}
+
+func TestRenewal(t *testing.T) {
+	m, c, advance := leasedClient(t)
 	ctx := context.Background()
 	version := func() {
 		t.Helper()
@@ -928,18 +935,8 @@ func TestMountAccessorCache(t *testing.T) {
 // on at each renewal, and a capped lease (the max TTL reached) is measured
 // against the usual one.
 func TestTokenLease(t *testing.T) {
-	m := newMockVault(t, func(r mockReq) (int, any) {
-		if r.Path == "sys/seal-status" {
-			return 200, map[string]any{"version": "1.21.4"}
-		}
-		return 0, nil
-	})
-	m.set(func(m *mockVault) { m.lease = 30 })
-	c := mustNew(t, m.approleConfig(), nil)
-	now := time.Now()
-	c.mu.Lock()
-	c.now = func() time.Time { return now }
-	c.mu.Unlock()
+	m, c, advance := leasedClient(t)
+	now := c.now()
 	var _ TokenLeaser = c
 	exp, lease := c.TokenLease()
 	if lease != 30*time.Second {
@@ -959,9 +956,8 @@ func TestTokenLease(t *testing.T) {
 			return 0, nil
 		}
 	})
-	c.mu.Lock()
-	now = now.Add(21 * time.Second)
-	c.mu.Unlock()
+	advance(21 * time.Second)
+	now = c.now()
 	if _, err := c.ServerInfo(context.Background()); err != nil {
 		t.Fatal(err)
 	}
