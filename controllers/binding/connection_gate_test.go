@@ -44,6 +44,7 @@ func TestDeadTokenGatesTheConnection(t *testing.T) {
 	// connection controller is told, once.
 	var woken []string
 	h.r.Connections.OnClosed(func(name string) { woken = append(woken, name) })
+	h.events()
 	h.v.ResetCalls()
 	h.v.FailNext("*", errRevoked)
 	h.v.FailNext("*", errRevoked)
@@ -60,6 +61,12 @@ func TestDeadTokenGatesTheConnection(t *testing.T) {
 	}
 	if !slices.Equal(woken, []string{"vault"}) {
 		t.Errorf("the connection controller was woken for %v, want [vault]", woken)
+	}
+	// The connection tells it (connection.Reconciler.events); an event per
+	// waiting binding would be 10,000 at fleet size, more than client-go
+	// queues.
+	if ev := h.events(); ev != "" {
+		t.Errorf("events of bindings waiting on the connection: %q", ev)
 	}
 
 	// The connection's check passes again (a new token): the bindings go on.

@@ -134,7 +134,9 @@ func (r *Reconciler) events(obj *v1alpha1.MinionBinding, sc *bindingScope, befor
 		shared.Emit(r.Recorder, obj, "Normal", "TakenOver", "Reconcile", "Marked as this binding's in Vault: %s", strings.Join(taken, ", "))
 	}
 	r.removalEvents(obj, sc)
-	if after != nil && after.Status != metav1.ConditionTrue && sc.outcome.Kind != shared.OutcomeSuspended {
+	// A wait on the connection is the connection's event, not one per
+	// binding (shared.Outcome.OfConnection); the condition still says it.
+	if after != nil && after.Status != metav1.ConditionTrue && sc.outcome.Kind != shared.OutcomeSuspended && !sc.outcome.OfConnection {
 		if before == nil || before.Reason != after.Reason || before.Message != after.Message {
 			shared.Emit(r.Recorder, obj, "Warning", after.Reason, "Reconcile", "%s", after.Message)
 		}

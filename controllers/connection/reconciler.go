@@ -58,10 +58,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	statusBefore := conn.Status.DeepCopy()
+	before := shared.ReadyOf(conn)
 	var o shared.Outcome
 	defer func() {
 		conn.Status.ObservedGeneration = conn.Generation
 		shared.SetConditions(conn, o)
+		r.events(conn, before)
 		if err := shared.PatchStatus(ctx, r.Client, conn, statusBefore, connectionStatus); err != nil {
 			retErr = errors.Join(retErr, err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,6 +102,7 @@ func TestRevokedTokenWaitsAtTheConnection(t *testing.T) {
 	revoked := s.accessorOf(t, token)
 	deadToken := func(accessor string) bool { return accessor == revoked || accessor == "" }
 	windowStart, before, mark := time.Now(), requests(), audit.mark(t)
+	revokedTime := time.Now()
 	s.must(s.root.Auth().Token().RevokeTreeWithContext(ctx, token))
 	list := &v1alpha1.MinionBindingList{}
 	s.must(s.c.List(ctx, list, client.InNamespace(ns)))
@@ -140,6 +142,21 @@ func TestRevokedTokenWaitsAtTheConnection(t *testing.T) {
 	}
 	if waiting == 0 {
 		t.Errorf("no binding says it waits on %s", conn)
+	}
+	// One event says it, the connection's: none per waiting binding (a
+	// thousand Warnings would fill client-go's queue, which then drops
+	// events, the connection's own among them).
+	s.event(conn, v1alpha1.AccessDeniedReason)
+	events := &eventsv1.EventList{}
+	s.must(s.c.List(ctx, events, client.InNamespace(ns)))
+	warned := 0
+	for _, e := range events.Items {
+		if e.Regarding.Kind == "MinionBinding" && e.Type == corev1.EventTypeWarning && e.EventTime.After(revokedTime) {
+			warned++
+		}
+	}
+	if warned > 0 {
+		t.Errorf("%d Warning events of bindings waiting on %s, want none (the connection's event says it)", warned, conn)
 	}
 
 	// A new token: the connection's check passes and every binding goes on.

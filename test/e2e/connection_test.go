@@ -88,6 +88,11 @@ func TestConnections(t *testing.T) {
 			}
 			return nil
 		})
+		// Told once, by the connection; its waiting binding says it in
+		// its condition only (at fleet size an event each would be
+		// thousands, past what client-go queues).
+		s.event("rotating", v1alpha1.AccessDeniedReason)
+		s.noEvent(t, "conn-rotate01", v1alpha1.AccessDeniedReason)
 
 		// A new token in the Secret: the binding converges by itself.
 		tokenB := s.operatorToken(ctx)

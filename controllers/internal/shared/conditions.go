@@ -19,6 +19,13 @@ type Outcome struct {
 	Kind    OutcomeKind
 	Reason  string
 	Message string
+	// OfConnection: the wait is the VaultConnection's (missing, its
+	// Secret missing, or its check failing), told by the connection's
+	// events (or, for a missing one, the template's), not once more by
+	// each of its bindings: a revoked token would otherwise be 10,000
+	// Warnings at once, and client-go drops events while 1,000 wait, the
+	// connection's own among them.
+	OfConnection bool
 }
 
 type OutcomeKind int

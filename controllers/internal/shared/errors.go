@@ -54,6 +54,11 @@ const (
 
 func (e ErrWaiting) Error() string { return e.Msg }
 
+// ofConnection: the wait ends when the VaultConnection is fixed.
+func (e ErrWaiting) ofConnection() bool {
+	return e.What == WaitingForConnection || e.What == WaitingForCredential || e.What == WaitingForHealth
+}
+
 func Waiting(what WaitingFor, format string, args ...any) error {
 	return ErrWaiting{What: what, Msg: fmt.Sprintf(format, args...)}
 }
@@ -154,7 +159,7 @@ func OutcomeFor(err error) Outcome {
 		case wait.What == WaitingForConfigMap:
 			reason = v1alpha1.RenderFailedReason
 		}
-		return Outcome{Kind: OutcomeWaiting, Reason: reason, Message: err.Error()}
+		return Outcome{Kind: OutcomeWaiting, Reason: reason, Message: err.Error(), OfConnection: wait.ofConnection()}
 	}
 	switch Classify(err) {
 	case vault.ClassInvalid:

@@ -36,6 +36,7 @@ func TestOutcomeFor(t *testing.T) {
 		{"unstorable render", &ErrInvalidInput{Err: errors.New("64 keys")}, OutcomeStalled, v1alpha1.ValidationFailedReason},
 		{"connection missing", Waiting(WaitingForConnection, "x"), OutcomeWaiting, v1alpha1.ConnectionNotReadyReason},
 		{"credential missing", wrapped(Waiting(WaitingForCredential, "x")), OutcomeWaiting, v1alpha1.ConnectionNotReadyReason},
+		{"connection's check failing", wrapped(ErrWaiting{What: WaitingForHealth, Reason: v1alpha1.AccessDeniedReason, Msg: "x"}), OutcomeWaiting, v1alpha1.AccessDeniedReason},
 		{"ConfigMap missing", Waiting(WaitingForConfigMap, "x"), OutcomeWaiting, v1alpha1.RenderFailedReason},
 		{"refused before sending", wrapped(fmt.Errorf("bad name: %w", vault.ErrInvalid)), OutcomeStalled, v1alpha1.ValidationFailedReason},
 		{"Vault 400", wrapped(&vault.Error{Op: "write x", StatusCode: 400, Messages: []string{"invalid token_ttl"}}), OutcomeStalled, v1alpha1.ValidationFailedReason},
@@ -61,6 +62,11 @@ func TestOutcomeFor(t *testing.T) {
 			}
 			if tc.err != nil && o.Message == "" {
 				t.Error("no message")
+			}
+			// The connection tells these, not each waiting binding.
+			ofConnection := map[string]bool{"connection missing": true, "credential missing": true, "connection's check failing": true}
+			if o.OfConnection != ofConnection[tc.name] {
+				t.Errorf("OfConnection %v, want %v", o.OfConnection, ofConnection[tc.name])
 			}
 		})
 	}
