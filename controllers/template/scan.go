@@ -81,7 +81,14 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 	if err := r.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: tpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the bindings of template %q: %w", tpl.Name, err)
 	}
+	head := r.headStart(ctx, tpl, compiled, list.Items)
 	scanned, err := r.renderAll(ctx, tpl.Name, list.Items, runtime.GOMAXPROCS(0))
+	if head != nil {
+		// Its names left dirty if it failed: the sync below retries them.
+		if herr := <-head; herr != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("The head start of a template change failed; the scan's sync retries it", "template", tpl.Name, "error", herr.Error())
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -106,6 +113,38 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 		r.index.discoveredOwned(tpl.Name, found)
 	}
 	return r.syncDirty(ctx, tpl)
+}
+
+// headStartBindings is how many bindings a template change renders before
+// the rest, to sync their own policies at once: one round of the sync's
+// reads.
+const headStartBindings = policyWorkers
+
+// headStart, when the template changed, renders its first few bindings
+// and syncs the policies that are theirs alone (policyIndex.headStart)
+// while the scan renders the others: a change of a policy per minion
+// reaches Vault for its first minions after a few renders, not after
+// rendering the whole fleet (10,000 bindings: 1.26 s before the first
+// write, beside the bindings' own reconciles). The channel, nil when
+// nothing was started, gives the sync's error.
+func (r *Reconciler) headStart(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, items []v1alpha1.MinionBinding) <-chan error {
+	if !r.index.changing(tpl.Name, compiled) {
+		return nil
+	}
+	dirty := 0
+	for i := range items[:min(len(items), headStartBindings)] {
+		docs, err := r.policiesOfBinding(ctx, &items[i])
+		if err != nil {
+			return nil // the scan meets it too, and reports it
+		}
+		dirty += r.index.headStart(tpl.Name, client.ObjectKeyFromObject(&items[i]), docs)
+	}
+	if dirty == 0 {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.syncDirty(ctx, tpl) }()
+	return done
 }
 
 // renderAll renders the policies of every binding, on workers
