@@ -161,11 +161,15 @@ func newOperatorCmd() *cobra.Command {
 	f.StringVar(&o.LeaderID, "leader-election-id", "", "name of the leader-election lease (default: one per set of --controllers and watch flags)")
 	f.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "how long after the leader's last renewal another replica may take over")
 	f.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops and exits")
-	// A standby sees the dead leader's last renewal up to a retry period
-	// late and tries again every retry period (jittered up to 1.2×): a
-	// takeover comes at most lease duration + 2.4 retry periods after the
-	// leader died, within 2 s of the lease duration at 750ms.
-	f.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 750*time.Millisecond, "how often replicas try to take or renew the lease")
+	// A standby polls the Lease every retry period plus client-go's
+	// jitter (JitterFactor 1.2: up to 2.2 retry periods), so it sees the
+	// dead leader's last renewal up to one such wait late, and its first
+	// try after the lease ran out comes up to one more later: a takeover
+	// comes at most lease duration + 4.4 retry periods after that renewal.
+	// At 400ms that is within 2 s of the lease duration (1.76 s); at 750ms
+	// it was 3.3 s, and a bench takeover took 3.1 s. The leader renews
+	// every retry period: 2.5 Lease updates a second.
+	f.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 400*time.Millisecond, "how often replicas try to take or renew the lease")
 	f.IntVar(&o.MemoryLimitPercent, "memory-limit-percent", 80, "percent of the container's memory limit (cgroup) the Go runtime keeps its memory under by collecting garbage harder (0: off; GOMEMLIMIT, when set, wins)")
 	f.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(os.Getenv, os.ReadFile),
 		"the only namespace the operator reads Secrets in: VaultConnections must keep their token, AppRole secret ID and CA Secrets there; the default is the pod's namespace (POD_NAMESPACE, else the service account's mount, else "+DefaultSecretNamespace+")")

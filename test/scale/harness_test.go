@@ -494,7 +494,7 @@ func mergeProfiles(parts []string, out string) (string, error) {
 
 // kubeActivity counts the API server's audit entries appended to its log,
 // the leader's Lease renewals aside: a leader renews every retry period
-// (750ms), so the log never stops growing while an operator leads.
+// (400ms), so the log never stops growing while an operator leads.
 type kubeActivity struct {
 	path  string
 	off   int64

@@ -60,7 +60,7 @@ const (
 const (
 	leaseName     = "scale-operator"
 	leaseDuration = 15 * time.Second
-	leaseRetry    = 750 * time.Millisecond
+	leaseRetry    = 400 * time.Millisecond
 )
 
 // benchInterval is the template's interval outside the failover phase:
