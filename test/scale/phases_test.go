@@ -55,8 +55,17 @@ func (h *harness) all(ctx context.Context) error {
 }
 
 // floors runs the floor phases, clearing what each left before the next;
-// false when one failed.
+// false when one failed. A tracker watches the floor's bindings as one
+// watches the operator's during its phases: the API server serves that
+// watch an event per binding write, and the floor must pay for the
+// harness's measuring as the operator does, or the ratios charge it to
+// the operator.
 func (h *harness) floors(ctx context.Context) (bool, error) {
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	if _, err := startTracker(wctx, h.w.adminCfg, h.w.env.Scheme, floorNamespace); err != nil {
+		return false, fmt.Errorf("watching the floor's bindings: %w", err)
+	}
 	if !h.run(ctx, phaseFloor, "floor", h.n, h.floor) {
 		return false, nil
 	}

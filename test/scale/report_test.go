@@ -22,7 +22,7 @@ func header(cfg config, command string, started time.Time, machine string) strin
 	fmt.Fprintf(&b, "# Scale benchmark: the operator against the floor\n\n")
 	fmt.Fprintf(&b, "- command: `%s`\n", command)
 	fmt.Fprintf(&b, "- started %s; %s\n", started.Format(time.RFC3339), machine)
-	fmt.Fprintf(&b, "- N %v, shapes %v; %d parallel creators, floor with %d workers, operator `--concurrency=%d` with a memory limit of %s; fresh servers per N and shape\n",
+	fmt.Fprintf(&b, "- N %v, shapes %v; %d parallel creators, floor with %d workers, operator `--concurrency=%d` with a memory limit of %s; fresh servers per N and shape; the harness watches the bindings (an informer) in the floors as in the operator's phases\n",
 		cfg.ns, cfg.shapes, cfg.creators, cfg.floorWorkers, cfg.concurrency, memoryLimits(cfg.ns))
 	if p := phasesRun(cfg); p != "" {
 		fmt.Fprintf(&b, "- %s\n", p)
