@@ -213,6 +213,9 @@ bench-fleet: $(KUBE_APISERVER) $(ETCD) $(VAULT) ## A fleet of bindings converged
 BENCH_N      ?= 200
 BENCH_SHAPES ?= shared perminion
 BENCH_PHASES ?=
+# BENCH_FLOORS=no skips the floors (no ratios): a quicker look at the
+# operator's own phases.
+BENCH_FLOORS ?= yes
 
 # BENCH_BASELINE=<git revision> (e.g. HEAD~1) also runs that revision's
 # operator beside this tree's, in the same session, order alternating.
@@ -225,7 +228,7 @@ bench-scale: build $(KUBE_APISERVER) $(ETCD) $(VAULT) ## The operator (its own p
 	  git archive '$(BENCH_BASELINE)' | tar -x -C $(BIN)/scale/baseline-src && \
 	  (cd $(BIN)/scale/baseline-src && go build -trimpath -o $(BIN)/scale/baseline-minionvault ./cmd/minionvault) && \
 	  echo ">> baseline operator: $(BENCH_BASELINE) ($$(git rev-parse --short '$(BENCH_BASELINE)'))"; fi
-	SCALE_N='$(BENCH_N)' SCALE_SHAPES='$(BENCH_SHAPES)' SCALE_PHASES='$(BENCH_PHASES)' SCALE_OUT=$(BIN)/scale MINIONVAULT_BIN=$(BIN)/minionvault MINIONVAULT_TOOLS_DIR=$(BIN) \
+	SCALE_N='$(BENCH_N)' SCALE_SHAPES='$(BENCH_SHAPES)' SCALE_PHASES='$(BENCH_PHASES)' SCALE_NO_FLOORS='$(filter no,$(BENCH_FLOORS))' SCALE_OUT=$(BIN)/scale MINIONVAULT_BIN=$(BIN)/minionvault MINIONVAULT_TOOLS_DIR=$(BIN) \
 	SCALE_BASELINE='$(if $(BENCH_BASELINE),$(BIN)/scale/baseline-minionvault)' SCALE_BASELINE_NAME='$(BENCH_BASELINE)' \
 	SCALE_COMMAND="make bench-scale BENCH_N='$(BENCH_N)' BENCH_SHAPES='$(BENCH_SHAPES)'$(if $(BENCH_PHASES), BENCH_PHASES='$(BENCH_PHASES)')$(if $(BENCH_BASELINE), BENCH_BASELINE='$(BENCH_BASELINE)')" \
 	go test -tags integration -run='^$$' -bench='^BenchmarkScale$$' -benchtime=1x -timeout=0 -v ./test/scale

@@ -5,8 +5,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 func TestCheckSharding(t *testing.T) {
@@ -88,5 +90,38 @@ func TestRunOperatorNeedsSecretNamespace(t *testing.T) {
 	err := RunOperator(context.Background(), &rest.Config{Host: "http://127.0.0.1:1"}, OperatorOptions{Controllers: allControllers})
 	if err == nil || !strings.Contains(err.Error(), "--secret-namespace") {
 		t.Errorf("err %v, want a refusal naming --secret-namespace", err)
+	}
+}
+
+// With leader election, a standby warms its controllers up (their watches
+// and queues filled while it waits), and its retry period bounds a
+// takeover within 2 s of the lease duration: client-go's poll waits up to
+// 2.2 retry periods, a standby sees the last renewal one poll late and
+// tries one poll after the lease ran out.
+func TestLeaderElectionDefaults(t *testing.T) {
+	cmd := newOperatorCmd()
+	if err := cmd.Flags().Parse([]string{"--leader-elect"}); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := cmd.Flags().GetDuration("leader-election-lease-duration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, err := cmd.Flags().GetDuration("leader-election-retry-period")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if worst := time.Duration(2 * 2.2 * float64(retry)); worst > 2*time.Second {
+		t.Errorf("retry period %s: a takeover up to %s after the lease duration (%s), more than 2 s", retry, worst, lease)
+	}
+	for _, elect := range []bool{true, false} {
+		o := OperatorOptions{LeaderElection: elect, Controllers: allControllers, RetryPeriod: retry, LeaseDuration: lease}
+		opts := o.managerOptions(nil, cache.Options{})
+		if got := opts.Controller.EnableWarmup; got == nil || *got != elect {
+			t.Errorf("leader election %v: EnableWarmup %v, want %v", elect, got, elect)
+		}
+		if opts.RetryPeriod == nil || *opts.RetryPeriod != retry {
+			t.Errorf("retry period %v, want %s", opts.RetryPeriod, retry)
+		}
 	}
 }

@@ -55,6 +55,9 @@ const (
 	envTimeout = "SCALE_PHASE_TIMEOUT"
 	envWatch   = "SCALE_FAILOVER_WATCH" // how long the failover watches the new leader's reads (default 3m)
 	envCommand = "SCALE_COMMAND"        // the command to quote in the report
+	// SCALE_NO_FLOORS=1 skips the floors: no ratios, for a quick look at
+	// the operator's own phases (make bench-scale BENCH_FLOORS=no).
+	envNoFloors = "SCALE_NO_FLOORS"
 )
 
 // The harness's informers log through controller-runtime: errors only.
@@ -108,6 +111,9 @@ func fromEnv(cfg config) (config, error) {
 			return cfg, fmt.Errorf("%s: %w", envTimeout, err)
 		}
 		cfg.phaseTimeout = func(int) time.Duration { return d }
+	}
+	if v := strings.TrimSpace(os.Getenv(envNoFloors)); v != "" && v != "0" {
+		cfg.skipFloors = true
 	}
 	if v := os.Getenv(envWatch); v != "" {
 		d, err := time.ParseDuration(v)
