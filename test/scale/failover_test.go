@@ -255,6 +255,15 @@ func (h *harness) startStandby(ctx context.Context) (string, error) {
 	if err := h.standby.start(ctx); err != nil {
 		return "", fmt.Errorf("the standby: %w", err)
 	}
+	// A standby waits for the Lease only once its caches are filled, and
+	// client-go counts the lease from when it first saw the leader's
+	// renewal, not from the renewal's time: a standby killed into before it
+	// polls would take the Lease a lease after its first poll, not after
+	// the leader's last renewal. Replicas wait long before a failover, so
+	// the kill waits for the standby's first poll.
+	if err := h.standby.waitLog(ctx, "attempting to acquire leader lease", 2*time.Minute); err != nil {
+		return "", fmt.Errorf("the standby: %w", err)
+	}
 	deadline := time.Now().Add(3 * leaseRetry)
 	for time.Now().Before(deadline) {
 		now, err := h.lease(ctx)

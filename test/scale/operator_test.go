@@ -382,6 +382,19 @@ func get(url string, timeout time.Duration) ([]byte, error) {
 	return io.ReadAll(resp.Body)
 }
 
+// waitLog waits until the instance's log has a line containing text
+// (case aside).
+func (o *operatorProc) waitLog(ctx context.Context, text string, timeout time.Duration) error {
+	text = strings.ToLower(text)
+	return poll(ctx, 100*time.Millisecond, timeout, func() (bool, error) {
+		data, err := os.ReadFile(o.logPath)
+		if err != nil {
+			return false, err
+		}
+		return strings.Contains(strings.ToLower(string(data)), text), o.alive()
+	})
+}
+
 // tail is the end of a log file, for error messages.
 func tail(path string) string {
 	data, err := os.ReadFile(path)
