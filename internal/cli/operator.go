@@ -170,8 +170,8 @@ func newOperatorCmd() *cobra.Command {
 	// try after the lease ran out comes up to one more later: a takeover
 	// comes at most lease duration + 4.4 retry periods after that renewal.
 	// At 400ms that is within 2 s of the lease duration (1.76 s); at 750ms
-	// it was 3.3 s, and a bench takeover took 3.1 s. The leader renews
-	// every retry period: 2.5 Lease updates a second.
+	// it was 3.3 s. The leader renews every retry period: 2.5 Lease
+	// updates a second.
 	f.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 400*time.Millisecond, "how often replicas try to take or renew the lease")
 	f.IntVar(&o.MemoryLimitPercent, "memory-limit-percent", 80, "percent of the container's memory limit (cgroup) the Go runtime keeps its memory under by collecting garbage harder (0: off; GOMEMLIMIT, when set, wins)")
 	f.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(os.Getenv, os.ReadFile),
