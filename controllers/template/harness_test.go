@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,3 +63,16 @@ func testPolicyOwner(template string) ownership.PolicyOwner {
 }
 
 func ownershipHeader(template string) string { return testPolicyOwner(template).Header() }
+
+// saltKey is the key of binding n in namespace salt.
+func saltKey(n string) types.NamespacedName { return types.NamespacedName{Namespace: "salt", Name: n} }
+
+// policiesOf is what a binding of template t contributes to the index:
+// the policies kv, name then body.
+func policiesOf(kv ...string) bindingPolicies {
+	d := bindingPolicies{template: "t", member: true, docs: map[string]string{}}
+	for i := 0; i < len(kv); i += 2 {
+		d.docs[kv[i]] = kv[i+1]
+	}
+	return d
+}

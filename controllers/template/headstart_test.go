@@ -23,14 +23,7 @@ import (
 // unchanged one waits for the scan, which then finds the head start's
 // names confirmed and syncs only the rest.
 func TestHeadStart(t *testing.T) {
-	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "salt", Name: n} }
-	docs := func(kv ...string) bindingPolicies {
-		d := bindingPolicies{template: "t", member: true, docs: map[string]string{}}
-		for i := 0; i < len(kv); i += 2 {
-			d.docs[kv[i]] = kv[i+1]
-		}
-		return d
-	}
+	key, docs := saltKey, policiesOf
 	before := map[types.NamespacedName]bindingPolicies{
 		key("b1"): docs("p1", "A", "shared", "S"),
 		key("b2"): docs("p2", "B", "shared", "S"),

@@ -27,14 +27,7 @@ import (
 func TestPolicyIndexTouchesOnlyChangedNames(t *testing.T) {
 	x := newPolicyIndex()
 	x.rebuild("t", nil, nil, true)
-	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "salt", Name: n} }
-	docs := func(kv ...string) bindingPolicies {
-		d := bindingPolicies{template: "t", member: true, docs: map[string]string{}}
-		for i := 0; i < len(kv); i += 2 {
-			d.docs[kv[i]] = kv[i+1]
-		}
-		return d
-	}
+	key, docs := saltKey, policiesOf
 	steps := []struct {
 		name    string
 		binding string

@@ -22,14 +22,7 @@ import (
 // policy, one that changes every policy syncs every policy. A verifying
 // scan compares every name.
 func TestRenderScanSyncsOnlyWhatChanged(t *testing.T) {
-	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "salt", Name: n} }
-	docs := func(kv ...string) bindingPolicies {
-		d := bindingPolicies{template: "t", member: true, docs: map[string]string{}}
-		for i := 0; i < len(kv); i += 2 {
-			d.docs[kv[i]] = kv[i+1]
-		}
-		return d
-	}
+	key, docs := saltKey, policiesOf
 	before := map[types.NamespacedName]bindingPolicies{
 		key("b1"): docs("p1", "A", "shared", "S"),
 		key("b2"): docs("p2", "B", "shared", "S"),
