@@ -81,8 +81,8 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 	if err := r.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: tpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the bindings of template %q: %w", tpl.Name, err)
 	}
-	head := r.headStart(ctx, tpl, compiled, list.Items)
-	scanned, err := r.renderAll(ctx, tpl.Name, list.Items, runtime.GOMAXPROCS(0))
+	rendered, head := r.headStart(ctx, tpl, compiled, list.Items)
+	scanned, err := r.renderAll(ctx, tpl.Name, list.Items, rendered, runtime.GOMAXPROCS(0))
 	if head != nil {
 		// Its names left dirty if it failed: the sync below retries them.
 		if herr := <-head; herr != nil {
@@ -125,38 +125,44 @@ const headStartBindings = policyWorkers
 // while the scan renders the others: a change of a policy per minion
 // reaches Vault for its first minions after a few renders, not after
 // rendering the whole fleet (10,000 bindings: 1.26 s before the first
-// write, beside the bindings' own reconciles). The channel, nil when
-// nothing was started, gives the sync's error.
-func (r *Reconciler) headStart(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, items []v1alpha1.MinionBinding) <-chan error {
+// write, beside the bindings' own reconciles). It returns what it
+// rendered, the policies of items[:len(rendered)], for the scan not to
+// render them again, and a channel, nil when no sync was started, that
+// gives the sync's error.
+func (r *Reconciler) headStart(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, items []v1alpha1.MinionBinding) ([]map[string]string, <-chan error) {
 	if !r.index.changing(tpl.Name, compiled) {
-		return nil
+		return nil, nil
 	}
+	var rendered []map[string]string
 	dirty := 0
 	for i := range items[:min(len(items), headStartBindings)] {
 		docs, err := r.policiesOfBinding(ctx, &items[i])
 		if err != nil {
-			return nil // the scan meets it too, and reports it
+			break // the scan meets it too, and reports it
 		}
+		rendered = append(rendered, docs)
 		dirty += r.index.headStart(tpl.Name, client.ObjectKeyFromObject(&items[i]), docs)
 	}
 	if dirty == 0 {
-		return nil
+		return rendered, nil
 	}
 	done := make(chan error, 1)
 	go func() { done <- r.syncDirty(ctx, tpl) }()
-	return done
+	return rendered, done
 }
 
 // renderAll renders the policies of every binding, on workers
 // goroutines: a template change renders each binding anew (10,000 with a
 // policy per minion: 1.45 s on one core before the first write of a
 // policy rollout), and rendering is pure CPU work, the cache's objects
-// only read.
-func (r *Reconciler) renderAll(ctx context.Context, template string, items []v1alpha1.MinionBinding, workers int) (map[types.NamespacedName]bindingPolicies, error) {
+// only read. rendered are the policies of items[:len(rendered)], already
+// rendered (headStart).
+func (r *Reconciler) renderAll(ctx context.Context, template string, items []v1alpha1.MinionBinding, rendered []map[string]string, workers int) (map[types.NamespacedName]bindingPolicies, error) {
 	docs := make([]map[string]string, len(items))
+	copy(docs, rendered)
 	g, gctx := errgroup.WithContext(ctx)
-	per := (len(items) + max(workers, 1) - 1) / max(workers, 1)
-	for from := 0; from < len(items); from += per {
+	per := (len(items) - len(rendered) + max(workers, 1) - 1) / max(workers, 1)
+	for from := len(rendered); from < len(items); from += per {
 		to := min(from+per, len(items))
 		g.Go(func() error {
 			for i := from; i < to; i++ {

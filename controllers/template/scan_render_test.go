@@ -48,7 +48,7 @@ func scanFleet(tb testing.TB, n int) (*Reconciler, []v1alpha1.MinionBinding) {
 func TestRenderAllOnWorkers(t *testing.T) {
 	r, items := scanFleet(t, 50)
 	ctx := context.Background()
-	one, err := r.renderAll(ctx, "t", items, 1)
+	one, err := r.renderAll(ctx, "t", items, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestRenderAllOnWorkers(t *testing.T) {
 		t.Fatalf("%d of 50 bindings render a policy", held)
 	}
 	for _, w := range []int{2, 3, 7, 64} {
-		got, err := r.renderAll(ctx, "t", items, w)
+		got, err := r.renderAll(ctx, "t", items, nil, w)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,22 @@ func TestRenderAllOnWorkers(t *testing.T) {
 			t.Errorf("%d workers render differently from one", w)
 		}
 	}
-	if got, err := r.renderAll(ctx, "t", nil, 4); err != nil || len(got) != 0 {
+	if got, err := r.renderAll(ctx, "t", nil, nil, 4); err != nil || len(got) != 0 {
 		t.Errorf("no bindings: %v %v", got, err)
+	}
+	// What a head start rendered is taken as it is, not rendered again.
+	head := []map[string]string{{"head": "0"}, {"head": "1"}, {"head": "2"}}
+	got, err := r.renderAll(ctx, "t", items, head, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range items {
+		want := one[client.ObjectKeyFromObject(&items[i])]
+		if i < len(head) {
+			want.docs = head[i]
+		}
+		if g := got[client.ObjectKeyFromObject(&items[i])]; !reflect.DeepEqual(g, want) {
+			t.Errorf("binding %d with a head start of %d: %+v, want %+v", i, len(head), g, want)
+		}
 	}
 }
