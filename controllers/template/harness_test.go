@@ -2,6 +2,8 @@ package template
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -75,4 +78,25 @@ func policiesOf(kv ...string) bindingPolicies {
 		d.docs[kv[i]] = kv[i+1]
 	}
 	return d
+}
+
+// ownAndShared is three bindings of template t: b1 and b2 each render a
+// policy of their own and one they share, b3 one of its own.
+func ownAndShared() map[types.NamespacedName]bindingPolicies {
+	return map[types.NamespacedName]bindingPolicies{
+		saltKey("b1"): policiesOf("p1", "A", "shared", "S"),
+		saltKey("b2"): policiesOf("p2", "B", "shared", "S"),
+		saltKey("b3"): policiesOf("p3", "C"),
+	}
+}
+
+// inVault is the index after a first scan of bindings with compiled and a
+// sync that wrote every policy as wanted (Vault listed, nothing else in it).
+func inVault(compiled *render.Compiled, bindings map[types.NamespacedName]bindingPolicies) *policyIndex {
+	x := newPolicyIndex()
+	x.rebuild("t", compiled, bindings, true)
+	x.discoveredOwned("t", nil)
+	w := x.claim("t")
+	x.settle("t", w, policyPass{owned: slices.Sorted(maps.Keys(w.desired))})
+	return x
 }

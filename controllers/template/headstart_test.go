@@ -23,12 +23,8 @@ import (
 // unchanged one waits for the scan, which then finds the head start's
 // names confirmed and syncs only the rest.
 func TestHeadStart(t *testing.T) {
-	key, docs := saltKey, policiesOf
-	before := map[types.NamespacedName]bindingPolicies{
-		key("b1"): docs("p1", "A", "shared", "S"),
-		key("b2"): docs("p2", "B", "shared", "S"),
-		key("b3"): docs("p3", "C"),
-	}
+	key := saltKey
+	before := ownAndShared()
 	tests := []struct {
 		name    string
 		binding string
@@ -43,12 +39,8 @@ func TestHeadStart(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			x := newPolicyIndex()
 			first, next := &render.Compiled{}, &render.Compiled{}
-			x.rebuild("t", first, before, true)
-			x.discoveredOwned("t", nil)
-			w := x.claim("t")
-			x.settle("t", w, policyPass{owned: slices.Sorted(maps.Keys(w.desired))})
+			x := inVault(first, before)
 			if x.changing("t", first) || !x.changing("t", next) {
 				t.Fatal("changing: the same compiled template is not a change, another is")
 			}

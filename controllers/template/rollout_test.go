@@ -23,11 +23,7 @@ import (
 // scan compares every name.
 func TestRenderScanSyncsOnlyWhatChanged(t *testing.T) {
 	key, docs := saltKey, policiesOf
-	before := map[types.NamespacedName]bindingPolicies{
-		key("b1"): docs("p1", "A", "shared", "S"),
-		key("b2"): docs("p2", "B", "shared", "S"),
-		key("b3"): docs("p3", "C"),
-	}
+	before := ownAndShared()
 	tests := []struct {
 		name   string
 		after  map[types.NamespacedName]bindingPolicies
@@ -53,11 +49,7 @@ func TestRenderScanSyncsOnlyWhatChanged(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			x := newPolicyIndex()
-			first := &render.Compiled{}
-			x.rebuild("t", first, before, true)
-			w := x.claim("t")
-			x.settle("t", w, policyPass{owned: slices.Sorted(maps.Keys(w.desired))})
+			x := inVault(&render.Compiled{}, before)
 			if tc.unknown {
 				x.part("t").owned["p3"] = unknownBody
 			}
