@@ -87,8 +87,19 @@ func (p *policyOrder) WritePolicy(ctx context.Context, name, hcl string) error {
 // A change of a policy per minion writes the first listed bindings'
 // policies first (the head start), and each policy once: the scan does not
 // write them again. Without the head start the sync goes in name order,
-// which here is the list's reversed.
+// which here is the list's reversed. A binding that the changed template
+// refuses (its policy no longer in allowedPolicies: a tenant's pillar can
+// make that happen) gets nothing from the head start, which admits each
+// binding as the scan does.
 func TestATemplateChangeStartsWithTheFirstBindings(t *testing.T) {
+	for _, refuseFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("first binding refused %v", refuseFirst), func(t *testing.T) {
+			templateChangeFirstWrites(t, refuseFirst)
+		})
+	}
+}
+
+func templateChangeFirstWrites(t *testing.T, refuseFirst bool) {
 	const n = 12
 	objs := fixtures(map[string]any{"roles": []string{"web"}, "slot": "s99"})
 	tpl := objs[2].(*v1alpha1.MinionTemplate)
@@ -127,6 +138,13 @@ func TestATemplateChangeStartsWithTheFirstBindings(t *testing.T) {
 		t.Fatal(err)
 	}
 	tpl.Spec.PolicyDocuments[0].Rules[0].Capabilities = []v1alpha1.PolicyCapability{"read", "list"}
+	refused := fmt.Sprintf("slot_s%02d_%s", n, names[0])
+	admitted, heads := n+1, names[:headStartBindings]
+	if refuseFirst {
+		// Every policy the bindings render but the first one's.
+		tpl.Spec.AllowedPolicies = []string{"salt_role_*", "slot_s0*", "slot_s10_*", "slot_s11_*", "slot_s99_*"}
+		admitted, heads = n, names[1:headStartBindings]
+	}
 	tpl.Generation++
 	if err := h.c.Update(ctx, tpl); err != nil {
 		t.Fatal(err)
@@ -134,15 +152,19 @@ func TestATemplateChangeStartsWithTheFirstBindings(t *testing.T) {
 	order.written = nil
 	reconcileTemplate()
 
-	if len(order.written) != n+1 {
-		t.Fatalf("the change wrote %d policies, want each of the %d once: %q", len(order.written), n+1, order.written)
+	if len(order.written) != admitted {
+		t.Fatalf("the change wrote %d policies, want each of the %d admitted once: %q", len(order.written), admitted, order.written)
 	}
 	var firsts []string
-	for i := range headStartBindings {
-		firsts = append(firsts, fmt.Sprintf("slot_s%02d_%s", n-i, names[i]))
+	for _, name := range heads {
+		i := slices.Index(names, name)
+		firsts = append(firsts, fmt.Sprintf("slot_s%02d_%s", n-i, name))
 	}
-	if got := slices.Sorted(slices.Values(order.written[:headStartBindings])); !slices.Equal(got, slices.Sorted(slices.Values(firsts))) {
-		t.Errorf("first writes %q, want the first %d bindings' %q", order.written[:headStartBindings], headStartBindings, firsts)
+	if got := slices.Sorted(slices.Values(order.written[:len(heads)])); !slices.Equal(got, slices.Sorted(slices.Values(firsts))) {
+		t.Errorf("first writes %q, want the first admitted bindings' %q", order.written[:len(heads)], firsts)
+	}
+	if refuseFirst && slices.Contains(order.written, refused) {
+		t.Errorf("%s, of a binding the changed template refuses, was written: %q", refused, order.written)
 	}
 	for _, name := range order.written {
 		body, _, err := h.v.ReadPolicy(ctx, name)
