@@ -324,3 +324,72 @@ func TestPolicyPlannerRefusesAConflict(t *testing.T) {
 		t.Errorf("a refused plan made %d Vault calls", v.Calls("*"))
 	}
 }
+
+// failFirstWrite fails the first write it is sent once policyWorkers
+// writes are in flight; the others then give up only if their context is
+// cancelled (a client abandoning a request that Vault may still carry
+// out), and otherwise land.
+type failFirstWrite struct {
+	vault.Client
+	mu       sync.Mutex
+	started  int
+	inFlight chan struct{} // closed when policyWorkers writes began
+	failed   chan struct{} // closed when the first write has failed
+	given    int           // writes abandoned on a cancelled context
+}
+
+func (f *failFirstWrite) WritePolicy(ctx context.Context, name, hcl string) error {
+	f.mu.Lock()
+	f.started++
+	first := f.started == 1
+	if f.started == policyWorkers {
+		close(f.inFlight)
+	}
+	f.mu.Unlock()
+	if first {
+		select {
+		case <-f.inFlight:
+		case <-time.After(5 * time.Second):
+			return fmt.Errorf("write of %s: the other writes never began", name)
+		}
+		defer close(f.failed)
+		return &vault.Error{Op: "write sys/policies/acl/" + name, StatusCode: 500}
+	}
+	<-f.failed
+	select {
+	case <-ctx.Done():
+		f.mu.Lock()
+		f.given++
+		f.mu.Unlock()
+		return ctx.Err()
+	case <-time.After(200 * time.Millisecond):
+	}
+	return f.Client.WritePolicy(ctx, name, hcl)
+}
+
+// A failed write stops the sync, but the writes already in flight are
+// answered, not cancelled: a write the client abandons may still land in
+// Vault after the next sync read the name, which then writes the same body
+// again (found twice in Vault's audit log by the fault suite, under dropped
+// connections). Their outcome is recorded, and nothing more is sent.
+func TestAFailedWriteLetsTheWritesInFlightFinish(t *testing.T) {
+	desired := map[string]string{}
+	for i := range 3 * policyWorkers {
+		desired[fmt.Sprintf("p%02d", i)] = testPolicyBody
+	}
+	v := &failFirstWrite{Client: vault.NewFake(), inFlight: make(chan struct{}), failed: make(chan struct{})}
+	var owners policyOwners
+	pass, err := syncPolicies(context.Background(), v, testPolicyOwner("t"), false, desired, nil, owners.reader("k"))
+	if err == nil {
+		t.Fatal("the sync succeeded with a failed write")
+	}
+	if v.given != 0 {
+		t.Errorf("%d writes in flight were cancelled when another failed", v.given)
+	}
+	if len(pass.written) != policyWorkers-1 {
+		t.Errorf("recorded written %v, want the %d writes in flight beside the failed one", pass.written, policyWorkers-1)
+	}
+	if v.started != policyWorkers {
+		t.Errorf("%d writes sent, want the %d in flight when the first failed, none after", v.started, policyWorkers)
+	}
+}

@@ -176,7 +176,7 @@ type observedPolicy struct {
 func observePolicies(ctx context.Context, vc vault.Client, reader *policyReader, names []string) (map[string]observedPolicy, error) {
 	var mu sync.Mutex
 	observed := make(map[string]observedPolicy, len(names))
-	err := inParallel(ctx, names, func(ctx context.Context, name string) error {
+	err := inParallel(ctx, names, cancelInFlight, func(ctx context.Context, name string) error {
 		hcl, found, err := reader.read(ctx, vc, name)
 		if err != nil {
 			return fmt.Errorf("reading ACL policy %s: %w", name, err)
@@ -191,8 +191,9 @@ func observePolicies(ctx context.Context, vc vault.Client, reader *policyReader,
 
 // executePolicies makes the actions' requests, policyWorkers at a time,
 // and returns what was done: every action that needs no request, and
-// those whose request succeeded. The first failure stops it (the requests
-// in flight are cancelled) and is returned.
+// those whose request succeeded. The first failure stops it and is
+// returned; the requests in flight are answered, not cancelled (see
+// finishInFlight).
 func executePolicies(ctx context.Context, vc vault.Client, actions []policyAction, reader *policyReader) (policyPass, error) {
 	var (
 		pass  policyPass
@@ -206,7 +207,7 @@ func executePolicies(ctx context.Context, vc vault.Client, actions []policyActio
 			pass.record(a)
 		}
 	}
-	err := inParallel(ctx, calls, func(ctx context.Context, a policyAction) error {
+	err := inParallel(ctx, calls, finishInFlight, func(ctx context.Context, a policyAction) error {
 		// From now on no read of the name that began before may stand for
 		// it: the write can land whatever the client hears (an answer lost
 		// on the way back is an error here and a change in Vault).
@@ -249,13 +250,33 @@ func (a policyAction) execute(ctx context.Context, vc vault.Client) error {
 // policyWorkers is how many policy requests one pass keeps in flight.
 const policyWorkers = 4
 
+// inFlight says what the first failure of a parallel pass does to the
+// calls still in flight.
+type inFlight bool
+
+const (
+	// cancelInFlight: reads, whose answers are of no use to a pass that
+	// failed.
+	cancelInFlight inFlight = true
+	// finishInFlight: writes and deletes. A request the client gives up on
+	// may still reach Vault (it was sent, or a proxy holds it) and land
+	// after the next sync has read the name: that sync then writes the
+	// same body again, or worse, an older write lands over a newer one.
+	// Waiting for the answer (bounded by the connection's timeout) tells
+	// whether it landed, so no write of a pass outlives it.
+	finishInFlight inFlight = false
+)
+
 // inParallel calls do for each item, policyWorkers at a time, in the
 // items' order. At the first error it hands out no more items, cancels the
-// calls in flight (their requests are of no use to a pass that failed)
-// and returns that error once they are done.
-func inParallel[T any](ctx context.Context, items []T, do func(context.Context, T) error) error {
-	ctx, cancel := context.WithCancel(ctx)
+// calls in flight or lets them finish (onError) and returns that error once
+// they are done.
+func inParallel[T any](ctx context.Context, items []T, onError inFlight, do func(context.Context, T) error) error {
+	stop, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if onError == cancelInFlight {
+		ctx = stop
+	}
 	jobs := make(chan T)
 	var (
 		mu    sync.Mutex
@@ -267,6 +288,11 @@ func inParallel[T any](ctx context.Context, items []T, do func(context.Context, 
 		go func() {
 			defer wg.Done()
 			for it := range jobs {
+				if stop.Err() != nil {
+					// Handed out as the pass failed (a select picks
+					// either of two ready cases): not called.
+					continue
+				}
 				if err := do(ctx, it); err != nil {
 					mu.Lock()
 					if first == nil {
@@ -283,7 +309,7 @@ func inParallel[T any](ctx context.Context, items []T, do func(context.Context, 
 		for _, it := range items {
 			select {
 			case jobs <- it:
-			case <-ctx.Done():
+			case <-stop.Done():
 				return
 			}
 		}
