@@ -104,6 +104,10 @@ type Request struct {
 	Method  string
 	Path    string
 	Outcome Outcome
+	// ClientGone: the client had hung up (given up waiting, or cancelled)
+	// by the time the server answered, and the server carried the request
+	// out all the same.
+	ClientGone bool
 }
 
 // Proxy is a running fault-injecting reverse proxy on a loopback port.
@@ -181,7 +185,8 @@ func (p *Proxy) Close() error {
 
 // verdict is what the proxy decided for one request when it arrived.
 type verdict struct {
-	index      int // in Proxy.requests
+	index      int             // in Proxy.requests
+	in         context.Context // the client's request: done once it hung up
 	fault      Fault
 	dropBefore bool
 	dropAfter  bool
@@ -193,7 +198,7 @@ type verdictKey struct{}
 func (p *Proxy) arrive(r *http.Request) verdict {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v := verdict{index: len(p.requests), fault: p.fault}
+	v := verdict{index: len(p.requests), in: r.Context(), fault: p.fault}
 	if v.fault.Mode == DropConnections && p.rng.Float64() < v.fault.DropFraction {
 		if p.rng.IntN(2) == 0 {
 			v.dropBefore = true
@@ -260,6 +265,11 @@ var errDropAfter = errors.New("fault injected: answer dropped")
 
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	v, _ := resp.Request.Context().Value(verdictKey{}).(verdict)
+	if v.in != nil && v.in.Err() != nil {
+		p.mu.Lock()
+		p.requests[v.index].ClientGone = true
+		p.mu.Unlock()
+	}
 	switch {
 	case v.dropAfter:
 		_ = resp.Body.Close()

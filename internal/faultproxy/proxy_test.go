@@ -195,6 +195,11 @@ func TestStallHoldsThenForwardsEvenWhenTheClientGaveUp(t *testing.T) {
 	if o := p.Requests()[0].Outcome; o != Forwarded {
 		t.Errorf("the stalled request: %s, want forwarded to the end", o)
 	}
+	// Recorded as carried out after its client gave up; the healthy one,
+	// answered while its client waited, is not.
+	if reqs := p.Requests(); !reqs[0].ClientGone || reqs[1].ClientGone {
+		t.Errorf("client gone: stalled %v, healthy %v; want true, false", reqs[0].ClientGone, reqs[1].ClientGone)
+	}
 }
 
 func TestDropConnections(t *testing.T) {

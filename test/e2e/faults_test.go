@@ -4,9 +4,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +130,34 @@ func TestVaultFaultsHealWithoutAPoke(t *testing.T) {
 	if len(dups) > 0 {
 		t.Errorf("Vault's audit log shows %d writes repeating the previous successful write of the same object with the same body: %v",
 			len(dups), dups[:min(10, len(dups))])
+		for _, d := range dups[:min(2, len(dups))] {
+			f.explainWrites(t, audit.path, mark, accessor, strings.TrimPrefix(d, "update "))
+		}
+	}
+}
+
+// explainWrites logs what led to the writes of path: Vault's audit
+// entries for it, the proxy's requests for it, and the operator's log
+// lines that name it, so that a needless write found once can be traced.
+func (f *faultFleet) explainWrites(t *testing.T, auditPath string, offset int64, accessor, path string) {
+	t.Helper()
+	(&auditLog{path: auditPath}).scan(t, offset, func(line []byte) {
+		var e auditEntry
+		if json.Unmarshal(line, &e) != nil || e.Auth.Accessor != accessor || e.Request.Path != path {
+			return
+		}
+		t.Logf("audit %s %s %s %s error=%q data=%s", e.Time, e.Type, e.Request.Operation, e.Request.Path, e.Error, e.Request.Data)
+	})
+	for _, r := range f.proxy.Between(time.Time{}, time.Now()) {
+		if strings.TrimPrefix(r.Path, "/v1/") == path {
+			t.Logf("proxy %s %s %s %s", r.At.Format(time.RFC3339Nano), r.Method, r.Path, r.Outcome)
+		}
+	}
+	name := path[strings.LastIndex(path, "/")+1:]
+	for _, line := range strings.Split(operatorLog.String(), "\n") {
+		if strings.Contains(line, name) {
+			t.Logf("operator %s", line[:min(len(line), 600)])
+		}
 	}
 }
 
@@ -162,6 +193,31 @@ func (f *faultFleet) runPhase(t *testing.T, wave int, fault faultproxy.Fault, ch
 	for _, v := range f.takeViolations() {
 		t.Errorf("%s: %s", mode, v)
 	}
+	// Only a stall holds a request past the client's timeout: under any
+	// other fault a write the operator gave up on (a pass cancelling its
+	// requests in flight when one failed) would still land in Vault after
+	// the next sync read the object, and be written twice.
+	if late := abandonedWrites(f.proxy.Between(faultStart, healed)); len(late) > 0 {
+		t.Logf("%s: %d writes carried out by Vault after the operator hung up: %v", mode, len(late), late[:min(5, len(late))])
+		if fault.Stall == 0 {
+			t.Errorf("%s: %d writes carried out by Vault after the operator hung up on them, without a stall: %v", mode, len(late), late[:min(5, len(late))])
+		}
+	}
+}
+
+// abandonedWrites are the requests that change Vault which Vault carried
+// out after their client had hung up.
+func abandonedWrites(reqs []faultproxy.Request) []string {
+	var out []string
+	for _, r := range reqs {
+		p := strings.TrimPrefix(r.Path, "/v1/")
+		if !r.ClientGone || r.Method == http.MethodGet || r.Method == "LIST" ||
+			strings.HasPrefix(p, "auth/token/") || strings.HasSuffix(p, "/login") || strings.HasPrefix(p, "identity/lookup/") {
+			continue
+		}
+		out = append(out, r.Method+" "+p)
+	}
+	return out
 }
 
 // faultFleet is the test's fleet: what it asked for, to compare with
