@@ -154,10 +154,8 @@ func (f *faultFleet) explainWrites(t *testing.T, auditPath string, offset int64,
 		}
 	}
 	name := path[strings.LastIndex(path, "/")+1:]
-	for _, line := range strings.Split(operatorLog.String(), "\n") {
-		if strings.Contains(line, name) {
-			t.Logf("operator %s", line[:min(len(line), 600)])
-		}
+	for _, line := range operatorLines(func(line string) bool { return strings.Contains(line, name) }) {
+		t.Logf("operator %s", line[:min(len(line), 600)])
 	}
 }
 

@@ -128,12 +128,15 @@ func TestRolloutAfterARestartReadsOnlyEntities(t *testing.T) {
 				}
 			}
 		})
-		for _, line := range strings.Split(operatorLog.String(), "\n") {
+		for _, line := range operatorLines(func(line string) bool {
 			for m := range read {
 				if strings.Contains(line, m) {
-					t.Log(line)
+					return true
 				}
 			}
+			return false
+		}) {
+			t.Log(line)
 		}
 		s.must(s.c.List(ctx, list, client.InNamespace(ns)))
 		for _, b := range list.Items {

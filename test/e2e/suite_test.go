@@ -347,12 +347,20 @@ func (s *suite) eventIn(timeout time.Duration, name, reason string) error {
 // emittedFor says whether the operator's log has an event of reason about
 // the object name: client-go logs each event it is given.
 func emittedFor(name, reason string) bool {
+	return len(operatorLines(func(line string) bool {
+		return strings.Contains(line, `"reason": "`+reason+`"`) && strings.Contains(line, `"name":"`+name+`"`)
+	})) > 0
+}
+
+// operatorLines are the lines of the operator's log that match.
+func operatorLines(match func(line string) bool) []string {
+	var out []string
 	for _, line := range strings.Split(operatorLog.String(), "\n") {
-		if strings.Contains(line, `"reason": "`+reason+`"`) && strings.Contains(line, `"name":"`+name+`"`) {
-			return true
+		if match(line) {
+			out = append(out, line)
 		}
 	}
-	return false
+	return out
 }
 
 // requestIn asks for a reconcile of a binding of the API server c through
