@@ -18,29 +18,40 @@ import (
 
 // PatchStatus sends, in one merge patch of the status subresource, what
 // changed in obj's status since before, and nothing when nothing did (a
-// fleet in sync costs no Kubernetes writes). The patch's base is obj with
-// the old status, so only status fields are in it, whatever happened to
-// the metadata meanwhile.
+// fleet in sync costs no Kubernetes writes). The patch is diffed from the
+// two statuses alone, so only status fields are in it, whatever happened
+// to the metadata meanwhile.
 func PatchStatus[T client.Object, S any](ctx context.Context, c client.Client, obj T, before *S, status func(T) *S) error {
-	if equality.Semantic.DeepEqual(*before, *status(obj)) {
+	after := status(obj)
+	if equality.Semantic.DeepEqual(*before, *after) {
 		return nil
 	}
-	base := obj.DeepCopyObject().(T)
-	*status(base) = *before
-	if err := c.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+	patch, err := jsonFieldPatch("status", before, after)
+	if err != nil {
+		return err
+	}
+	if err := sendMergePatch(ctx, c, obj, true, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("patching status: %w", err)
 	}
 	return nil
 }
 
-// PatchMetadata applies change to obj and, when it changed anything,
-// sends it as one merge patch (finalizers, annotations).
+// PatchMetadata applies change to obj's metadata and, when it changed
+// anything, sends it as one merge patch (finalizers, annotations).
 func PatchMetadata(ctx context.Context, c client.Client, obj client.Object, change func() bool) error {
-	base := obj.DeepCopyObject().(client.Object)
+	meta, ok := objectMeta(obj)
+	if !ok {
+		return fmt.Errorf("patching the metadata of %T: no ObjectMeta", obj)
+	}
+	before := meta.DeepCopy()
 	if !change() {
 		return nil
 	}
-	return c.Patch(ctx, obj, client.MergeFrom(base))
+	patch, err := jsonFieldPatch("metadata", before, meta)
+	if err != nil {
+		return err
+	}
+	return sendMergePatch(ctx, c, obj, false, patch)
 }
 
 // AddFinalizer adds the operator's finalizer, and whatever else extra
