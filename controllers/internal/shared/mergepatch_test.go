@@ -67,7 +67,7 @@ func TestPatchesSendOnlyWhatChanged(t *testing.T) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	pillar := v1alpha1.NewDocument([]byte(`{"roles":["web"],"big":"` + `pillar"}`))
+	pillar := v1alpha1.NewDocument([]byte(`{"roles":["web"],"big":"pillar"}`))
 	b := &v1alpha1.MinionBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "salt", Name: "web01", Annotations: map[string]string{"theirs": "1"}},
 		Spec:       v1alpha1.MinionBindingSpec{MinionID: "web01", TemplateRef: v1alpha1.MinionTemplateReference{Name: "t"}, Pillar: &pillar},
