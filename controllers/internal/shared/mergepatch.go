@@ -59,8 +59,8 @@ func metadataTarget(c client.Client, obj client.Object) (*metav1.PartialObjectMe
 
 // sendMergePatch sends patch, a merge patch, to obj (or its status
 // subresource), and takes the metadata the API server answers with into
-// obj, as a full decode of the answer would: its resourceVersion, and
-// anything someone else changed in its metadata meanwhile.
+// obj: its resourceVersion, and anything someone else changed in its
+// metadata meanwhile, but not the generation (below).
 func sendMergePatch(ctx context.Context, c client.Client, obj client.Object, status bool, patch []byte) error {
 	target, err := metadataTarget(c, obj)
 	if err != nil {
@@ -76,7 +76,12 @@ func sendMergePatch(ctx context.Context, c client.Client, obj client.Object, sta
 		return err
 	}
 	if meta, ok := objectMeta(obj); ok {
+		// The generation stays the one of the spec obj holds: a spec
+		// changed meanwhile is not in obj, and a status must not claim
+		// to have observed it.
+		generation := meta.Generation
 		*meta = target.ObjectMeta
+		meta.Generation = generation
 		// The cache keeps objects without them (cache transform); so
 		// does the object patched.
 		meta.ManagedFields = nil

@@ -69,7 +69,7 @@ func TestPatchesSendOnlyWhatChanged(t *testing.T) {
 	}
 	pillar := v1alpha1.NewDocument([]byte(`{"roles":["web"],"big":"pillar"}`))
 	b := &v1alpha1.MinionBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "salt", Name: "web01", Annotations: map[string]string{"theirs": "1"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "salt", Name: "web01", Generation: 1, Annotations: map[string]string{"theirs": "1"}},
 		Spec:       v1alpha1.MinionBindingSpec{MinionID: "web01", TemplateRef: v1alpha1.MinionTemplateReference{Name: "t"}, Pillar: &pillar},
 	}
 	base := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.MinionBinding{}).WithObjects(b).Build()
@@ -97,10 +97,11 @@ func TestPatchesSendOnlyWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Someone else changes an annotation after the operator read the
-	// binding.
+	// Someone else changes an annotation and the spec (a new generation)
+	// after the operator read the binding.
 	other := obj.DeepCopy()
 	other.Annotations["theirs"] = "2"
+	other.Spec.MinionID, other.Generation = "web02", obj.Generation+1
 	if err := base.Update(ctx, other); err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +122,11 @@ func TestPatchesSendOnlyWhatChanged(t *testing.T) {
 	}
 	if obj.Spec.Pillar == nil || obj.Spec.MinionID != "web01" {
 		t.Errorf("the spec was lost: %+v", obj.Spec)
+	}
+	// obj holds the spec it was read with, so it keeps that spec's
+	// generation: a status written from it must not claim the newer one.
+	if obj.Generation != stored.Generation-1 {
+		t.Errorf("obj's generation %d with the spec of generation %d (the API server's %d)", obj.Generation, stored.Generation-1, stored.Generation)
 	}
 
 	sent = nil
