@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
-	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -80,6 +79,8 @@ type templatePolicies struct {
 	// content is the XOR of sha256(name, body)[:16] over owned: what
 	// status.policies.contentDigest shows, for a new process to presume.
 	content [16]byte
+	// tallies are the status's counts, kept current by recount.
+	tallies tallies
 	// verifiedTick is the last tick (time / slotLen) whose slot of names
 	// was compared with Vault (verifySlots); 0 before the first full
 	// comparison.
@@ -249,6 +250,7 @@ func (idx *policyIndex) adjustLocked(template string, key types.NamespacedName, 
 	if len(ref.bodies) == 0 {
 		delete(tp.refs, name)
 	}
+	tp.recount(name)
 }
 
 // rebuild replaces a template's bindings with a full scan's. A verifying
@@ -294,6 +296,7 @@ func (idx *policyIndex) rebuild(template string, compiled *render.Compiled, scan
 			tp.dirty[name] = true
 		}
 	}
+	tp.retally()
 	tp.built, tp.compiled, tp.lastScan = true, compiled, time.Now()
 }
 
@@ -435,17 +438,18 @@ func (idx *policyIndex) settle(template string, w policyWork, pass policyPass) {
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
 	tp := idx.templateLocked(template)
+	// The notOwned mark first: own and disown recount the name.
 	for _, n := range pass.owned {
-		tp.own(n, w.desired[n])
 		delete(tp.notOwned, n)
+		tp.own(n, w.desired[n])
 	}
 	for _, n := range slices.Concat(pass.deleted, pass.absent) {
-		tp.disown(n)
 		delete(tp.notOwned, n)
+		tp.disown(n)
 	}
 	for _, n := range pass.notOwned {
-		tp.disown(n)
 		tp.notOwned[n] = true
+		tp.disown(n)
 	}
 	switch {
 	case len(pass.notOwned) > 0:
@@ -493,6 +497,7 @@ func (tp *templatePolicies) own(name, body string) {
 	}
 	flipContent(&tp.content, name, body)
 	tp.owned[name] = body
+	tp.recount(name)
 }
 
 // disown records name as not the template's in Vault.
@@ -502,6 +507,7 @@ func (tp *templatePolicies) disown(name string) {
 		flipContent(&tp.content, name, old)
 		delete(tp.owned, name)
 	}
+	tp.recount(name)
 }
 
 // flipContent adds a name and body to a content digest, or removes them.
@@ -587,32 +593,13 @@ func (idx *policyIndex) summary(template string) templateSummary {
 	if tp == nil {
 		return templateSummary{}
 	}
+	// Nothing here walks every name: a status refresh of a template with a
+	// policy per minion costs the same at 10 names as at 50,000.
 	s := templateSummary{built: tp.built, members: tp.members, owned: len(tp.owned), notOwned: slices.Sorted(maps.Keys(tp.notOwned)),
-		unchecked: len(tp.dirty)}
+		unchecked: len(tp.dirty), missing: tp.tallies.missing, stale: tp.tallies.stale, conflicts: tp.conflictMessages()}
 	if len(tp.owned) > 0 {
 		s.digest = hex.EncodeToString(tp.digest[:])
 		s.content = hex.EncodeToString(tp.content[:])
-	}
-	for _, name := range slices.Sorted(maps.Keys(tp.refs)) {
-		ref := tp.refs[name]
-		body, ok, conflict := ref.desired()
-		if conflict {
-			var from []string
-			for _, b := range slices.Sorted(maps.Keys(ref.bodies)) {
-				from = append(from, ref.from[b].String())
-			}
-			s.conflicts = append(s.conflicts, admission.PolicyConflict(name, from...).Message)
-		}
-		if got, owned := tp.owned[name]; ok && !tp.notOwned[name] && (!owned || got != body) {
-			s.missing++
-		}
-	}
-	for name := range tp.owned {
-		if ref := tp.refs[name]; ref == nil {
-			s.stale++
-		} else if _, ok, _ := ref.desired(); !ok {
-			s.stale++
-		}
 	}
 	return s
 }
@@ -763,6 +750,7 @@ func (idx *policyIndex) headStart(template string, key types.NamespacedName, doc
 		b.docs[name] = body
 		ref.bodies = map[string]int{body: 1}
 		ref.from = map[string]types.NamespacedName{body: key}
+		tp.recount(name)
 		tp.dirty[name] = true
 		n++
 	}
