@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	vaultapi "github.com/hashicorp/vault/api"
@@ -92,11 +91,8 @@ type floor struct {
 	// floor: the part of the gap that Vault's API, not the operator, sets.
 	proof bool
 
-	mu       sync.Mutex
-	entities []string // the IDs of the entities it created
 	// suffix: "-r" for the record variant's Vault names, "-p" for the
-	// proof's, apart from the plain floor's (and from what a clearing
-	// before might have left).
+	// proof's, apart from the plain floor's.
 	suffix string
 }
 
@@ -214,9 +210,6 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 		return fmt.Errorf("entity %s: no ID in the response (not new?)", entity)
 	}
 	entityID, _ := sec.Data["id"].(string)
-	f.mu.Lock()
-	f.entities = append(f.entities, entityID)
-	f.mu.Unlock()
 	if _, err := lg.WriteWithContext(ctx, "identity/entity-alias", map[string]any{
 		"name": roleID, "mount_accessor": accessor, "canonical_id": entityID,
 	}); err != nil {
@@ -400,38 +393,4 @@ func (f *floor) recordFirst(ctx context.Context, i int) error {
 	obj := &v1alpha1.MinionBinding{}
 	obj.Namespace, obj.Name = floorNamespace, minionID(i)
 	return f.status.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
-}
-
-// clearVault removes what the floor wrote to Vault, so that the next phase
-// meets a Vault as empty as the floor met (Vault's garbage collector works
-// in proportion to what it holds): its entities (batch-delete), its AppRole
-// mount with the roles and aliases (disabled and enabled again), and its
-// policies per minion.
-func (f *floor) clearVault(ctx context.Context, n int) error {
-	f.mu.Lock()
-	ids := f.entities
-	f.entities = nil
-	f.mu.Unlock()
-	for len(ids) > 0 {
-		batch := ids[:min(len(ids), 500)]
-		ids = ids[len(batch):]
-		if _, err := f.vault.Logical().WriteWithContext(ctx, "identity/entity/batch-delete", map[string]any{"entity_ids": batch}); err != nil {
-			return fmt.Errorf("floor: deleting entities: %w", err)
-		}
-	}
-	if err := f.vault.Sys().DisableAuthWithContext(ctx, floorMount); err != nil {
-		return fmt.Errorf("floor: disabling %s: %w", floorMount, err)
-	}
-	if err := f.vault.Sys().EnableAuthWithOptionsWithContext(ctx, floorMount, &vaultapi.EnableAuthOptions{Type: "approle"}); err != nil {
-		return fmt.Errorf("floor: enabling %s: %w", floorMount, err)
-	}
-	if f.shape != shapePerMinion {
-		return nil
-	}
-	return forEachIndex(ctx, n, f.workers, func(ctx context.Context, i int) error {
-		if err := f.vault.Sys().DeletePolicyWithContext(ctx, f.minionName(i)); err != nil {
-			return fmt.Errorf("floor: deleting a policy: %w", err)
-		}
-		return nil
-	})
 }

@@ -170,8 +170,8 @@ type harness struct {
 	cgroups []*memCgroup
 	track   *tracker
 	res     *shapeResult
-	// lastFloor is the floor phase that ran last, whose Vault objects
-	// clearFloor removes.
+	// lastFloor is the floor phase that ran last, whose bindings the
+	// rollouts' floors change.
 	lastFloor *floor
 	// profilers take the servers' CPU profiles, by server label.
 	profilers map[string]func(seconds int) ([]byte, error)

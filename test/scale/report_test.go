@@ -22,7 +22,7 @@ func header(cfg config, command string, started time.Time, machine string) strin
 	fmt.Fprintf(&b, "# Scale benchmark: the operator against the floor\n\n")
 	fmt.Fprintf(&b, "- command: `%s`\n", command)
 	fmt.Fprintf(&b, "- started %s; %s\n", started.Format(time.RFC3339), machine)
-	fmt.Fprintf(&b, "- N %v, shapes %v; %d parallel creators, floor with %d workers, operator `--concurrency=%d` with a memory limit of %s; fresh servers per N and shape; the harness watches the bindings (an informer) in the floors as in the operator's phases\n",
+	fmt.Fprintf(&b, "- N %v, shapes %v; %d parallel creators, floor with %d workers, operator `--concurrency=%d` with a memory limit of %s; fresh servers for each converge (the floor, the floor + record, the floor + record + proof, the operator's), the rollouts on the servers of the converge before them; the harness watches the bindings (an informer) in the floors as in the operator's phases\n",
 		cfg.ns, cfg.shapes, cfg.creators, cfg.floorWorkers, cfg.concurrency, memoryLimits(cfg.ns))
 	if p := phasesRun(cfg); p != "" {
 		fmt.Fprintf(&b, "- %s\n", p)
@@ -213,7 +213,7 @@ func writeServerMemory(b *strings.Builder, all []*shapeResult) {
 	}
 	b.WriteString("\n## Servers' memory per phase (MiB, peak)\n\n" +
 		"VmHWM of each server's process over the phase (reset at its start, as the operator's), the operator's beside them. " +
-		"The same servers run through every phase of an N and shape: a phase's peak includes what the earlier phases left in them.\n\n" +
+		"Each converge starts fresh servers; the phases after it on the same servers (the rollouts' floors after their floor, the operator's phases after its converge) include in their peak what came before them.\n\n" +
 		"| N | shape | phase | apiserver | etcd | vault | operator |\n|---:|---|---|---:|---:|---:|---:|\n")
 	b.WriteString(rows.String())
 }

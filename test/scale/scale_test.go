@@ -3,7 +3,9 @@
 // Package scale measures the operator at fleet size against a floor: the
 // same bindings created in the API server plus the least Vault and
 // Kubernetes work any operator must do for them, done directly, in the
-// same run on the same servers. The operator runs as its own
+// same run. Each converge, the floors' and the operator's, begins on fresh
+// servers (the rollouts' floors follow theirs on its servers, as the
+// operator's rollouts follow its converge). The operator runs as its own
 // process (bin/minionvault operator) with its own Kubernetes user and Vault
 // token; its calls are counted from the API server's and Vault's audit
 // logs, and its CPU, and the servers', from /proc.
