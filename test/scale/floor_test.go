@@ -90,21 +90,12 @@ type floor struct {
 	// change the entity, the policy change the policy. Not the issue's
 	// floor: the part of the gap that Vault's API, not the operator, sets.
 	proof bool
-
-	// suffix: "-r" for the record variant's Vault names, "-p" for the
-	// proof's, apart from the plain floor's.
-	suffix string
-}
-
-// vaultID is binding i's minion ID in the floor's Vault names.
-func (f *floor) vaultID(i int) string {
-	return minionID(i) + f.suffix
 }
 
 // minionName is the name of binding i's entity, and of its policy in the
 // perminion shape.
 func (f *floor) minionName(i int) string {
-	return floorPolicyPrefix + "_minion_" + f.vaultID(i)
+	return floorPolicyPrefix + "_minion_" + minionID(i)
 }
 
 func floorPolicy(path string) string {
@@ -160,7 +151,7 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 			return err
 		}
 	}
-	m := f.vaultID(i)
+	m := minionID(i)
 	lg := f.vault.Logical()
 	if f.proof {
 		paths := []string{"auth/" + floorMount + "/role/" + m, "identity/entity/name/" + f.minionName(i)}
@@ -254,7 +245,7 @@ func (f *floor) patchStatus(ctx context.Context, i int, status map[string]any) e
 // the template change's key when changed.
 func (f *floor) metadataOf(i int, changed bool) map[string]string {
 	roles := rolesOf(i)
-	metadata := map[string]string{"minion-id": f.vaultID(i), "roles": metadataRoles(roles)}
+	metadata := map[string]string{"minion-id": minionID(i), "roles": metadataRoles(roles)}
 	for k, r := range roles {
 		metadata[fmt.Sprintf("roles__%d", k)] = r
 	}
@@ -307,7 +298,7 @@ func (f *floor) policyChange(ctx context.Context, n int) error {
 				return err
 			}
 		}
-		if err := f.vault.Sys().PutPolicyWithContext(ctx, f.minionName(i), floorPolicyChanged(f.vaultID(i))); err != nil {
+		if err := f.vault.Sys().PutPolicyWithContext(ctx, f.minionName(i), floorPolicyChanged(minionID(i))); err != nil {
 			return fmt.Errorf("floor: policy of %s: %w", minionID(i), err)
 		}
 		return nil
@@ -331,7 +322,7 @@ func (f *floor) forced(ctx context.Context, n int) error {
 		if err := f.admin.Patch(ctx, obj, client.RawPatch(types.MergePatchType, annotate)); err != nil {
 			return fmt.Errorf("floor: annotating %s: %w", minionID(i), err)
 		}
-		rolePath := "auth/" + floorMount + "/role/" + f.vaultID(i)
+		rolePath := "auth/" + floorMount + "/role/" + minionID(i)
 		for _, path := range []string{rolePath, rolePath + "/role-id", "identity/entity/name/" + f.minionName(i)} {
 			sec, err := lg.ReadWithContext(ctx, path)
 			if err != nil {

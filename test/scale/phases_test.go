@@ -241,8 +241,7 @@ func (h *harness) floor(ctx context.Context, _ *phaseResult) (time.Duration, err
 // floorRecord is the floor plus the ownership record written before Vault
 // (ownership): the structural part of the gap between floor and operator.
 func (h *harness) floorRecord(ctx context.Context, _ *phaseResult) (time.Duration, error) {
-	h.lastFloor = &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers, record: true,
-		suffix: "-r"}
+	h.lastFloor = &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers, record: true}
 	return 0, h.lastFloor.run(ctx, h.n, h.cfg.creators)
 }
 
@@ -251,7 +250,7 @@ func (h *harness) floorRecord(ctx context.Context, _ *phaseResult) (time.Duratio
 // makes an operator that must not overwrite what is not its own make.
 func (h *harness) floorProof(ctx context.Context, _ *phaseResult) (time.Duration, error) {
 	h.lastFloor = &floor{admin: h.w.admin, status: h.w.floorClient, vault: h.w.floorVault, shape: h.shape, workers: h.cfg.floorWorkers,
-		record: true, proof: true, suffix: "-p"}
+		record: true, proof: true}
 	return 0, h.lastFloor.run(ctx, h.n, h.cfg.creators)
 }
 
