@@ -404,6 +404,12 @@ func TestValues(t *testing.T) {
 			dep+".spec.template.spec.containers[0].imagePullPolicy: extra IfNotPresent")
 	})
 
+	t.Run("a tag of digits alone", func(t *testing.T) {
+		// --set reads 7874208 as a number: a short commit hash can be one.
+		got := mustDecode(t, "helm template", p.template(t, "image.repository=registry.example/mvo", "image.tag=7874208"))
+		only(t, got, dep+".spec.template.spec.containers[0].image: want ghcr.io/minionvault/minion-vault-operator:latest, got registry.example/mvo:7874208")
+	})
+
 	t.Run("replicas, resources, leader election, extra args", func(t *testing.T) {
 		got := mustDecode(t, "helm template", p.template(t, "replicaCount=2", "resources.limits.memory=1Gi",
 			"leaderElection.leaseDuration=30s", "leaderElection.retryPeriod=2s", "extraArgs={--concurrency=8,--cluster-id=prod}"))

@@ -1,6 +1,8 @@
 {{/*
 The manager's image: repository@digest when a digest is set (it pins the
-image whatever the tag says), repository:tag otherwise.
+image whatever the tag says), repository:tag otherwise. The tag as a
+string: `--set image.tag=7874208` (a short commit hash of digits alone)
+gives a number.
 */}}
 {{- define "minion-vault-operator.image" -}}
 {{- $img := .Values.image -}}
@@ -10,7 +12,7 @@ image whatever the tag says), repository:tag otherwise.
 {{- if $img.digest -}}
 {{- printf "%s@%s" $img.repository $img.digest -}}
 {{- else if $img.tag -}}
-{{- printf "%s:%s" $img.repository $img.tag -}}
+{{- printf "%s:%s" $img.repository (toString $img.tag) -}}
 {{- else -}}
 {{- fail "image.tag or image.digest must be set" -}}
 {{- end -}}
