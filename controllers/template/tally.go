@@ -28,7 +28,10 @@ const (
 type tallies struct {
 	of             map[string]nameTally
 	missing, stale int
-	conflicts      map[string]bool
+	// conflicts repeats the conflict flags of of: a refresh builds their
+	// messages from it without walking of, which holds every name still
+	// to write while a fleet converges.
+	conflicts map[string]bool
 }
 
 // tallyOf is what the index says of name now.

@@ -23,7 +23,7 @@ import (
 
 // runShape measures one shape at n bindings: the floors first (no
 // operator running), then the operator's phases, each converge on fresh
-// servers (all).
+// servers (see all).
 func runShape(ctx context.Context, cfg config, n int, shape string) *shapeResult {
 	res := &shapeResult{N: n, Shape: shape}
 	h := &harness{cfg: cfg, n: n, shape: shape, res: res}
