@@ -202,6 +202,7 @@ func (o OperatorOptions) managerOptions(scheme *runtime.Scheme, cacheOpts cache.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cacheOpts,
 		Client:                        ClientOptions(),
+		MapperProvider:                memoMapperProvider,
 		// A standby starts its controllers' watches while it waits: the
 		// initial list of every binding is through their handlers and in
 		// the work queues (at low priority) before it leads, so a new
@@ -215,7 +216,7 @@ func (o OperatorOptions) managerOptions(scheme *runtime.Scheme, cacheOpts cache.
 
 // RunOperator starts the manager and blocks until ctx ends.
 func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error {
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
+	ctrl.SetLogger(lazyLogger(zap.New(zap.UseFlagOptions(&o.Zap))))
 	if len(o.Controllers) == 0 {
 		o.Controllers = allControllers
 	}
