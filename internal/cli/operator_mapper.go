@@ -2,7 +2,6 @@ package cli
 
 import (
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 
@@ -50,7 +49,7 @@ func (m *memoMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta
 		mapping := v.(meta.RESTMapping)
 		return &mapping, nil
 	}
-	mapping, err := m.RESTMapper.RESTMapping(gk, slices.Clone(versions)...)
+	mapping, err := m.RESTMapper.RESTMapping(gk, versions...)
 	if err != nil {
 		return nil, err
 	}
