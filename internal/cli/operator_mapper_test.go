@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
@@ -83,8 +85,18 @@ func TestMemoMapper(t *testing.T) {
 }
 
 func TestManagerOptionsUseTheMemoMapper(t *testing.T) {
-	if (OperatorOptions{}).managerOptions(nil, cache.Options{}).MapperProvider == nil {
+	provider := (OperatorOptions{}).managerOptions(nil, cache.Options{}).MapperProvider
+	if provider == nil {
 		t.Fatal("the manager would build its own mapper, without the memo")
+	}
+	// The dynamic mapper asks the API server only when a kind is looked
+	// up: building it needs no server.
+	m, err := provider(&rest.Config{Host: "http://127.0.0.1:1"}, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.(*memoMapper); !ok {
+		t.Fatalf("the manager's mapper is a %T, not the memo", m)
 	}
 }
 
