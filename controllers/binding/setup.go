@@ -30,6 +30,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, shared.BecameReady, shared.IdentityChanged))).
+		WatchesRawSource(r.Connections.Opened(r.bindingsOfConnection)).
 		// Metadata only: the operator holds no Secret or ConfigMap data
 		// in its cache; it reads data by name when a version changes.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfSecret)).

@@ -61,6 +61,7 @@ type Connections struct {
 	gates   map[string]connGate
 	probing map[string]probe
 	wake    func(name string)
+	opened  []func(name string)
 }
 
 type keyedError struct {

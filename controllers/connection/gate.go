@@ -17,7 +17,8 @@ import (
 // gate closes when the connection's check fails, or when a binding's
 // failure makes Verify check it; it opens when a check passes, or when the
 // connection's client changes (a new generation or Secret version: a new
-// login is worth trying). The connection turning Ready wakes them.
+// login is worth trying). The gate opening wakes them (OnOpened), and so
+// does the connection turning Ready.
 
 // connGate is what the last check of a connection found.
 type connGate struct {
@@ -68,18 +69,26 @@ const maxRetry = 10 * time.Second
 // (a wait for a Secret, a pass) opens it.
 func (c *Connections) record(name, key string, began time.Time, err error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.gates == nil {
 		c.gates = map[string]connGate{}
 	}
 	if err != nil && (shared.IsWaiting(err) || shared.Classify(err) == vault.ClassInvalid) {
 		err = nil
 	}
+	prev := c.gates[name]
 	fails := 0
 	if err != nil {
-		fails = c.gates[name].fails + 1
+		fails = prev.fails + 1
 	}
 	c.gates[name] = connGate{key: key, err: err, began: began, fails: fails}
+	var wake []func(string)
+	if prev.err != nil && err == nil {
+		wake = c.opened
+	}
+	c.mu.Unlock()
+	for _, f := range wake {
+		f(name)
+	}
 }
 
 // Probe gets the connection's client past its gate, runs check on it and
@@ -168,6 +177,19 @@ func (c *Connections) OnClosed(wake func(name string)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.wake = wake
+}
+
+// OnOpened adds what record calls when a check passes after one failed:
+// the binding and template controllers enqueue what uses the connection.
+// The connection turning Ready (shared.BecameReady) is not enough: a
+// binding's failure closes the gate through Verify while the connection
+// still says Ready, and when the connection controller's next check
+// passes, its condition does not change, so no watch event wakes the
+// bindings that waited on the gate (they would wait shared.WaitAfter).
+func (c *Connections) OnOpened(wake func(name string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opened = append(c.opened, wake)
 }
 
 // keyOf is the key of the connection's last check.

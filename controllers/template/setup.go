@@ -66,6 +66,7 @@ func (r *Reconciler) setupScan(mgr ctrl.Manager, opts controller.Options, refres
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConfigMap)).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConnection),
 			builder.WithPredicates(predicate.Or(shared.IdentityChanged, shared.BecameReady))).
+		WatchesRawSource(r.Connections.Opened(r.templatesOfConnection)).
 		WatchesRawSource(source.TypedChannel(refreshes, delayed)).
 		WithOptions(opts).
 		Named("miniontemplate").

@@ -20,6 +20,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -81,6 +82,25 @@ type Fault struct {
 	// DropFraction is the fraction of requests DropConnections drops
 	// (0 to 1).
 	DropFraction float64
+	// Paths, when set, limits the fault to requests whose path ends with
+	// one of them; the others pass as they are.
+	Paths []string
+	// Times, when above zero, ends the fault after that many requests it
+	// applied to: the proxy turns healthy, as a blip does.
+	Times int
+}
+
+// appliesTo: the fault is for a request of path.
+func (f Fault) appliesTo(path string) bool {
+	if len(f.Paths) == 0 {
+		return true
+	}
+	for _, p := range f.Paths {
+		if strings.HasSuffix(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Outcome is what happened to one request.
@@ -123,6 +143,7 @@ type Proxy struct {
 
 	mu       sync.Mutex
 	fault    Fault
+	left     int // requests the fault still applies to, when Fault.Times is set
 	rng      *rand.Rand
 	requests []Request
 }
@@ -165,7 +186,7 @@ func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
 // Set switches the fault for the requests that arrive from now on.
 func (p *Proxy) Set(f Fault) {
 	p.mu.Lock()
-	p.fault = f
+	p.fault, p.left = f, f.Times
 	p.mu.Unlock()
 }
 
@@ -199,6 +220,14 @@ func (p *Proxy) arrive(r *http.Request) verdict {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	v := verdict{index: len(p.requests), in: r.Context(), fault: p.fault}
+	switch {
+	case !v.fault.appliesTo(r.URL.Path):
+		v.fault = Fault{}
+	case v.fault.Times > 0:
+		if p.left--; p.left <= 0 {
+			p.fault = Fault{}
+		}
+	}
 	if v.fault.Mode == DropConnections && p.rng.Float64() < v.fault.DropFraction {
 		if p.rng.IntN(2) == 0 {
 			v.dropBefore = true

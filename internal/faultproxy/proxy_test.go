@@ -279,3 +279,28 @@ func TestNewRejectsABadTarget(t *testing.T) {
 		}
 	}
 }
+
+// A fault for some paths leaves the others alone; a fault of a number of
+// times applies to that many of its requests, then the proxy is healthy.
+func TestFaultOfSomePathsAndTimes(t *testing.T) {
+	u := newUpstream(t)
+	p := newProxy(t, u.srv.URL)
+	ctx := context.Background()
+	p.Set(Fault{Mode: ServerError, Paths: []string{"/role/web01", "/auth/token/lookup-self"}, Times: 2})
+	var got []string
+	for _, path := range []string{"/v1/sys/health", "/v1/auth/salt/role/web01", "/v1/auth/salt/role/web02", "/v1/auth/token/lookup-self", "/v1/auth/token/lookup-self", "/v1/auth/salt/role/web01"} {
+		code, _, _, err := call(ctx, p.URL()+path, http.MethodGet, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, path+" "+strconv.Itoa(code))
+	}
+	want := []string{"/v1/sys/health 200", "/v1/auth/salt/role/web01 500", "/v1/auth/salt/role/web02 200",
+		"/v1/auth/token/lookup-self 500", "/v1/auth/token/lookup-self 200", "/v1/auth/salt/role/web01 200"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("answers:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := u.hits.Load(); n != 4 {
+		t.Errorf("upstream got %d requests, want the 4 the fault left alone", n)
+	}
+}

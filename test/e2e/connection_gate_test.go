@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/faultproxy"
 )
 
 // gateBindings is how many bindings TestRevokedTokenWaitsAtTheConnection
@@ -169,4 +171,99 @@ func TestRevokedTokenWaitsAtTheConnection(t *testing.T) {
 		return nil
 	})
 	t.Logf("all %d Ready %s after the new token", n, time.Since(healed).Round(100*time.Millisecond))
+}
+
+// TestAGateReopenedByACheckWakesItsBindings: a binding's failed request
+// and the token check it leads to (Verify) close the connection's gate
+// while the connection still says Ready; the connection controller's own
+// check, sent at once, passes. The connection's Ready condition never
+// changes, so no watch of it wakes the binding: the gate opening must (in
+// CI, a dropped connection in the fault suite left two bindings waiting
+// shared.WaitAfter, two minutes).
+func TestAGateReopenedByACheckWakesItsBindings(t *testing.T) {
+	s := start(t)
+	ctx := context.Background()
+	const ns, conn, secret, tplName, minion = "reopen", "reopen-vault", "reopen-token", "reopen", "reopen01"
+	proxy, err := faultproxy.New(s.env.Vault.Addr, 1)
+	s.must(err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	s.must(client.IgnoreAlreadyExists(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+	s.must(s.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: operatorNamespace},
+		StringData: map[string]string{"token": s.operatorToken(ctx)}}))
+	s.must(s.c.Create(ctx, tokenConnection(conn, proxy.URL(), secret)))
+	s.must(s.c.Create(ctx, minionTemplate(tplName, conn, "salt-minions", "reopen")))
+	b := binding(ns, minion, minion, map[string]any{"roles": []string{"web"}})
+	b.Spec.TemplateRef.Name = tplName
+	s.must(s.c.Create(ctx, b))
+	// Before the proxy closes: a connection to a closed proxy would fail
+	// its checks in every later test's operator.
+	t.Cleanup(func() {
+		s.must(client.IgnoreNotFound(s.c.Delete(ctx, b)))
+		s.must(client.IgnoreNotFound(s.c.Delete(ctx, &v1alpha1.MinionTemplate{ObjectMeta: metav1.ObjectMeta{Name: tplName}})))
+		eventually(t, time.Minute, "the binding and template gone", func() error {
+			if err := s.c.Get(ctx, client.ObjectKeyFromObject(b), &v1alpha1.MinionBinding{}); err == nil {
+				return fmt.Errorf("the binding is still there")
+			}
+			if err := s.c.Get(ctx, client.ObjectKey{Name: tplName}, &v1alpha1.MinionTemplate{}); err == nil {
+				return fmt.Errorf("the template is still there")
+			}
+			return nil
+		})
+		s.must(s.c.Delete(ctx, &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: conn}}))
+		s.must(s.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: operatorNamespace}}))
+	})
+	s.waitReady(ns, minion)
+	readyOf := func() metav1.Condition {
+		vc := &v1alpha1.VaultConnection{}
+		s.must(s.c.Get(ctx, client.ObjectKey{Name: conn}, vc))
+		c := apimeta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ReadyCondition)
+		if c == nil {
+			t.Fatalf("connection %s has no Ready condition", conn)
+		}
+		return *c
+	}
+	before := readyOf()
+
+	// The binding's first request for its role and the token check after
+	// it fail, each with the client's retries of a read (three tries);
+	// everything else, the connection's next check first, passes.
+	const tries = 3
+	proxy.Set(faultproxy.Fault{Mode: faultproxy.ServerError, Paths: []string{"/role/" + minion, "/auth/token/lookup-self"}, Times: 2 * tries})
+	changed := time.Now()
+	s.must(s.c.Get(ctx, client.ObjectKeyFromObject(b), b))
+	patch := client.MergeFrom(b.DeepCopy())
+	b.Spec.Pillar = doc(map[string]any{"roles": []string{"db"}})
+	s.must(s.c.Patch(ctx, b, patch))
+	// Far below shared.WaitAfter; the binding's own backoff does not
+	// apply: it waits on the gate, without a retry of its own.
+	eventually(t, 20*time.Second, "the binding Ready at its new generation", func() error {
+		got := s.binding(ns, minion)
+		c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReadyCondition)
+		if c == nil || c.Status != metav1.ConditionTrue || got.Status.ObservedGeneration != got.Generation {
+			return fmt.Errorf("conditions %+v at generation %d/%d", got.Status.Conditions, got.Status.ObservedGeneration, got.Generation)
+		}
+		return nil
+	})
+	t.Logf("Ready %s after the change", time.Since(changed).Round(100*time.Millisecond))
+
+	// The case under test happened: the two refusals were the binding's
+	// request and the check after it, and the connection never said it
+	// could not be used.
+	var refused []string
+	for _, r := range proxy.Between(changed, time.Now()) {
+		if r.Outcome == faultproxy.Refused {
+			refused = append(refused, r.Method+" "+r.Path)
+		}
+	}
+	want := slices.Repeat([]string{"GET /v1/auth/salt-minions/role/" + minion}, tries)
+	want = append(want, slices.Repeat([]string{"GET /v1/auth/token/lookup-self"}, tries)...)
+	if !slices.Equal(refused, want) {
+		t.Errorf("refused %v, want the binding's request for its role, then a token check, each tried %d times", refused, tries)
+		for _, r := range proxy.Between(changed, time.Now()) {
+			t.Logf("%s %s %s %v", r.At.Format("15:04:05.000"), r.Method, r.Path, r.Outcome)
+		}
+	}
+	if after := readyOf(); after.Status != metav1.ConditionTrue || !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
+		t.Errorf("the connection's Ready changed (%+v, was %+v): its own check failed, which is not the case under test", after, before)
+	}
 }
