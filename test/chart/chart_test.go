@@ -410,6 +410,29 @@ func TestValues(t *testing.T) {
 		only(t, got, dep+".spec.template.spec.containers[0].image: want ghcr.io/minionvault/minion-vault-operator:latest, got registry.example/mvo:7874208")
 	})
 
+	t.Run("a tag of digits alone in a values file or reused by an upgrade", func(t *testing.T) {
+		// A values file, and the values helm upgrade --reuse-values takes
+		// from the release (JSON), give the number as a float64, which
+		// toString wrote 5.933801e+06: CI's upgrade of a release
+		// installed with --set image.tag=5933801 stalled on an invalid
+		// image name.
+		values := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(values, []byte("image:\n  repository: registry.example/mvo\n  tag: 5933801\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.try(p.helm, "template", release, p.chart, "-f", values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		only(t, mustDecode(t, "helm template", out), dep+".spec.template.spec.containers[0].image: want ghcr.io/minionvault/minion-vault-operator:latest, got registry.example/mvo:5933801")
+		// A tag that is a number with a fraction stays as written.
+		out, err = p.try(p.helm, "template", release, p.chart, "--set", "image.repository=registry.example/mvo", "--set-json", "image.tag=1.5")
+		if err != nil {
+			t.Fatal(err)
+		}
+		only(t, mustDecode(t, "helm template", out), dep+".spec.template.spec.containers[0].image: want ghcr.io/minionvault/minion-vault-operator:latest, got registry.example/mvo:1.5")
+	})
+
 	t.Run("replicas, resources, leader election, extra args", func(t *testing.T) {
 		got := mustDecode(t, "helm template", p.template(t, "replicaCount=2", "resources.limits.memory=1Gi",
 			"leaderElection.leaseDuration=30s", "leaderElection.retryPeriod=2s", "extraArgs={--concurrency=8,--cluster-id=prod}"))

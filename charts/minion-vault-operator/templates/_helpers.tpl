@@ -2,7 +2,9 @@
 The manager's image: repository@digest when a digest is set (it pins the
 image whatever the tag says), repository:tag otherwise. The tag as a
 string: `--set image.tag=7874208` (a short commit hash of digits alone)
-gives a number.
+gives a number, and a values file, or the values `helm upgrade
+--reuse-values` takes from the release, a float64 that toString writes
+7.874208e+06: a whole float64 is written as the integer it is.
 */}}
 {{- define "minion-vault-operator.image" -}}
 {{- $img := .Values.image -}}
@@ -12,7 +14,11 @@ gives a number.
 {{- if $img.digest -}}
 {{- printf "%s@%s" $img.repository $img.digest -}}
 {{- else if $img.tag -}}
-{{- printf "%s:%s" $img.repository (toString $img.tag) -}}
+{{- $tag := $img.tag -}}
+{{- if and (kindIs "float64" $tag) (eq $tag (float64 (int64 $tag))) -}}
+{{- $tag = int64 $tag -}}
+{{- end -}}
+{{- printf "%s:%s" $img.repository (toString $tag) -}}
 {{- else -}}
 {{- fail "image.tag or image.digest must be set" -}}
 {{- end -}}
