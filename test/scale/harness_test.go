@@ -99,6 +99,8 @@ type phaseResult struct {
 	Rollout *rollout `json:",omitempty"`
 	// Failover is what the failover phase measured.
 	Failover *failoverResult `json:",omitempty"`
+	// Stored is one binding's size as stored after the phase.
+	Stored *storedSize `json:",omitempty"`
 }
 
 // shapeResult is one shape at one N: the floor and the operator's phases.
@@ -343,6 +345,10 @@ func (h *harness) run(ctx context.Context, name, actor string, per int, body pha
 	r.NotQuiet = r.Quiet >= 60*time.Second
 	if err := h.measure(ctx, start, r); err != nil && r.Err == "" {
 		r.Err = "measuring: " + err.Error()
+	}
+	if r.Phase != phaseDelete {
+		// A binding that cannot be read is left out of the table.
+		r.Stored, _ = h.stored(ctx, actor)
 	}
 	finishProfiles(r)
 	h.cfg.logf("N=%d %s: %s: %s%s", h.n, h.shape, name, r.Wall.Round(time.Millisecond), errSuffix(r.Err))

@@ -111,6 +111,7 @@ func table(all []*shapeResult, goals []check) string {
 		}
 	}
 	writeServerMemory(&b, all)
+	writeStored(&b, all)
 	var memories []string
 	for _, s := range all {
 		if s.Memory != "" && !slices.Contains(memories, s.Memory) {
