@@ -122,9 +122,15 @@ func setUp(ctx context.Context) (w *world, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("adding the floor's user: %w", err)
 	}
-	if w.floorClient, err = client.New(unthrottled(flUser.Config()), client.Options{Scheme: env.Scheme}); err != nil {
+	fl, err := client.New(unthrottled(flUser.Config()), client.Options{Scheme: env.Scheme})
+	if err != nil {
 		return nil, err
 	}
+	// A field manager of its own, as the operator has: with the default
+	// (the binary's name, the creator's too) the API server merged the
+	// floor's record patch into the creator's managedFields entry, and the
+	// floor's bindings were lighter than the operator's.
+	w.floorClient = client.WithFieldOwner(fl, "scale-floor")
 	w.adminCfg = unthrottled(env.Config)
 	dc, err := discovery.NewDiscoveryClientForConfig(w.adminCfg)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	vaultapi "github.com/hashicorp/vault/api"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
 // createBindings creates bindings 0..n-1 in ns with `creators` parallel
@@ -90,6 +90,13 @@ type floor struct {
 	// change the entity, the policy change the policy. Not the issue's
 	// floor: the part of the gap that Vault's API, not the operator, sets.
 	proof bool
+	// vaultKey is Vault's as the operator's record names it, read once
+	// by run when it writes the record.
+	vaultKey string
+	// changes and policyChanges count the rollouts' floors run on these
+	// bindings: the second changes Vault again (the proof floor after the
+	// plain one), not to what it already holds.
+	changes, policyChanges int
 }
 
 // minionName is the name of binding i's entity, and of its policy in the
@@ -112,6 +119,13 @@ func (f *floor) run(ctx context.Context, n, creators int) error {
 		return fmt.Errorf("floor: no auth mount %s", floorMount)
 	}
 	accessor := m.Accessor
+	if f.record {
+		st, err := f.vault.Sys().SealStatusWithContext(ctx)
+		if err != nil {
+			return fmt.Errorf("floor: reading Vault's cluster ID: %w", err)
+		}
+		f.vaultKey = ownership.VaultKey(st.ClusterID, "")
+	}
 	roles := map[string]bool{}
 	for i := 0; i < sharedRoles+1; i++ {
 		for _, r := range rolesOf(i) {
@@ -207,17 +221,29 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 		return err
 	}
 
+	// The operator's status, field for field: the policy documents the
+	// binding renders, the role's parameter digest and the hash (16 hex
+	// digits each), the condition's message.
+	documents := []string{}
+	for _, r := range roles {
+		documents = append(documents, floorPolicyPrefix+"_role_"+r)
+	}
+	if f.shape == shapePerMinion {
+		documents = append(documents, f.minionName(i))
+	}
 	now := time.Now().UTC().Format(time.RFC3339)
 	return f.patchStatus(ctx, i, map[string]any{
 		"observedGeneration": 1,
-		"conditions":         readyConditions("Vault holds the rendered state: "+strings.Join(policies, ", "), now),
-		"policies":           policies,
-		"entity":             map[string]any{"name": entity, "id": entityID, "metadata": metadata},
-		"appRole":            map[string]any{"mount": floorMount, "name": m, "roleID": roleID},
-		"connection":         connectionName,
-		"lastSyncTime":       now,
-		"deletionPolicy":     "Delete",
-		"lastAppliedHash":    "floor",
+		"conditions": readyConditions(fmt.Sprintf("AppRole %s/%s with %d policies, entity %s with %d metadata keys",
+			floorMount, m, len(policies), entity, len(metadata)), now),
+		"policies":        policies,
+		"policyDocuments": documents,
+		"entity":          map[string]any{"name": entity, "id": entityID, "metadata": metadata},
+		"appRole":         map[string]any{"mount": floorMount, "name": m, "roleID": roleID, "paramsDigest": fmt.Sprintf("%016x", i)},
+		"connection":      connectionName,
+		"lastSyncTime":    now,
+		"deletionPolicy":  "Delete",
+		"lastAppliedHash": fmt.Sprintf("%016x", i+1),
 	})
 }
 
@@ -250,9 +276,25 @@ func (f *floor) metadataOf(i int, changed bool) map[string]string {
 		metadata[fmt.Sprintf("roles__%d", k)] = r
 	}
 	if changed {
-		metadata[changedKey] = changedValue
+		metadata[changedKey] = changedValueOf(f.changes)
 	}
 	return metadata
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// changedValueOf is the changed key's value in rollout round: the
+// operator's template change's first.
+func changedValueOf(round int) string {
+	if round == 0 {
+		return changedValue
+	}
+	return fmt.Sprintf("%s.%d", changedValue, round)
 }
 
 // change is the least work of the template change phase, for the floor's
@@ -260,6 +302,7 @@ func (f *floor) metadataOf(i int, changed bool) map[string]string {
 // status patch, per binding. The operator also reads the entity, the role
 // and its role ID first (the resync's budget), and records an event.
 func (f *floor) change(ctx context.Context, n int) error {
+	defer func() { f.changes++ }()
 	return forEachIndex(ctx, n, f.workers, func(ctx context.Context, i int) error {
 		metadata := f.metadataOf(i, true)
 		if f.proof {
@@ -272,18 +315,23 @@ func (f *floor) change(ctx context.Context, n int) error {
 		}
 		now := time.Now().UTC().Format(time.RFC3339)
 		return f.patchStatus(ctx, i, map[string]any{
-			"conditions":      readyConditions("Vault holds the rendered state (changed)", now),
+			"conditions": readyConditions(fmt.Sprintf("AppRole %s/%s with %d policies, entity %s with %d metadata keys",
+				floorMount, minionID(i), len(rolesOf(i))+1+btoi(f.shape == shapePerMinion), f.minionName(i), len(metadata)), now),
 			"entity":          map[string]any{"metadata": metadata},
 			"lastSyncTime":    now,
-			"lastAppliedHash": "floor-changed",
+			"lastAppliedHash": fmt.Sprintf("%016x", n+i+f.changes),
 		})
 	})
 }
 
 // floorPolicyChanged is the floor's per-minion policy after the policy
-// change: one rule more, as the operator's.
-func floorPolicyChanged(m string) string {
-	return floorPolicy("salt/data/minions/"+m) + fmt.Sprintf("\npath %q {\n  capabilities = [\"list\"]\n}\n", changedPolicy(m))
+// change of round: one rule more, as the operator's.
+func floorPolicyChanged(m string, round int) string {
+	path := changedPolicy(m)
+	if round > 0 {
+		path += fmt.Sprintf("/%d", round)
+	}
+	return floorPolicy("salt/data/minions/"+m) + fmt.Sprintf("\npath %q {\n  capabilities = [\"list\"]\n}\n", path)
 }
 
 // policyChange is the least work of the policy change phase, for the
@@ -292,13 +340,15 @@ func floorPolicyChanged(m string) string {
 // patch: a binding's status names its policies, not their bodies, so the
 // operator's does not change either.
 func (f *floor) policyChange(ctx context.Context, n int) error {
+	round := f.policyChanges
+	defer func() { f.policyChanges++ }()
 	return forEachIndex(ctx, n, f.workers, func(ctx context.Context, i int) error {
 		if f.proof {
 			if err := f.readPresent(ctx, "sys/policies/acl/"+f.minionName(i)); err != nil {
 				return err
 			}
 		}
-		if err := f.vault.Sys().PutPolicyWithContext(ctx, f.minionName(i), floorPolicyChanged(minionID(i))); err != nil {
+		if err := f.vault.Sys().PutPolicyWithContext(ctx, f.minionName(i), floorPolicyChanged(minionID(i), round)); err != nil {
 			return fmt.Errorf("floor: policy of %s: %w", minionID(i), err)
 		}
 		return nil
@@ -370,14 +420,16 @@ func requestPatch(stamp string) ([]byte, error) {
 }
 
 // recordFirst is the metadata PATCH the operator makes before it writes
-// Vault: the ownership annotation (as large as the operator's). Without the
-// finalizer, which would only cost the cleanup a patch more.
+// Vault: the finalizer and the ownership annotation, the operator's own
+// (the issue's floor "writes the finalizer and record"). Every later write
+// of the binding costs the API server in proportion to what it holds.
 func (f *floor) recordFirst(ctx context.Context, i int) error {
-	record, err := json.Marshal([]map[string]string{{"connection": connectionName, "mount": floorMount, "entity": f.minionName(i)}})
-	if err != nil {
-		return err
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.VaultObjectsAnnotation: string(record)}}})
+	record := ownership.Inventory{{Vault: f.vaultKey, Connection: connectionName, Mount: floorMount, Entity: f.minionName(i),
+		DeletionPolicy: string(v1alpha1.DeletionPolicyDelete)}}.Encode()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers":  []string{v1alpha1.Finalizer},
+		"annotations": map[string]string{v1alpha1.VaultObjectsAnnotation: record},
+	}})
 	if err != nil {
 		return err
 	}

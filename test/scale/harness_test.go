@@ -130,7 +130,8 @@ const (
 	// phaseFloorRecord is the floor with the ownership record first.
 	phaseFloorRecord = "floor + record"
 	// phaseFloorForced and phaseFloorTemplate are the least work of the
-	// forced resync and the template change, on the plain floor's bindings:
+	// forced resync and the template change, on the floor + record's
+	// bindings (with the finalizer and the record, as the operator's):
 	// how the servers' cost per binding changes with N, without the
 	// operator.
 	phaseFloorForced   = "floor forced resync"

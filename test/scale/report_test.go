@@ -77,13 +77,13 @@ func table(all []*shapeResult, goals []check) string {
 		}
 	}
 	b.WriteString("\n×floor: the converge's wall time over the floor's, and in parentheses over the floor's that also writes the ownership record before Vault (floor + record); " +
-		"the forced resync's, the template change's and the policy change's over their floor's (the least work of the phase, on the plain floor's bindings: " +
+		"the forced resync's, the template change's and the policy change's over their floor's (the least work of the phase, on the floor + record's bindings, with the finalizer and the record as the operator's: " +
 		"the annotation, three Vault reads and a status patch; the entity written and a status patch; the minion's policy written with its new body, " +
 		"and no status patch, as a binding's status names its policies, not their bodies). " +
 		"In brackets, the converge's, the template change's and the policy change's over the floor that also reads each object before it writes it, " +
 		"as the operator must to prove the name free or its own (Vault has no conditional write of roles, entities or policies): " +
-		"floor + record + proof reads the role, the entity and the minion's policy before creating them; the rollouts' proof floors, on the record floor's bindings, " +
-		"read the entity or the policy before changing it. " +
+		"floor + record + proof reads the role, the entity and the minion's policy before creating them; the rollouts' proof floors, on the same bindings after the plain ones, " +
+		"read the entity or the policy before changing it again. " +
 		"The policy change (perminion only) adds a rule to the per-minion policy document: every per-minion policy's body changes, nothing else. " +
 		"The failover SIGKILLs the leader beside a standby (both `--leader-elect`); its wall time is from the kill until the new leader reconciled every binding once, " +
 		"and its calls and CPU include the watch of the new leader that follows (below); the later phases measure the new leader, " +
