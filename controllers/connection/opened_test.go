@@ -33,8 +33,9 @@ func TestGateOpeningWakes(t *testing.T) {
 		{"fails then passes", []error{down, nil}, 1},
 		{"fails twice then passes twice", []error{down, down, nil, nil}, 1},
 		{"two outages", []error{down, nil, down, nil}, 2},
-		// A wait for a Secret does not close the gate: its own watch
-		// wakes the bindings when the Secret comes.
+		// A wait for a Secret opens the gate (what waited on it then
+		// waits on the Secret, whose watch wakes it when it comes), and
+		// never closes it.
 		{"fails then waits for a Secret", []error{down, missing}, 1},
 		{"waits then passes", []error{missing, nil}, 0},
 	} {
