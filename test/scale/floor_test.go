@@ -176,17 +176,11 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 			return err
 		}
 	}
-	roles := rolesOf(i)
-	policies := []string{"saltstack/" + m}
-	for _, r := range roles {
-		policies = append(policies, floorPolicyPrefix+"_role_"+r)
-	}
+	policies := f.policiesOf(i)
 	if f.shape == shapePerMinion {
-		name := f.minionName(i)
-		if err := f.vault.Sys().PutPolicyWithContext(ctx, name, floorPolicy("salt/data/minions/"+m)); err != nil {
+		if err := f.vault.Sys().PutPolicyWithContext(ctx, f.minionName(i), floorPolicy("salt/data/minions/"+m)); err != nil {
 			return err
 		}
-		policies = append(policies, name)
 	}
 	rolePath := "auth/" + floorMount + "/role/" + m
 	// The parameters the operator writes for a template without appRole
@@ -222,29 +216,43 @@ func (f *floor) one(ctx context.Context, i int, accessor string) error {
 	}
 
 	// The operator's status, field for field: the policy documents the
-	// binding renders, the role's parameter digest and the hash (16 hex
-	// digits each), the condition's message.
-	documents := []string{}
-	for _, r := range roles {
-		documents = append(documents, floorPolicyPrefix+"_role_"+r)
-	}
-	if f.shape == shapePerMinion {
-		documents = append(documents, f.minionName(i))
-	}
+	// binding renders (its token policies but the one by name), the
+	// role's parameter digest and the hash (16 hex digits each), the
+	// condition's message.
+	documents := policies[1:]
 	now := time.Now().UTC().Format(time.RFC3339)
 	return f.patchStatus(ctx, i, map[string]any{
 		"observedGeneration": 1,
-		"conditions": readyConditions(fmt.Sprintf("AppRole %s/%s with %d policies, entity %s with %d metadata keys",
-			floorMount, m, len(policies), entity, len(metadata)), now),
-		"policies":        policies,
-		"policyDocuments": documents,
-		"entity":          map[string]any{"name": entity, "id": entityID, "metadata": metadata},
-		"appRole":         map[string]any{"mount": floorMount, "name": m, "roleID": roleID, "paramsDigest": fmt.Sprintf("%016x", i)},
-		"connection":      connectionName,
-		"lastSyncTime":    now,
-		"deletionPolicy":  "Delete",
-		"lastAppliedHash": fmt.Sprintf("%016x", i+1),
+		"conditions":         readyConditions(f.readyMessage(i, metadata), now),
+		"policies":           policies,
+		"policyDocuments":    documents,
+		"entity":             map[string]any{"name": entity, "id": entityID, "metadata": metadata},
+		"appRole":            map[string]any{"mount": floorMount, "name": m, "roleID": roleID, "paramsDigest": fmt.Sprintf("%016x", i)},
+		"connection":         connectionName,
+		"lastSyncTime":       now,
+		"deletionPolicy":     "Delete",
+		"lastAppliedHash":    fmt.Sprintf("%016x", i+1),
 	})
+}
+
+// policiesOf is binding i's token policies: its own by name, its roles',
+// and in the perminion shape its own policy document.
+func (f *floor) policiesOf(i int) []string {
+	policies := []string{"saltstack/" + minionID(i)}
+	for _, r := range rolesOf(i) {
+		policies = append(policies, floorPolicyPrefix+"_role_"+r)
+	}
+	if f.shape == shapePerMinion {
+		policies = append(policies, f.minionName(i))
+	}
+	return policies
+}
+
+// readyMessage is the operator's Ready message for binding i with this
+// entity metadata (binding.readyMessage).
+func (f *floor) readyMessage(i int, metadata map[string]string) string {
+	return fmt.Sprintf("AppRole %s/%s with %d policies, entity %s with %d metadata keys",
+		floorMount, minionID(i), len(f.policiesOf(i)), f.minionName(i), len(metadata))
 }
 
 // readyConditions is the status's conditions as a merge patch sends them
@@ -281,13 +289,6 @@ func (f *floor) metadataOf(i int, changed bool) map[string]string {
 	return metadata
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // changedValueOf is the changed key's value in rollout round: the
 // operator's template change's first.
 func changedValueOf(round int) string {
@@ -315,8 +316,7 @@ func (f *floor) change(ctx context.Context, n int) error {
 		}
 		now := time.Now().UTC().Format(time.RFC3339)
 		return f.patchStatus(ctx, i, map[string]any{
-			"conditions": readyConditions(fmt.Sprintf("AppRole %s/%s with %d policies, entity %s with %d metadata keys",
-				floorMount, minionID(i), len(rolesOf(i))+1+btoi(f.shape == shapePerMinion), f.minionName(i), len(metadata)), now),
+			"conditions":      readyConditions(f.readyMessage(i, metadata), now),
 			"entity":          map[string]any{"metadata": metadata},
 			"lastSyncTime":    now,
 			"lastAppliedHash": fmt.Sprintf("%016x", n+i+f.changes),
