@@ -213,16 +213,24 @@ func TestAGateReopenedByACheckWakesItsBindings(t *testing.T) {
 		s.must(s.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: operatorNamespace}}))
 	})
 	s.waitReady(ns, minion)
-	readyOf := func() metav1.Condition {
+	readyOf := func() (metav1.Condition, error) {
 		vc := &v1alpha1.VaultConnection{}
-		s.must(s.c.Get(ctx, client.ObjectKey{Name: conn}, vc))
-		c := apimeta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ReadyCondition)
-		if c == nil {
-			t.Fatalf("connection %s has no Ready condition", conn)
+		if err := s.c.Get(ctx, client.ObjectKey{Name: conn}, vc); err != nil {
+			return metav1.Condition{}, err
 		}
-		return *c
+		c := apimeta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ReadyCondition)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return metav1.Condition{}, fmt.Errorf("connection %s: Ready %+v", conn, c)
+		}
+		return *c, nil
 	}
-	before := readyOf()
+	// The binding needs only the connection's gate open, which it is
+	// before the connection's first check is in its status.
+	var before metav1.Condition
+	eventually(t, 30*time.Second, "the connection Ready", func() (err error) {
+		before, err = readyOf()
+		return err
+	})
 
 	// The binding's first request for its role and the token check after
 	// it fail, each with the client's retries of a read (three tries);
@@ -263,7 +271,7 @@ func TestAGateReopenedByACheckWakesItsBindings(t *testing.T) {
 			t.Logf("%s %s %s %v", r.At.Format("15:04:05.000"), r.Method, r.Path, r.Outcome)
 		}
 	}
-	if after := readyOf(); after.Status != metav1.ConditionTrue || !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
-		t.Errorf("the connection's Ready changed (%+v, was %+v): its own check failed, which is not the case under test", after, before)
+	if after, err := readyOf(); err != nil || !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
+		t.Errorf("the connection's Ready changed (%+v %v, was %+v): its own check failed, which is not the case under test", after, err, before)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 )
@@ -93,11 +95,19 @@ func ReadyOf(obj Conditioned) *metav1.Condition {
 }
 
 // Emit records an event, its note cut to what the Events API accepts
-// (1 KiB): long violation lists stay whole in the condition message.
+// (1 KiB): long violation lists stay whole in the condition message. It
+// logs the event too (V(1)): client-go's broadcaster drops an event while
+// its queue of 1,000 is full, and the broadcaster's own log line with it.
 func Emit(rec events.EventRecorder, obj runtime.Object, eventType, reason, action, format string, args ...any) {
 	note := fmt.Sprintf(format, args...)
 	if len(note) > 1000 {
 		note = strings.ToValidUTF8(note[:997], "") + "..."
 	}
+	if m, err := meta.Accessor(obj); err == nil {
+		eventLog.V(1).Info(note, "object", klog.KObj(m), "type", eventType, "reason", reason)
+	}
 	rec.Eventf(obj, nil, eventType, reason, action, "%s", note)
 }
+
+// eventLog is where Emit logs; a variable for its test.
+var eventLog = ctrl.Log.WithName("events")
