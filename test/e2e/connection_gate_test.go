@@ -254,9 +254,9 @@ func TestAGateReopenedByACheckWakesItsBindings(t *testing.T) {
 	})
 	t.Logf("Ready %s after the change", time.Since(changed).Round(100*time.Millisecond))
 
-	// The case under test happened: the two refusals were the binding's
-	// request and the check after it, and the connection never said it
-	// could not be used.
+	// The case under test happened: the refusals were the binding's
+	// request and the check after it (each with its retries), and the
+	// connection never said it could not be used.
 	var refused []string
 	for _, r := range proxy.Between(changed, time.Now()) {
 		if r.Outcome == faultproxy.Refused {
