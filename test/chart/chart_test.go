@@ -589,6 +589,39 @@ func TestValues(t *testing.T) {
 		}
 	})
 
+	t.Run("VaultConnection with AppRole auth", func(t *testing.T) {
+		got := mustDecode(t, "helm template", p.template(t, "vaultConnection.create=true", "vaultConnection.name=vault-approle",
+			"vaultConnection.address=https://vault.example.com:8200", "vaultConnection.auth.method=appRole",
+			"vaultConnection.auth.appRole.roleID=0b4c5e9e-role", "vaultConnection.auth.appRole.mount=salt/approle",
+			"vaultConnection.auth.appRole.secretID.value=s3cret-id"))
+		secret := got["v1 Secret "+namespace+"/vault-approle-vault-secret-id"]
+		vc := got["minionvault.dev/v1alpha1 VaultConnection /vault-approle"]
+		if secret == nil || vc == nil || len(got) != len(defaults)+2 {
+			t.Fatalf("want the defaults, a Secret and a VaultConnection: %v", compare(defaults, got))
+		}
+		if v := secret["stringData"].(map[string]any)["secret-id"]; v != "s3cret-id" {
+			t.Errorf("Secret's secret ID %v", v)
+		}
+		want := map[string]any{"appRole": map[string]any{"roleID": "0b4c5e9e-role", "mount": "salt/approle",
+			"secretIDSecretRef": map[string]any{"name": "vault-approle-vault-secret-id", "namespace": namespace, "key": "secret-id"}}}
+		if a := vc["spec"].(map[string]any)["auth"]; !reflect.DeepEqual(a, want) {
+			t.Errorf("auth %v, want %v", a, want)
+		}
+		// An existing Secret, under a key of its own: no Secret from the chart.
+		got = mustDecode(t, "helm template", p.template(t, "vaultConnection.create=true",
+			"vaultConnection.address=https://vault.example.com:8200", "vaultConnection.auth.method=appRole",
+			"vaultConnection.auth.appRole.roleID=0b4c5e9e-role", "vaultConnection.auth.appRole.secretID.existingSecret=operator-approle",
+			"vaultConnection.auth.appRole.secretID.key=id"))
+		if len(got) != len(defaults)+1 {
+			t.Errorf("want the defaults and a VaultConnection: %v", compare(defaults, got))
+		}
+		want = map[string]any{"appRole": map[string]any{"roleID": "0b4c5e9e-role",
+			"secretIDSecretRef": map[string]any{"name": "operator-approle", "namespace": namespace, "key": "id"}}}
+		if a := got["minionvault.dev/v1alpha1 VaultConnection /vault"]["spec"].(map[string]any)["auth"]; !reflect.DeepEqual(a, want) {
+			t.Errorf("auth %v, want %v", a, want)
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		for _, c := range []struct {
 			set  []string
@@ -597,7 +630,11 @@ func TestValues(t *testing.T) {
 			{[]string{"vaultConnection.create=true"}, "vaultConnection.address must be set"},
 			{[]string{"vaultConnection.create=true", "vaultConnection.address=https://v:8200"}, "token.value or .existingSecret"},
 			{[]string{"vaultConnection.create=true", "vaultConnection.address=https://v:8200", "vaultConnection.auth.method=kubernetes"}, "kubernetes.role must be set"},
-			{[]string{"vaultConnection.create=true", "vaultConnection.address=https://v:8200", "vaultConnection.auth.method=ldap"}, "must be token or kubernetes"},
+			{[]string{"vaultConnection.create=true", "vaultConnection.address=https://v:8200", "vaultConnection.auth.method=appRole",
+				"vaultConnection.auth.appRole.secretID.value=s"}, "appRole.roleID must be set"},
+			{[]string{"vaultConnection.create=true", "vaultConnection.address=https://v:8200", "vaultConnection.auth.method=appRole",
+				"vaultConnection.auth.appRole.roleID=r"}, "secretID.value or .existingSecret"},
+			{[]string{"vaultConnection.create=true", "vaultConnection.address=https://v:8200", "vaultConnection.auth.method=ldap"}, "must be token, kubernetes or appRole"},
 			{[]string{"image.tag=", "image.digest="}, "image.tag or image.digest"},
 		} {
 			_, err := p.tryTemplate(c.set...)

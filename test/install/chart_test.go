@@ -85,6 +85,9 @@ func TestChartDryRunApply(t *testing.T) {
 			"vaultConnection.auth.kubernetes.role=minionvault-operator", "vaultConnection.auth.kubernetes.mount=k8s-prod",
 			"vaultConnection.auth.kubernetes.audiences={vault}", "vaultConnection.tls.caSecretName=vault-ca",
 			"vaultConnection.tls.serverName=vault.internal"},
+		"appRole auth": {"vaultConnection.name=vault-approle-auth", "vaultConnection.auth.method=appRole",
+			"vaultConnection.auth.appRole.roleID=0b4c5e9e-7f3a-4c1e-9d2b-5a6f7e8d9c0b", "vaultConnection.auth.appRole.mount=salt/approle",
+			"vaultConnection.auth.appRole.secretID.value=example-secret-id"},
 	}
 	for name, set := range variants {
 		t.Run(name, func(t *testing.T) {
