@@ -620,6 +620,24 @@ func TestValues(t *testing.T) {
 		if a := got["minionvault.dev/v1alpha1 VaultConnection /vault"]["spec"].(map[string]any)["auth"]; !reflect.DeepEqual(a, want) {
 			t.Errorf("auth %v, want %v", a, want)
 		}
+		// A role ID and a secret ID of digits alone, from a values file
+		// (float64s, as helm upgrade --reuse-values gives them), as written.
+		values := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(values, []byte("vaultConnection:\n  create: true\n  address: https://vault.example.com:8200\n"+
+			"  auth:\n    method: appRole\n    appRole:\n      roleID: 5933801\n      secretID:\n        value: 12345678901\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.try(p.helm, "template", release, p.chart, "-f", values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = mustDecode(t, "helm template", out)
+		if id := got["minionvault.dev/v1alpha1 VaultConnection /vault"]["spec"].(map[string]any)["auth"].(map[string]any)["appRole"].(map[string]any)["roleID"]; id != "5933801" {
+			t.Errorf("roleID %#v, want \"5933801\"", id)
+		}
+		if v := got["v1 Secret "+namespace+"/vault-vault-secret-id"]["stringData"].(map[string]any)["secret-id"]; v != "12345678901" {
+			t.Errorf("secret ID %#v, want \"12345678901\"", v)
+		}
 	})
 
 	t.Run("refused", func(t *testing.T) {

@@ -1,10 +1,22 @@
 {{/*
+A value as the string it was written as. `--set image.tag=7874208` (a short
+commit hash of digits alone) gives a number, and a values file, or the
+values `helm upgrade --reuse-values` takes from the release, a float64 that
+toString writes 7.874208e+06: a whole float64 is written as the integer it
+is. Role IDs and secret IDs may be digits alone too.
+*/}}
+{{- define "minion-vault-operator.string" -}}
+{{- $v := . -}}
+{{- if and (kindIs "float64" $v) (eq $v (float64 (int64 $v))) -}}
+{{- $v = int64 $v -}}
+{{- end -}}
+{{- toString $v -}}
+{{- end -}}
+
+{{/*
 The manager's image: repository@digest when a digest is set (it pins the
-image whatever the tag says), repository:tag otherwise. The tag as a
-string: `--set image.tag=7874208` (a short commit hash of digits alone)
-gives a number, and a values file, or the values `helm upgrade
---reuse-values` takes from the release, a float64 that toString writes
-7.874208e+06: a whole float64 is written as the integer it is.
+image whatever the tag says), repository:tag otherwise, the tag as written
+(minion-vault-operator.string).
 */}}
 {{- define "minion-vault-operator.image" -}}
 {{- $img := .Values.image -}}
@@ -14,11 +26,7 @@ gives a number, and a values file, or the values `helm upgrade
 {{- if $img.digest -}}
 {{- printf "%s@%s" $img.repository $img.digest -}}
 {{- else if $img.tag -}}
-{{- $tag := $img.tag -}}
-{{- if and (kindIs "float64" $tag) (eq $tag (float64 (int64 $tag))) -}}
-{{- $tag = int64 $tag -}}
-{{- end -}}
-{{- printf "%s:%s" $img.repository (toString $tag) -}}
+{{- printf "%s:%s" $img.repository (include "minion-vault-operator.string" $img.tag) -}}
 {{- else -}}
 {{- fail "image.tag or image.digest must be set" -}}
 {{- end -}}
