@@ -395,6 +395,22 @@ func TestValues(t *testing.T) {
 		}
 	}
 	dep := "apps/v1 Deployment " + namespace + "/" + deploymentName + ": "
+	// connection is the VaultConnection name renders and, when secret is
+	// not empty, the Secret of its credential: no other object is added
+	// to the defaults.
+	connection := func(t *testing.T, got map[string]object, name, secret string) (vc, sec object) {
+		t.Helper()
+		vc, added := got["minionvault.dev/v1alpha1 VaultConnection /"+name], 1
+		if secret != "" {
+			sec, added = got["v1 Secret "+namespace+"/"+secret], 2
+		}
+		if vc == nil || (secret != "" && sec == nil) || len(got) != len(defaults)+added {
+			t.Fatalf("want the defaults, VaultConnection %s and Secret %q: %v", name, secret, compare(defaults, got))
+		}
+		return vc, sec
+	}
+	auth := func(vc object) map[string]any { return vc["spec"].(map[string]any)["auth"].(map[string]any) }
+	stringData := func(sec object) map[string]any { return sec["stringData"].(map[string]any) }
 
 	t.Run("image digest and pull policy", func(t *testing.T) {
 		got := mustDecode(t, "helm template", p.template(t, "image.repository=registry.example/mvo", "image.tag=v1",
@@ -540,12 +556,8 @@ func TestValues(t *testing.T) {
 		got := mustDecode(t, "helm template", p.template(t, "vaultConnection.create=true",
 			"vaultConnection.address=https://vault.example.com:8200", "vaultConnection.auth.token.value=hvs.secret",
 			"vaultConnection.tls.caSecretName=vault-ca", "vaultConnection.timeout=10s"))
-		secret := got["v1 Secret "+namespace+"/vault-vault-token"]
-		vc := got["minionvault.dev/v1alpha1 VaultConnection /vault"]
-		if secret == nil || vc == nil || len(got) != len(defaults)+2 {
-			t.Fatalf("want the defaults, a Secret and a VaultConnection: %v", compare(defaults, got))
-		}
-		if v := secret["stringData"].(map[string]any)["token"]; v != "hvs.secret" {
+		vc, secret := connection(t, got, "vault", "vault-vault-token")
+		if v := stringData(secret)["token"]; v != "hvs.secret" {
 			t.Errorf("Secret's token %v", v)
 		}
 		spec := vc["spec"].(map[string]any)
@@ -564,7 +576,8 @@ func TestValues(t *testing.T) {
 		if _, ok := got["v1 Secret "+namespace+"/vault-vault-token"]; ok {
 			t.Error("a Secret beside existingSecret")
 		}
-		ref := got["minionvault.dev/v1alpha1 VaultConnection /vault"]["spec"].(map[string]any)["auth"].(map[string]any)["token"].(map[string]any)["secretRef"].(map[string]any)
+		vc, _ = connection(t, got, "vault", "")
+		ref := auth(vc)["token"].(map[string]any)["secretRef"].(map[string]any)
 		if ref["name"] != "my-token" {
 			t.Errorf("secretRef %v", ref)
 		}
@@ -574,17 +587,14 @@ func TestValues(t *testing.T) {
 		got := mustDecode(t, "helm template", p.template(t, "vaultConnection.create=true", "vaultConnection.name=vault-k8s",
 			"vaultConnection.address=http://10.0.0.1:8200", "vaultConnection.auth.method=kubernetes",
 			"vaultConnection.auth.kubernetes.role=operator", "vaultConnection.auth.kubernetes.audiences={vault}"))
-		vc := got["minionvault.dev/v1alpha1 VaultConnection /vault-k8s"]
-		if vc == nil || len(got) != len(defaults)+1 {
-			t.Fatalf("want the defaults and a VaultConnection: %v", compare(defaults, got))
-		}
+		vc, _ := connection(t, got, "vault-k8s", "")
 		// A hook: created once the release's CRDs are there (test/node
 		// installs it so on a new cluster).
 		if h := vc["metadata"].(map[string]any)["annotations"].(map[string]any)["helm.sh/hook"]; h != "post-install,post-upgrade" {
 			t.Errorf("helm.sh/hook %v", h)
 		}
 		want := map[string]any{"kubernetes": map[string]any{"role": "operator", "audiences": []any{"vault"}}}
-		if a := vc["spec"].(map[string]any)["auth"]; !reflect.DeepEqual(a, want) {
+		if a := auth(vc); !reflect.DeepEqual(a, want) {
 			t.Errorf("auth %v, want %v", a, want)
 		}
 	})
@@ -594,17 +604,13 @@ func TestValues(t *testing.T) {
 			"vaultConnection.address=https://vault.example.com:8200", "vaultConnection.auth.method=appRole",
 			"vaultConnection.auth.appRole.roleID=0b4c5e9e-role", "vaultConnection.auth.appRole.mount=salt/approle",
 			"vaultConnection.auth.appRole.secretID.value=s3cret-id"))
-		secret := got["v1 Secret "+namespace+"/vault-approle-vault-secret-id"]
-		vc := got["minionvault.dev/v1alpha1 VaultConnection /vault-approle"]
-		if secret == nil || vc == nil || len(got) != len(defaults)+2 {
-			t.Fatalf("want the defaults, a Secret and a VaultConnection: %v", compare(defaults, got))
-		}
-		if v := secret["stringData"].(map[string]any)["secret-id"]; v != "s3cret-id" {
+		vc, secret := connection(t, got, "vault-approle", "vault-approle-vault-secret-id")
+		if v := stringData(secret)["secret-id"]; v != "s3cret-id" {
 			t.Errorf("Secret's secret ID %v", v)
 		}
 		want := map[string]any{"appRole": map[string]any{"roleID": "0b4c5e9e-role", "mount": "salt/approle",
 			"secretIDSecretRef": map[string]any{"name": "vault-approle-vault-secret-id", "namespace": namespace, "key": "secret-id"}}}
-		if a := vc["spec"].(map[string]any)["auth"]; !reflect.DeepEqual(a, want) {
+		if a := auth(vc); !reflect.DeepEqual(a, want) {
 			t.Errorf("auth %v, want %v", a, want)
 		}
 		// An existing Secret, under a key of its own: no Secret from the chart.
@@ -612,12 +618,10 @@ func TestValues(t *testing.T) {
 			"vaultConnection.address=https://vault.example.com:8200", "vaultConnection.auth.method=appRole",
 			"vaultConnection.auth.appRole.roleID=0b4c5e9e-role", "vaultConnection.auth.appRole.secretID.existingSecret=operator-approle",
 			"vaultConnection.auth.appRole.secretID.key=id"))
-		if len(got) != len(defaults)+1 {
-			t.Errorf("want the defaults and a VaultConnection: %v", compare(defaults, got))
-		}
+		vc, _ = connection(t, got, "vault", "")
 		want = map[string]any{"appRole": map[string]any{"roleID": "0b4c5e9e-role",
 			"secretIDSecretRef": map[string]any{"name": "operator-approle", "namespace": namespace, "key": "id"}}}
-		if a := got["minionvault.dev/v1alpha1 VaultConnection /vault"]["spec"].(map[string]any)["auth"]; !reflect.DeepEqual(a, want) {
+		if a := auth(vc); !reflect.DeepEqual(a, want) {
 			t.Errorf("auth %v, want %v", a, want)
 		}
 		// A role ID and a secret ID of digits alone, from a values file
@@ -631,11 +635,11 @@ func TestValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = mustDecode(t, "helm template", out)
-		if id := got["minionvault.dev/v1alpha1 VaultConnection /vault"]["spec"].(map[string]any)["auth"].(map[string]any)["appRole"].(map[string]any)["roleID"]; id != "5933801" {
+		vc, secret = connection(t, mustDecode(t, "helm template", out), "vault", "vault-vault-secret-id")
+		if id := auth(vc)["appRole"].(map[string]any)["roleID"]; id != "5933801" {
 			t.Errorf("roleID %#v, want \"5933801\"", id)
 		}
-		if v := got["v1 Secret "+namespace+"/vault-vault-secret-id"]["stringData"].(map[string]any)["secret-id"]; v != "12345678901" {
+		if v := stringData(secret)["secret-id"]; v != "12345678901" {
 			t.Errorf("secret ID %#v, want \"12345678901\"", v)
 		}
 	})

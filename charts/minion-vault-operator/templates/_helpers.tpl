@@ -42,3 +42,21 @@ app.kubernetes.io/name: minion-vault-operator
 app.kubernetes.io/part-of: minion-vault-operator
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
+
+{{/*
+The Secret that holds a credential given as a value (a token, a secret ID),
+in the operator's namespace, where it reads Secrets: dict with root (the
+top context), name, key and value.
+*/}}
+{{- define "minion-vault-operator.credentialSecret" -}}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .name }}
+  namespace: {{ .root.Values.namespace.name }}
+  labels:
+    {{- include "minion-vault-operator.labels" .root | nindent 4 }}
+type: Opaque
+stringData:
+  {{ .key }}: {{ include "minion-vault-operator.string" .value | quote }}
+{{- end -}}
