@@ -11,6 +11,7 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -180,9 +181,20 @@ func TestOwnershipNeverPassesByAccident(t *testing.T) {
 				s.must(s.c.Create(ctx, victim.DeepCopy()))
 				s.runOperator(t)
 			}
-			s.waitReady("rs-victim", minion)
+			if restored := s.waitReady("rs-victim", minion); restored.Status.AppRole == nil || restored.Status.AppRole.RoleID == "" {
+				// Only a recorded role puts it ahead of the claimant in the claim order.
+				t.Errorf("%s: the restored binding is Ready without its role in status: %+v", how, restored.Status.AppRole)
+			}
 			s.requestReconcile("rs-squat", minion)
-			s.waitReason("rs-squat", minion, v1alpha1.DuplicateMinionIDReason)
+			// On a failure, what both bindings' status said: the claim order is read from it.
+			eventually(t, 30*time.Second, "the claimant refused with "+v1alpha1.DuplicateMinionIDReason, func() error {
+				sq, vi := s.binding("rs-squat", minion), s.binding("rs-victim", minion)
+				if r := apimeta.FindStatusCondition(sq.Status.Conditions, v1alpha1.ReadyCondition); r == nil || r.Reason != v1alpha1.DuplicateMinionIDReason {
+					return fmt.Errorf("claimant's Ready %+v (last handled request %q); restored binding's appRole %+v, conditions %+v",
+						r, sq.Status.LastHandledReconcileAt, vi.Status.AppRole, vi.Status.Conditions)
+				}
+				return nil
+			})
 			audit.settle(t)
 			calls := audit.since(t, mark, operator)
 			t.Logf("%s: %d Vault writes by the operator: %s", how, calls.Writes, strings.Join(calls.Paths, ", "))
