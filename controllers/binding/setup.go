@@ -38,7 +38,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
-			builder.WithPredicates(shared.ClaimReleased)).
+			builder.WithPredicates(predicate.Or(shared.ClaimReleased, shared.HoldingChanged))).
 		Watches(&v1alpha1.MinionBinding{}, changedFirst{}).
 		WithOptions(opts).
 		Named("minionbinding").
@@ -106,8 +106,9 @@ func (r *Reconciler) bindingsInNamespace(ctx context.Context, o client.Object) [
 }
 
 // sameMinionID wakes the other claimants of a minion ID when one starts
-// being deleted (they now wait for it) and when it is gone (the next in
-// line takes the ID over).
+// being deleted (they now wait for it), when it is gone (the next in line
+// takes the ID over), and when it starts or stops holding it (the claim
+// order changed).
 func (r *Reconciler) sameMinionID(ctx context.Context, o client.Object) []reconcile.Request {
 	b, ok := o.(*v1alpha1.MinionBinding)
 	if !ok {

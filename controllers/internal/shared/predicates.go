@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
@@ -51,6 +52,22 @@ var ClaimReleased = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	UpdateFunc:  DeletionStarted.UpdateFunc,
+}
+
+// HoldingChanged passes a binding that starts or stops holding its minion
+// ID (admission.Holds: the operator recorded its role in status). The
+// claim order of the other claimants changed: one that Vault's state
+// refused meanwhile (the holder's marker read before its status was
+// written) is told by the claim order now, not at its next retry.
+var HoldingChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(ev event.UpdateEvent) bool {
+		o, ok1 := ev.ObjectOld.(*v1alpha1.MinionBinding)
+		n, ok2 := ev.ObjectNew.(*v1alpha1.MinionBinding)
+		return ok1 && ok2 && admission.Holds(o) != admission.Holds(n)
+	},
 }
 
 // DeletionStarted passes an object whose deletion timestamp was just set.
