@@ -216,6 +216,10 @@ BENCH_PHASES ?=
 # BENCH_FLOORS=no skips the floors (no ratios): a quicker look at the
 # operator's own phases.
 BENCH_FLOORS ?= yes
+# BENCH_ROUNDS=3 measures each size and shape three times, floors and
+# operator in alternating order, and reports each round and the median
+# ratio: one round's ratio can be off by a tenth on a noisy machine.
+BENCH_ROUNDS ?= 1
 
 # BENCH_BASELINE=<git revision> (e.g. HEAD~1) also runs that revision's
 # operator beside this tree's, in the same session, order alternating.
@@ -228,9 +232,9 @@ bench-scale: build $(KUBE_APISERVER) $(ETCD) $(VAULT) ## The operator (its own p
 	  git archive '$(BENCH_BASELINE)' | tar -x -C $(BIN)/scale/baseline-src && \
 	  (cd $(BIN)/scale/baseline-src && go build -trimpath -o $(BIN)/scale/baseline-minionvault ./cmd/minionvault) && \
 	  echo ">> baseline operator: $(BENCH_BASELINE) ($$(git rev-parse --short '$(BENCH_BASELINE)'))"; fi
-	SCALE_N='$(BENCH_N)' SCALE_SHAPES='$(BENCH_SHAPES)' SCALE_PHASES='$(BENCH_PHASES)' SCALE_NO_FLOORS='$(filter no,$(BENCH_FLOORS))' SCALE_OUT=$(BIN)/scale MINIONVAULT_BIN=$(BIN)/minionvault MINIONVAULT_TOOLS_DIR=$(BIN) \
+	SCALE_N='$(BENCH_N)' SCALE_SHAPES='$(BENCH_SHAPES)' SCALE_PHASES='$(BENCH_PHASES)' SCALE_NO_FLOORS='$(filter no,$(BENCH_FLOORS))' SCALE_ROUNDS='$(BENCH_ROUNDS)' SCALE_OUT=$(BIN)/scale MINIONVAULT_BIN=$(BIN)/minionvault MINIONVAULT_TOOLS_DIR=$(BIN) \
 	SCALE_BASELINE='$(if $(BENCH_BASELINE),$(BIN)/scale/baseline-minionvault)' SCALE_BASELINE_NAME='$(BENCH_BASELINE)' \
-	SCALE_COMMAND="make bench-scale BENCH_N='$(BENCH_N)' BENCH_SHAPES='$(BENCH_SHAPES)'$(if $(BENCH_PHASES), BENCH_PHASES='$(BENCH_PHASES)')$(if $(BENCH_BASELINE), BENCH_BASELINE='$(BENCH_BASELINE)')" \
+	SCALE_COMMAND="make bench-scale BENCH_N='$(BENCH_N)' BENCH_SHAPES='$(BENCH_SHAPES)'$(if $(BENCH_PHASES), BENCH_PHASES='$(BENCH_PHASES)')$(if $(filter-out 1,$(BENCH_ROUNDS)), BENCH_ROUNDS='$(BENCH_ROUNDS)')$(if $(BENCH_BASELINE), BENCH_BASELINE='$(BENCH_BASELINE)')" \
 	go test -tags integration -run='^$$' -bench='^BenchmarkScale$$' -benchtime=1x -timeout=0 -v ./test/scale
 
 ##@ Help

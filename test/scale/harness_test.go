@@ -44,6 +44,11 @@ type config struct {
 	// bindings about the converge need not wait for every other phase at
 	// that size. The floors follow them (runsFloor).
 	phases []string
+	// rounds is how many times each size and shape is measured, the
+	// floors and the operator's phases alike, in alternating order
+	// (SCALE_ROUNDS): on a noisy machine one round's ratio can be off by
+	// a tenth either way, and the median of several is not.
+	rounds int
 }
 
 // phaseResult is one row of the table: what one phase cost.
@@ -105,8 +110,12 @@ type phaseResult struct {
 
 // shapeResult is one shape at one N: the floor and the operator's phases.
 type shapeResult struct {
-	N      int
+	N int
+	// Shape labels the rows: the shape, and its round when there are
+	// several ("shared #2"); Base is the shape alone.
 	Shape  string
+	Base   string `json:",omitempty"`
+	Round  int    `json:",omitempty"`
 	Phases []*phaseResult
 	// Memory says how the operator's memory was limited.
 	Memory string
@@ -161,7 +170,14 @@ type harness struct {
 	cfg   config
 	n     int
 	shape string
-	w     *world
+	// label is the shape in the rows, logs and profile names: with its
+	// round when there are several.
+	label string
+	// operatorFirst runs the operator's phases before the floors (every
+	// other round), so that a machine that slows down or speeds up over
+	// the run does not favour one side.
+	operatorFirst bool
+	w             *world
 	// op is the operator under measurement: after the failover, the
 	// standby that took over. opMu guards it for the profiles' goroutine.
 	op   *operatorProc
@@ -311,9 +327,9 @@ type phaseBody func(ctx context.Context, r *phaseResult) (wall time.Duration, er
 // run runs one phase and records it; a failed phase is recorded with its
 // error, and run returns false.
 func (h *harness) run(ctx context.Context, name, actor string, per int, body phaseBody) bool {
-	r := &phaseResult{N: h.n, Shape: h.shape, Phase: name, Actor: actor, Per: per}
+	r := &phaseResult{N: h.n, Shape: h.label, Phase: name, Actor: actor, Per: per}
 	h.res.Phases = append(h.res.Phases, r)
-	h.cfg.logf("N=%d %s: %s ...", h.n, h.shape, name)
+	h.cfg.logf("N=%d %s: %s ...", h.n, h.label, name)
 	if h.op != nil {
 		h.op.resetPeak()
 	}
@@ -352,7 +368,7 @@ func (h *harness) run(ctx context.Context, name, actor string, per int, body pha
 		r.Stored, _ = h.stored(ctx, actor)
 	}
 	finishProfiles(r)
-	h.cfg.logf("N=%d %s: %s: %s%s", h.n, h.shape, name, r.Wall.Round(time.Millisecond), errSuffix(r.Err))
+	h.cfg.logf("N=%d %s: %s: %s%s", h.n, h.label, name, r.Wall.Round(time.Millisecond), errSuffix(r.Err))
 	return r.Err == ""
 }
 
@@ -388,7 +404,7 @@ func (h *harness) startProfiles(name, actor string) (finish func(r *phaseResult)
 	if h.cfg.profileDir == "" {
 		return func(*phaseResult) {}
 	}
-	prefix := filepath.Join(h.cfg.profileDir, fmt.Sprintf("N%d-%s-%s", h.n, h.shape, strings.ReplaceAll(name, " ", "-")))
+	prefix := filepath.Join(h.cfg.profileDir, fmt.Sprintf("N%d-%s-%s", h.n, strings.ReplaceAll(h.label, " #", "-round"), strings.ReplaceAll(name, " ", "-")))
 	var stopOperator func() []string
 	if actor == "operator" {
 		// Whichever instance is under measurement: the failover swaps it.

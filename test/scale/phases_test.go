@@ -25,15 +25,26 @@ import (
 // operator running), then the operator's phases, each converge on fresh
 // servers (see all).
 func runShape(ctx context.Context, cfg config, n int, shape string) *shapeResult {
-	res := &shapeResult{N: n, Shape: shape}
-	h := &harness{cfg: cfg, n: n, shape: shape, res: res}
+	return runRound(ctx, cfg, n, shape, 0)
+}
+
+// runRound is runShape as round of several (0: the only one). Even rounds
+// run the operator's phases first.
+func runRound(ctx context.Context, cfg config, n int, shape string, round int) *shapeResult {
+	label := shape
+	if round > 0 {
+		label = fmt.Sprintf("%s #%d", shape, round)
+	}
+	res := &shapeResult{N: n, Shape: label, Base: shape, Round: round}
+	h := &harness{cfg: cfg, n: n, shape: shape, label: label, res: res, operatorFirst: round > 0 && round%2 == 0}
 	if err := h.all(ctx); err != nil {
 		res.Err = err.Error()
 	}
 	return res
 }
 
-// all runs the floors, then the operator's phases. Each converge, the
+// all runs the floors, then the operator's phases (in even rounds the
+// operator's first, then the floors). Each converge, the
 // floors' and the operator's, begins on servers of its own that nothing
 // ran on before: servers that earlier phases have grown are slower (in
 // one run, the operator's converge after the three floors on the same
@@ -41,18 +52,36 @@ func runShape(ctx context.Context, cfg config, n int, shape string) *shapeResult
 // baseline's on fresh ones, for the same calls), and a phase that met
 // them would be charged for what came before it.
 func (h *harness) all(ctx context.Context) error {
-	if !h.cfg.skipFloors {
-		for _, group := range [](func(context.Context) (bool, error)){h.floors, h.recordFloors, h.proofFloor} {
-			ok := false
-			if err := h.onFreshServers(ctx, func() (err error) {
-				ok, err = h.watchingFloor(ctx, group)
-				return err
-			}); !ok || err != nil {
-				return err // a failed phase is recorded in it
-			}
+	operator := func() error { return h.onFreshServers(ctx, func() error { return h.operatorPhases(ctx) }) }
+	if h.operatorFirst {
+		if err := operator(); err != nil {
+			return err
+		}
+		_, err := h.allFloors(ctx)
+		return err
+	}
+	if ok, err := h.allFloors(ctx); !ok || err != nil {
+		return err // a failed phase is recorded in it
+	}
+	return operator()
+}
+
+// allFloors runs the floors, each group on fresh servers; false when one
+// failed (recorded in its phase).
+func (h *harness) allFloors(ctx context.Context) (bool, error) {
+	if h.cfg.skipFloors {
+		return true, nil
+	}
+	for _, group := range [](func(context.Context) (bool, error)){h.floors, h.recordFloors, h.proofFloor} {
+		ok := false
+		if err := h.onFreshServers(ctx, func() (err error) {
+			ok, err = h.watchingFloor(ctx, group)
+			return err
+		}); !ok || err != nil {
+			return false, err
 		}
 	}
-	return h.onFreshServers(ctx, func() error { return h.operatorPhases(ctx) })
+	return true, nil
 }
 
 // onFreshServers starts the servers, runs body against them and stops

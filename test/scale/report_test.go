@@ -24,6 +24,9 @@ func header(cfg config, command string, started time.Time, machine string) strin
 	fmt.Fprintf(&b, "- started %s; %s\n", started.Format(time.RFC3339), machine)
 	fmt.Fprintf(&b, "- N %v, shapes %v; %d parallel creators, floor with %d workers, operator `--concurrency=%d` with a memory limit of %s; fresh servers for each converge (the floor, the floor + record, the floor + record + proof, the operator's), the rollouts on the servers of the converge before them; the harness watches the bindings (an informer) in the floors as in the operator's phases\n",
 		cfg.ns, cfg.shapes, cfg.creators, cfg.floorWorkers, cfg.concurrency, memoryLimits(cfg.ns))
+	if cfg.rounds > 1 {
+		fmt.Fprintf(&b, "- %d rounds of each size and shape, the floors first in odd rounds and the operator's phases first in even ones (ratios by round and their median at the end)\n", cfg.rounds)
+	}
 	if p := phasesRun(cfg); p != "" {
 		fmt.Fprintf(&b, "- %s\n", p)
 	}

@@ -60,6 +60,7 @@ const (
 	// SCALE_NO_FLOORS=1 skips the floors: no ratios, for a quick look at
 	// the operator's own phases (make bench-scale BENCH_FLOORS=no).
 	envNoFloors = "SCALE_NO_FLOORS"
+	envRounds   = "SCALE_ROUNDS" // how many times each size and shape is measured (default 1)
 )
 
 // The harness's informers log through controller-runtime: errors only.
@@ -113,6 +114,13 @@ func fromEnv(cfg config) (config, error) {
 			return cfg, fmt.Errorf("%s: %w", envTimeout, err)
 		}
 		cfg.phaseTimeout = func(int) time.Duration { return d }
+	}
+	if v := strings.TrimSpace(os.Getenv(envRounds)); v != "" {
+		r, err := strconv.Atoi(v)
+		if err != nil || r < 1 || r > 9 {
+			return cfg, fmt.Errorf("%s: %q is not a number of rounds from 1 to 9", envRounds, v)
+		}
+		cfg.rounds = r
 	}
 	if v := strings.TrimSpace(os.Getenv(envNoFloors)); v != "" && v != "0" {
 		cfg.skipFloors = true
@@ -189,12 +197,19 @@ func command(fallback string) string {
 	return fallback
 }
 
-// runAll measures every N and shape, one after the other.
+// runAll measures every N and shape, one after the other, each in
+// cfg.rounds rounds.
 func runAll(ctx context.Context, cfg config) []*shapeResult {
 	var all []*shapeResult
 	for _, n := range cfg.ns {
 		for _, shape := range cfg.shapes {
-			all = append(all, runShape(ctx, cfg, n, shape))
+			if cfg.rounds <= 1 {
+				all = append(all, runShape(ctx, cfg, n, shape))
+				continue
+			}
+			for round := 1; round <= cfg.rounds; round++ {
+				all = append(all, runRound(ctx, cfg, n, shape, round))
+			}
 		}
 	}
 	return all
@@ -273,8 +288,9 @@ func BenchmarkScale(b *testing.B) {
 		checks = append(checks, budgetChecks(s)...)
 	}
 	checks = append(checks, goalChecks(all)...)
+	checks = append(checks, roundGoals(all)...)
 	report := header(cfg, command("go test -tags integration -run '^$' -bench BenchmarkScale -benchtime 1x ./test/scale"), started, host) +
-		fmt.Sprintf("- total time %s\n", time.Since(started).Round(time.Second)) + table(all, checks)
+		fmt.Sprintf("- total time %s\n", time.Since(started).Round(time.Second)) + table(all, checks) + roundsSection(all)
 	if baseBin != "" {
 		report += comparison(all, base, baseName) + "\n## " + baseName + ": every phase\n" + table(base, nil)
 	}

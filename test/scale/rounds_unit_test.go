@@ -1,0 +1,56 @@
+package scale
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRounds: a run of several rounds is judged by each round's median
+// ratio, not by its luckiest or unluckiest round, and the report lists
+// every round beside the median.
+func TestRounds(t *testing.T) {
+	round := func(shape string, r int, floorRecord, converge float64) *shapeResult {
+		s := &shapeResult{N: 10000, Shape: shape + " #x", Base: shape, Round: r, Phases: []*phaseResult{
+			{Phase: phaseFloorRecord, Actor: "floor", Wall: time.Duration(floorRecord * float64(time.Second))},
+			{Phase: phaseConverge, Actor: "operator", Wall: time.Duration(converge * float64(time.Second))},
+		}}
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		rounds []*shapeResult
+		median string
+		ok     bool
+	}{
+		{"one slow round of three", []*shapeResult{round(shapeShared, 1, 100, 115), round(shapeShared, 2, 100, 158), round(shapeShared, 3, 100, 118)}, "1.18×", true},
+		{"one fast round of three", []*shapeResult{round(shapeShared, 1, 100, 114), round(shapeShared, 2, 100, 130), round(shapeShared, 3, 100, 133)}, "1.30×", false},
+		{"two rounds: the mean of both", []*shapeResult{round(shapeShared, 1, 100, 110), round(shapeShared, 2, 100, 128)}, "1.19×", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checks := roundGoals(tc.rounds)
+			if len(checks) != 1 {
+				t.Fatalf("%d checks, want the converge's median alone: %+v", len(checks), checks)
+			}
+			c := checks[0]
+			if c.OK != tc.ok || !strings.HasPrefix(c.Measured, tc.median) || !strings.Contains(c.Goal, "median of") {
+				t.Errorf("%s: OK %v, measured %s; want OK %v, %s", c.Goal, c.OK, c.Measured, tc.ok, tc.median)
+			}
+		})
+	}
+	// Shapes are grouped apart, and a run of one round has no medians.
+	mixed := []*shapeResult{round(shapeShared, 1, 100, 110), round(shapePerMinion, 1, 100, 150), round(shapeShared, 2, 100, 112), round(shapePerMinion, 2, 100, 152)}
+	if got := len(roundGoals(mixed)); got != 2 {
+		t.Errorf("%d median checks for two shapes, want 2", got)
+	}
+	section := roundsSection(mixed)
+	for _, want := range []string{"| 10000 | shared | converge × floor + record | 1.10, 1.12 | 1.11 | 1.2× |", "| 10000 | perminion | converge × floor + record | 1.50, 1.52 | 1.51 | 1.2× |"} {
+		if !strings.Contains(section, want) {
+			t.Errorf("the section lacks %q:\n%s", want, section)
+		}
+	}
+	single := round(shapeShared, 0, 100, 110)
+	if roundGoals([]*shapeResult{single}) != nil || roundsSection([]*shapeResult{single}) != "" {
+		t.Error("a run of one round reports medians")
+	}
+}
