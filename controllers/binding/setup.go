@@ -38,7 +38,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
-			builder.WithPredicates(predicate.Or(shared.ClaimReleased, shared.HoldingChanged))).
+			builder.WithPredicates(predicate.Or(shared.ClaimReleased, shared.HoldsChanged))).
 		Watches(&v1alpha1.MinionBinding{}, changedFirst{}).
 		WithOptions(opts).
 		Named("minionbinding").

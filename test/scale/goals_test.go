@@ -177,3 +177,45 @@ func TestRolloutGoals(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyChangeAfterFailover: the policy change reads no binding's
+// objects, except, after a failover in the same round, the drift checks
+// its new leader spread over the failover's interval, up to twice their
+// steady rate.
+func TestPolicyChangeAfterFailover(t *testing.T) {
+	policy := func(checks int) *phaseResult {
+		v := newTally()
+		v.By["policy R"], v.By["policy W"] = 10000, 10000
+		v.By["entity R"], v.By["role R"], v.By["role/role-id R"] = checks, checks, checks
+		return &phaseResult{Phase: phasePolicy, Wall: 11 * time.Second, Quiet: 60 * time.Second, Vault: v, Per: 10000}
+	}
+	failover := &phaseResult{Phase: phaseFailover, Failover: &failoverResult{Interval: 10 * time.Minute, Steady: 3000}}
+	find := func(s *shapeResult) check {
+		for _, c := range goalChecks([]*shapeResult{s}) {
+			if strings.Contains(c.Goal, "policy change reads") {
+				return c
+			}
+		}
+		t.Fatal("no check of the policy change's reads")
+		return check{}
+	}
+	for _, tc := range []struct {
+		name   string
+		phases []*phaseResult
+		ok     bool
+	}{
+		{"no failover, no reads", []*phaseResult{policy(0)}, true},
+		{"no failover, a check fell due", []*phaseResult{policy(1)}, false},
+		{"after a failover, its checks at the steady rate", []*phaseResult{failover, policy(1142)}, true},
+		// 2 × 3,000 per minute over 71 s: 7,100 reads.
+		{"after a failover, more than twice its rate", []*phaseResult{failover, policy(2400)}, false},
+		{"a failover after the policy change allows nothing", []*phaseResult{policy(1), failover}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := find(&shapeResult{N: 10000, Shape: shapePerMinion, Phases: tc.phases})
+			if c.OK != tc.ok {
+				t.Errorf("%s: OK %v, want %v (%s)", c.Goal, c.OK, tc.ok, c.Measured)
+			}
+		})
+	}
+}

@@ -54,12 +54,12 @@ var ClaimReleased = predicate.Funcs{
 	UpdateFunc:  DeletionStarted.UpdateFunc,
 }
 
-// HoldingChanged passes a binding that starts or stops holding its minion
+// HoldsChanged passes a binding that starts or stops holding its minion
 // ID (admission.Holds: the operator recorded its role in status). The
 // claim order of the other claimants changed: one that Vault's state
 // refused meanwhile (the holder's marker read before its status was
 // written) is told by the claim order now, not at its next retry.
-var HoldingChanged = predicate.Funcs{
+var HoldsChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },

@@ -58,10 +58,10 @@ func TestPredicates(t *testing.T) {
 		{"reconcile requested again, same value", forBinding, binding(1, asked, false), binding(1, asked, false), false},
 		{"deletion starts", ClaimReleased, binding(1, nil, false), binding(1, nil, true), true},
 		{"deleting, finalizer still there", ClaimReleased, binding(1, nil, true), binding(1, owned, true), false},
-		{"starts holding its minion ID", HoldingChanged, binding(1, nil, false), holding(binding(1, owned, false), "r1"), true},
-		{"stops holding its minion ID", HoldingChanged, holding(binding(1, owned, false), "r1"), binding(1, owned, false), true},
-		{"holds it still, its role ID changed", HoldingChanged, holding(binding(1, owned, false), "r1"), holding(binding(1, owned, false), "r2"), false},
-		{"a role recorded without its role ID", HoldingChanged, binding(1, nil, false), holding(binding(1, nil, false), ""), false},
+		{"starts holding its minion ID", HoldsChanged, binding(1, nil, false), holding(binding(1, owned, false), "r1"), true},
+		{"stops holding its minion ID", HoldsChanged, holding(binding(1, owned, false), "r1"), binding(1, owned, false), true},
+		{"holds it still, its role ID changed", HoldsChanged, holding(binding(1, owned, false), "r1"), holding(binding(1, owned, false), "r2"), false},
+		{"a role recorded without its role ID", HoldsChanged, binding(1, nil, false), holding(binding(1, nil, false), ""), false},
 		{"identity changed", IdentityChanged, conn("a", true), conn("b", true), true},
 		{"identity first known", IdentityChanged, conn("", true), conn("b", true), false},
 		{"identity same", IdentityChanged, conn("a", true), conn("a", true), false},
@@ -80,7 +80,7 @@ func TestPredicates(t *testing.T) {
 	if ClaimReleased.Create(event.CreateEvent{Object: binding(1, nil, false)}) {
 		t.Error("a new binding releases nothing")
 	}
-	if HoldingChanged.Create(event.CreateEvent{Object: holding(binding(1, nil, false), "r1")}) {
+	if HoldsChanged.Create(event.CreateEvent{Object: holding(binding(1, nil, false), "r1")}) {
 		t.Error("a binding listed by a new process changes no claim order")
 	}
 }
