@@ -59,15 +59,21 @@ var ClaimReleased = predicate.Funcs{
 // claim order of the other claimants changed: one that Vault's state
 // refused meanwhile (the holder's marker read before its status was
 // written) is told by the claim order now, not at its next retry.
-var HoldsChanged = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(ev event.UpdateEvent) bool {
-		o, ok1 := ev.ObjectOld.(*v1alpha1.MinionBinding)
-		n, ok2 := ev.ObjectNew.(*v1alpha1.MinionBinding)
-		return ok1 && ok2 && admission.Holds(o) != admission.Holds(n)
-	},
+var HoldsChanged = BindingFlipped(admission.Holds)
+
+// BindingFlipped passes an update of a binding that changes what is says
+// of it.
+func BindingFlipped(is func(*v1alpha1.MinionBinding) bool) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(ev event.UpdateEvent) bool {
+			o, ok1 := ev.ObjectOld.(*v1alpha1.MinionBinding)
+			n, ok2 := ev.ObjectNew.(*v1alpha1.MinionBinding)
+			return ok1 && ok2 && is(o) != is(n)
+		},
+	}
 }
 
 // DeletionStarted passes an object whose deletion timestamp was just set.
