@@ -28,7 +28,7 @@ func runShape(ctx context.Context, cfg config, n int, shape string) *shapeResult
 	return runRound(ctx, cfg, n, shape, 0)
 }
 
-// runRound is runShape as round of several (0: the only one). Even rounds
+// runRound is runShape as one round of several (0: the only one). Even rounds
 // run the operator's phases first.
 func runRound(ctx context.Context, cfg config, n int, shape string, round int) *shapeResult {
 	label := shape
