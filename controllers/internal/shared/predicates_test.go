@@ -83,4 +83,13 @@ func TestPredicates(t *testing.T) {
 	if HoldsChanged.Create(event.CreateEvent{Object: holding(binding(1, nil, false), "r1")}) {
 		t.Error("a binding listed by a new process changes no claim order")
 	}
+	// The update predicates pass no other event: predicate.Funcs passes
+	// any it has no func for.
+	for name, p := range map[string]predicate.Funcs{"ReconcileRequested": ReconcileRequested, "RecordRepaired": RecordRepaired,
+		"HoldsChanged": HoldsChanged, "DeletionStarted": DeletionStarted, "IdentityChanged": IdentityChanged, "BecameReady": BecameReady} {
+		b := binding(1, asked, true)
+		if p.Create(event.CreateEvent{Object: b}) || p.Delete(event.DeleteEvent{Object: b}) || p.Generic(event.GenericEvent{Object: b}) {
+			t.Errorf("%s passes a create, delete or generic event", name)
+		}
+	}
 }
