@@ -216,8 +216,9 @@ func budgetChecks(s *shapeResult) []check {
 		}
 	}
 	n := s.N
-	pols := expectedPolicies(s.Shape, n)
-	names := policyNames(s.Shape, n)
+	// By the shape alone: a round's label ("perminion #2") is no shape.
+	pols := expectedPolicies(s.baseShape(), n)
+	names := policyNames(s.baseShape(), n)
 	if p := s.phase(phaseConverge); p != nil && p.Err == "" {
 		slots, slotsHow := slotReads(p, names)
 		out = append(out, vaultBudgets(where+": converge", p, n, pols, budgetNewVaultWrites, budgetNewVaultReads, 0, "", budgetPolicyWrites,
@@ -490,7 +491,7 @@ func goalChecks(all []*shapeResult) []check {
 	for _, shape := range allShapes {
 		var small, large *shapeResult
 		for _, s := range all {
-			if s.Shape != shape || s.N < flatFromN {
+			if s.baseShape() != shape || s.N < flatFromN {
 				continue
 			}
 			if small == nil || s.N < small.N {

@@ -124,6 +124,15 @@ type shapeResult struct {
 	Binary string `json:",omitempty"`
 }
 
+// baseShape is the shape alone, whether or not the rows carry a round
+// (a result read from an older report has no Base).
+func (s *shapeResult) baseShape() string {
+	if s.Base != "" {
+		return s.Base
+	}
+	return s.Shape
+}
+
 func (s *shapeResult) phase(name string) *phaseResult {
 	for _, p := range s.Phases {
 		if p.Phase == name {

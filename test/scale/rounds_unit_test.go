@@ -56,3 +56,35 @@ func TestRounds(t *testing.T) {
 		t.Error("a run of one round reports medians")
 	}
 }
+
+// A round's rows are labelled "perminion #2", but its budgets are the
+// shape's: a policy per minion is in the converge's policy budget (the
+// label once made it 11, and every per-minion round NOT MET).
+func TestRoundBudgetsByShape(t *testing.T) {
+	const n = 100
+	vault := newTally()
+	for range expectedPolicies(shapePerMinion, n) {
+		vault.add("policy W", true, false)
+		vault.add("policy R", false, false)
+	}
+	converge := &phaseResult{Phase: phaseConverge, Actor: "operator", N: n, Per: n, Wall: time.Second, Vault: vault, Kube: newTally()}
+	for _, s := range []*shapeResult{
+		{N: n, Shape: shapePerMinion + " #2", Base: shapePerMinion, Round: 2, Phases: []*phaseResult{converge}},
+		{N: n, Shape: shapePerMinion, Phases: []*phaseResult{converge}}, // a report without Base
+	} {
+		for _, c := range budgetChecks(s) {
+			if strings.Contains(c.Goal, "policy") && !c.OK {
+				t.Errorf("%s: %s NOT MET: %s", s.Shape, c.Goal, c.Measured)
+			}
+		}
+	}
+	// And the shared shape's budget still refuses a policy per minion.
+	shared := &shapeResult{N: n, Shape: shapeShared + " #1", Base: shapeShared, Round: 1, Phases: []*phaseResult{converge}}
+	refused := false
+	for _, c := range budgetChecks(shared) {
+		refused = refused || (strings.Contains(c.Goal, "policy writes") && !c.OK)
+	}
+	if !refused {
+		t.Error("the shared shape's budget allows a policy per minion")
+	}
+}
