@@ -24,8 +24,7 @@ import (
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.checks = newCheckSchedule()
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, shared.ReconcileRequested, shared.RecordRepaired))).
+		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(shared.SpecOrRequest, shared.RecordRepaired))).
 		Watches(&v1alpha1.MinionTemplate{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -171,20 +170,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.VaultConnection{}, builder.WithPredicates(checkWanted)).
+		For(&v1alpha1.VaultConnection{}, builder.WithPredicates(shared.SpecOrRequest)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsOfSecret)).
 		WatchesRawSource(source.Channel(closed, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Named("vaultconnection").
 		Complete(r)
 }
-
-// checkWanted passes what asks for a check of a connection: its creation
-// and deletion, a new generation, a reconcile request. Not the operator's
-// own status writes: each would cost a second check of Vault right after
-// the one it records, and that check races the bindings' first requests
-// once the connection says Ready.
-var checkWanted = predicate.Or(predicate.GenerationChangedPredicate{}, shared.ReconcileRequested)
 
 func (r *Reconciler) connectionsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	names, err := shared.ConnectionsBy(ctx, r.Client, shared.ConnectionSecretIndex, shared.ObjectKey(o.GetNamespace(), o.GetName()))

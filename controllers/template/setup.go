@@ -59,8 +59,7 @@ func (r *Reconciler) setupScan(mgr ctrl.Manager, opts controller.Options, refres
 		},
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.MinionTemplate{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, shared.ReconcileRequested))).
+		For(&v1alpha1.MinionTemplate{}, builder.WithPredicates(shared.SpecOrRequest)).
 		// Metadata only: ConfigMap data is read by name when its version
 		// changes (Templates.Compile), never cached.
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConfigMap)).

@@ -20,6 +20,13 @@ var ReconcileRequested = onUpdate(func(ev event.UpdateEvent) bool {
 		ev.ObjectOld.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]
 })
 
+// SpecOrRequest passes what asks a controller for its object: its
+// creation and deletion, a new generation, a reconcile request. Not the
+// operator's own writes of status or of its record: each would reconcile
+// again right after the reconcile it records (for a connection, a second
+// check of Vault that races its bindings' first requests).
+var SpecOrRequest = predicate.Or(predicate.GenerationChangedPredicate{}, ReconcileRequested)
+
 // RecordRepaired passes a binding whose record of its Vault objects
 // (VaultObjectsAnnotation) changed to or from one that cannot be read: a
 // binding stalled by a broken record recovers as soon as it is mended or

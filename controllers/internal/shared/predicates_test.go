@@ -35,7 +35,12 @@ func TestPredicates(t *testing.T) {
 		b.Status.AppRole = &v1alpha1.AppRoleStatus{Mount: "salt-minions", Name: "b", RoleID: roleID}
 		return b
 	}
-	forBinding := predicate.Or(predicate.GenerationChangedPredicate{}, ReconcileRequested, RecordRepaired)
+	forBinding := predicate.Or(SpecOrRequest, RecordRepaired)
+	connAt := func(gen int64, ann map[string]string, ready bool) *v1alpha1.VaultConnection {
+		c := conn("a", ready)
+		c.Generation, c.Annotations = gen, ann
+		return c
+	}
 	owned := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions","entity":"e"}]`}
 	moved := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions-b","entity":"e"}]`}
 	broken := map[string]string{v1alpha1.VaultObjectsAnnotation: `[{"vault":"v","connection":"c","mount":"salt-minions","entity":".."}]`}
@@ -66,6 +71,12 @@ func TestPredicates(t *testing.T) {
 		{"identity first known", IdentityChanged, conn("", true), conn("b", true), false},
 		{"identity same", IdentityChanged, conn("a", true), conn("a", true), false},
 		{"connection became ready", BecameReady, conn("a", false), conn("a", true), true},
+		// A connection is checked when asked, not for its own status.
+		{"the connection's check written to status", SpecOrRequest, connAt(1, nil, false), connAt(1, nil, true), false},
+		{"the connection's status back to not ready", SpecOrRequest, connAt(1, nil, true), connAt(1, nil, false), false},
+		{"the connection edited", SpecOrRequest, connAt(1, nil, true), connAt(2, nil, true), true},
+		{"a check of the connection requested", SpecOrRequest, connAt(1, nil, true), connAt(1, asked, true), true},
+		{"another annotation on the connection", SpecOrRequest, connAt(1, nil, true), connAt(1, map[string]string{"note": "x"}, true), false},
 		{"connection stayed ready", BecameReady, conn("a", true), conn("a", true), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,6 +84,9 @@ func TestPredicates(t *testing.T) {
 				t.Errorf("Update = %v, want %v", got, tc.want)
 			}
 		})
+	}
+	if !SpecOrRequest.Create(event.CreateEvent{Object: connAt(1, nil, false)}) || !SpecOrRequest.Delete(event.DeleteEvent{Object: connAt(1, nil, true)}) {
+		t.Error("a new or deleted object is not reconciled")
 	}
 	if !ClaimReleased.Delete(event.DeleteEvent{Object: binding(1, nil, true)}) {
 		t.Error("a binding that is gone releases its minion ID")
