@@ -51,6 +51,19 @@ type config struct {
 	rounds int
 }
 
+// roundNumbers are the rounds runRound is called with: 0 alone (rows
+// without a round) for a single round, else 1 to rounds.
+func (c config) roundNumbers() []int {
+	if c.rounds <= 1 {
+		return []int{0}
+	}
+	out := make([]int, c.rounds)
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
+}
+
 // phaseResult is one row of the table: what one phase cost.
 type phaseResult struct {
 	N     int

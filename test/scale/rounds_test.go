@@ -43,9 +43,9 @@ func groupRounds(all []*shapeResult) []roundGroup {
 		if s.Round == 0 {
 			continue
 		}
-		i := slices.IndexFunc(out, func(g roundGroup) bool { return g.n == s.N && g.shape == s.Base })
+		i := slices.IndexFunc(out, func(g roundGroup) bool { return g.n == s.N && g.shape == s.baseShape() })
 		if i < 0 {
-			out = append(out, roundGroup{n: s.N, shape: s.Base})
+			out = append(out, roundGroup{n: s.N, shape: s.baseShape()})
 			i = len(out) - 1
 		}
 		out[i].rounds = append(out[i].rounds, s)

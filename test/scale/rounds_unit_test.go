@@ -3,6 +3,7 @@
 package scale
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +87,14 @@ func TestRoundBudgetsByShape(t *testing.T) {
 	}
 	if !refused {
 		t.Error("the shared shape's budget allows a policy per minion")
+	}
+}
+
+// One round runs without a round in its rows; several are numbered from 1.
+func TestRoundNumbers(t *testing.T) {
+	for rounds, want := range map[int]string{0: "[0]", 1: "[0]", 3: "[1 2 3]"} {
+		if got := fmt.Sprint(config{rounds: rounds}.roundNumbers()); got != want {
+			t.Errorf("rounds %d: %s, want %s", rounds, got, want)
+		}
 	}
 }

@@ -203,11 +203,7 @@ func runAll(ctx context.Context, cfg config) []*shapeResult {
 	var all []*shapeResult
 	for _, n := range cfg.ns {
 		for _, shape := range cfg.shapes {
-			if cfg.rounds <= 1 {
-				all = append(all, runShape(ctx, cfg, n, shape))
-				continue
-			}
-			for round := 1; round <= cfg.rounds; round++ {
+			for _, round := range cfg.roundNumbers() {
 				all = append(all, runRound(ctx, cfg, n, shape, round))
 			}
 		}
