@@ -78,9 +78,19 @@ const (
 	// MinionIDRetainedReason: the minion's objects in Vault were retained
 	// (deletionPolicy Retain) for a MinionBinding that was deleted: they
 	// are kept for that binding, created again under its namespace and
-	// name (a restore), and handed to no other. Deleting the minion's
-	// AppRole role and entity in Vault releases the minion ID.
+	// name (a restore), and handed to no other, until a cluster
+	// administrator releases them (the VaultConnection annotation
+	// minionvault.dev/collect).
 	MinionIDRetainedReason = "MinionIDRetained"
+
+	// MinionIDLostReason: the minion's objects in Vault belong to a
+	// MinionBinding that is gone without its deletion having run (its
+	// finalizer stripped, its namespace lost, etcd restored). They are kept
+	// for that binding, created again under its namespace and name, until
+	// the operator's restore window ends; then the operator deletes them,
+	// and this binding creates the minion afresh. Nothing is written
+	// meanwhile.
+	MinionIDLostReason = "MinionIDLost"
 
 	// NotOwnedReason: the minion's entity or AppRole role exists in Vault
 	// without the operator's owner marker (made by a Salt master, by hand,
@@ -156,6 +166,17 @@ const (
 	// timestamp by convention), asks the operator to reconcile the object
 	// now. The handled value is echoed in status.lastHandledReconcileAt.
 	ReconcileRequestAnnotation = "reconcile.minionvault.dev/requestedAt"
+
+	// CollectAnnotation on a VaultConnection (cluster-scoped: a cluster
+	// administrator's, never a tenant's) asks the operator to collect now
+	// the lost or retained minions of the MinionBindings it names by UID
+	// (comma-separated), in the Vault the connection reaches: their
+	// AppRole role, then their entity, are deleted as a deletion would,
+	// without waiting for the restore window (lost) or for the binding
+	// coming back (retained). A UID whose binding exists collects nothing.
+	// The UID is in the waiting claimant's condition and in the
+	// MinionLost and Retained events.
+	CollectAnnotation = "minionvault.dev/collect"
 )
 
 // Document is an arbitrary JSON object kept as its raw JSON text, the way

@@ -30,6 +30,13 @@ path "auth/salt-minions/role/+" {
   capabilities = ["create", "read", "update", "delete"]
 }
 
+# The mount's role names, for the sweep for lost minions: roles the
+# operator wrote whose MinionBinding is gone without its deletion having
+# run (docs/concepts.md, "The lifecycle of a minion"). Names only.
+path "auth/salt-minions/role" {
+  capabilities = ["list"]
+}
+
 # The role ID, to find the minion's entity alias (read only). A new role's
 # role ID is chosen by the operator and sent with the role's creation
 # (role/+ above), so that its alias can exist before the role does.
@@ -45,6 +52,12 @@ path "sys/auth" {
 # Entities by name: read, create, replace metadata, delete.
 path "identity/entity/name/+" {
   capabilities = ["create", "read", "update", "delete"]
+}
+
+# Entity names, for the sweep for lost minions (names only: the marker is
+# read with the entity, above).
+path "identity/entity/name" {
+  capabilities = ["list"]
 }
 
 # Whose login an AppRole role leads to: the entity holding the alias named

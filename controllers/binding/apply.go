@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
@@ -45,7 +46,18 @@ func (r *Reconciler) apply(ctx context.Context, vc vault.Client, obj *v1alpha1.M
 	}
 	w := bindingWork{obj: obj, res: res, vc: vc, cur: &cur, rivals: rivals(r.ClusterID, a), inv: inv,
 		stale: inv.Stale(&cur), policy: recordedPolicy(tpl), mode: planModeOf(obj, tpl, sc.hash), knownRoleID: knownRoleID}
+	w.mode.window = r.LostWindow
+	// Never beside the collector's mark or collection of this entity: a
+	// binding taking its lost objects back reads and writes them alone.
+	unlock := r.Lost.Lock(cur.Vault, res.EntityName)
 	gone, err := r.run(ctx, w, sc)
+	unlock()
+	if refusedAs(err, v1alpha1.MinionIDLostReason) {
+		// The collector marks the loss (the window starts) and collects it
+		// when the window ends; this claimant writes nothing.
+		r.Lost.Notice(shared.LostCandidate{Vault: cur.Vault, Connection: cur.Connection, Mount: res.AppRole.Mount,
+			Role: res.AppRole.RoleName, Entity: res.EntityName})
+	}
 	if len(w.stale) == 0 {
 		return err
 	}
@@ -77,7 +89,7 @@ func (r *Reconciler) run(ctx context.Context, w bindingWork, sc *bindingScope) (
 	}
 	plan.noteIn(sc)
 	if w.cur != nil {
-		if err := r.recordBeforeWriting(ctx, w.obj, w.inv, *w.cur); err != nil {
+		if err := r.recordBeforeWriting(ctx, w.obj, w.inv, *w.cur, plan.establishes()); err != nil {
 			return nil, err
 		}
 	}
@@ -163,4 +175,10 @@ func desiredHash(vaultKey string, res *render.Result) string {
 	sort.Strings(md)
 	_ = enc.Encode(md)
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// refusedAs: err is a refusal for reason.
+func refusedAs(err error, reason string) bool {
+	var refused *shared.ErrRefused
+	return errors.As(err, &refused) && refused.Reason == reason
 }

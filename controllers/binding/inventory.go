@@ -2,7 +2,10 @@ package binding
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -46,20 +49,50 @@ func connectionVault(ctx context.Context, c client.Reader, name string) string {
 }
 
 // recordBeforeWriting adds the finalizer and cur to the record, in one
-// patch, when either is missing.
-func (r *Reconciler) recordBeforeWriting(ctx context.Context, obj *v1alpha1.MinionBinding, inv ownership.Inventory, cur ownership.Placement) error {
+// patch, when either is missing, and refuses to let the run write for a
+// binding the API server says is being deleted or gone: a claimant woken
+// while a namespace is torn down around it, its own deletion not in the
+// cache yet, must not create a minion that nothing would ever delete. The
+// patch's answer is the API server's object (a gone one answers 404);
+// when no patch is needed and the run creates or takes objects
+// (establishes), the binding is read past the cache. A run that only
+// updates objects the binding holds needs no read: its deletion deletes
+// them either way.
+func (r *Reconciler) recordBeforeWriting(ctx context.Context, obj *v1alpha1.MinionBinding, inv ownership.Inventory, cur ownership.Placement, establishes bool) error {
 	if controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) && inv.Has(cur) {
+		if !establishes || r.APIReader == nil {
+			return nil
+		}
+		now := &v1alpha1.MinionBinding{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), now); err != nil {
+			if apierrors.IsNotFound(err) {
+				return errBindingGoing
+			}
+			return fmt.Errorf("reading the binding before writing: %w", err)
+		}
+		if now.UID != obj.UID || !now.DeletionTimestamp.IsZero() {
+			return errBindingGoing
+		}
 		return nil
 	}
 	err := shared.AddFinalizer(ctx, r.Client, obj, func() bool {
 		setInventory(obj, inv.Merge(cur))
 		return true
 	})
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && !obj.DeletionTimestamp.IsZero()):
+		return errBindingGoing
+	case err != nil && apierrors.IsInvalid(err) && !obj.DeletionTimestamp.IsZero():
+		return errBindingGoing
+	case err != nil:
 		return fmt.Errorf("recording the Vault objects to write, with the finalizer: %w", err)
 	}
 	return nil
 }
+
+// errBindingGoing: the API server says the binding is being deleted or is
+// gone, so nothing is written for it; its deletion (or nothing) follows.
+var errBindingGoing = errors.New("the MinionBinding is being deleted or is gone: nothing is written to Vault for it")
 
 // setInventory writes the record into obj's annotations (the caller
 // patches), or removes the annotation when there is nothing left.

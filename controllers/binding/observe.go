@@ -3,6 +3,7 @@ package binding
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -234,19 +235,17 @@ type decisions struct {
 
 // decide applies the ownership rules to what was observed: what may be
 // done with the entity and with the role, or why nothing may be written.
-func decide(o *observed, adopt bool) (decisions, error) {
+func decide(o *observed, adopt bool, window time.Duration) (decisions, error) {
 	ef := ownership.EntityFacts{Name: o.entityName, Claim: o.entityClaim, Adopt: adopt, ProvenByStatus: o.entityProven,
-		LinkedRole: o.linkedRole, Holder: o.entityHolder, Rivals: o.rivals}
+		LinkedRole: o.linkedRole, Holder: o.entityHolder, Rivals: o.rivals, Window: window}
 	d := decisions{entity: ownership.DecideEntity(ef)}
 	if err := refusal(d.entity); err != nil {
 		return d, err
 	}
 	rf := ownership.RoleFacts{Mount: o.mount, Name: o.name, Exists: o.role != nil, RoleID: o.roleID, Adopt: adopt,
-		ID: o.roleClaim, IDHolder: o.roleHolder, Alias: o.aliasClaim, Holder: o.aliasHolderState, Rivals: o.rivals}
+		ID: o.roleClaim, IDHolder: o.roleHolder, Alias: o.aliasClaim, Holder: o.aliasHolderState, Rivals: o.rivals, Window: window}
 	if rf.Exists {
-		// An entity handed over starts with no alias: its old one was the
-		// old holder's.
-		rf.SlotHeld = aliasOn(o.entity, o.accessor) != nil && d.entity.Decision != ownership.Replace
+		rf.SlotHeld = aliasOn(o.entity, o.accessor) != nil
 		rf.ProvenByStatus = o.proof.roleID != "" && o.proof.roleID == o.roleID
 	}
 	d.role = ownership.DecideRole(rf)
@@ -266,6 +265,8 @@ func refusal(v ownership.Verdict) error {
 		return &shared.ErrRefused{Reason: v1alpha1.NotOwnedReason, Msg: v.Why}
 	case ownership.ReasonRetained:
 		return &shared.ErrRefused{Reason: v1alpha1.MinionIDRetainedReason, Msg: v.Why}
+	case ownership.ReasonLost:
+		return &shared.ErrRefused{Reason: v1alpha1.MinionIDLostReason, Msg: v.Why}
 	}
 	return nil
 }

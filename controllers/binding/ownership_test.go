@@ -242,7 +242,13 @@ func TestWipedMarkerIsWrittenBack(t *testing.T) {
 	if m, ok := ownership.ParseMarker(e.Metadata[ownership.MarkerKey]); !ok || m.UID != "uid-web01" || e.Metadata["roles"] != "web" || e.Metadata["minion-id"] != "web01" {
 		t.Fatalf("metadata after the repair: %v", e.Metadata)
 	}
-	if got := reason(h.get("salt", "web01")); got != v1alpha1.SucceededReason || !strings.Contains(h.events(), "TakenOver") {
-		t.Errorf("%s, events %q", got, h.events())
+	// Another writer removed the proof: the operator's correction is said
+	// as any drift correction is (not as a takeover: it was the binding's).
+	if got, ev := reason(h.get("salt", "web01")), h.events(); got != v1alpha1.SucceededReason ||
+		!strings.Contains(ev, "DriftCorrected") || !strings.Contains(ev, "owner marker was removed") || strings.Contains(ev, "TakenOver") {
+		t.Errorf("%s, events %q", got, ev)
+	}
+	if d := h.get("salt", "web01").Status.DriftCorrections; d == nil || d.Count != 1 {
+		t.Errorf("status.driftCorrections %+v, want the correction counted", d)
 	}
 }

@@ -279,6 +279,8 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.MinionBinding, 
 	if err := shared.RemoveFinalizer(ctx, r.Client, obj); err != nil {
 		return err
 	}
+	// Its objects are deleted or retained: its disappearance is no loss.
+	r.Lost.Finalized(obj.UID)
 	sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: "deleted"}
 	return nil
 }

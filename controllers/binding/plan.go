@@ -2,6 +2,7 @@ package binding
 
 import (
 	"strings"
+	"time"
 
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
@@ -80,9 +81,6 @@ type vaultAction struct {
 	aliasID, aliasName, accessor, entityID string
 	// roleID: a role created under the role ID its alias is named by.
 	roleID string
-	// handover: a deletion of an object handed over from a binding that
-	// is gone (why), to be created anew for this one.
-	handover string
 }
 
 // path is the Vault API path the action writes, as Vault's audit log names it.
@@ -111,6 +109,9 @@ type planMode struct {
 	unchanged  bool
 	detectOnly bool
 	adopt      bool
+	// window is the restore window of a lost holder, for the message of
+	// a claimant that waits for it.
+	window time.Duration
 	// newRoleID is the role ID of a role created now (chosen by the
 	// operator, so that the alias can be named by it before the role
 	// exists).
@@ -124,34 +125,19 @@ type planMode struct {
 // ErrRefused when the objects are someone else's and errInvalidInput when
 // the rendering cannot be stored: nothing may be written then.
 func planBinding(res *render.Result, o *observed, mode planMode) (bindingPlan, error) {
-	d, err := decide(o, mode.adopt)
+	d, err := decide(o, mode.adopt, mode.window)
 	if err != nil {
 		return bindingPlan{}, err
 	}
-	// A handover starts clean: none of the old holder's metadata is kept.
-	actual := entityMetadata(o.entity)
-	if d.entity.Decision == ownership.Replace {
-		actual = nil
-	}
-	desired, err := ownership.Metadata(actual, res.EntityMetadata, o.proof.self)
+	desired, err := ownership.Metadata(entityMetadata(o.entity), res.EntityMetadata, o.proof.self)
 	if err != nil {
 		return bindingPlan{}, &shared.ErrInvalidInput{Err: err}
 	}
 	p := &planner{mode: mode}
-	// The role goes first when it is handed over: its secret IDs stop
-	// logging in before anything else changes.
-	if d.role.Decision == ownership.Replace {
-		p.replaced(vaultAction{kind: actDelete, object: objRole, call: callDeleteRole, what: "AppRole " + o.mount + "/" + o.name,
-			mount: o.mount, name: o.name}, d.role.Why)
-	}
-	entity := o.entity
 	if !p.entity(res.EntityName, d.entity, o, desired) {
 		return bindingPlan{actions: p.actions, decided: d}, nil // detect-only, and nothing to link a role to
 	}
-	if d.entity.Decision == ownership.Replace {
-		entity = nil
-	}
-	p.role(res, d.role.Decision, o, entity)
+	p.role(res, d.role.Decision, o, o.entity)
 	plan := planRemovals(o.places, o.proof)
 	plan.actions = append(p.actions, plan.actions...)
 	plan.decided = d
@@ -168,6 +154,17 @@ type bindingPlan struct {
 	decided decisions
 	// newRoleID is the role ID a role created now gets.
 	newRoleID string
+}
+
+// establishes: the plan creates or takes the binding's entity or role at
+// its current placement (not only updates what it holds).
+func (p bindingPlan) establishes() bool {
+	for _, a := range p.actions {
+		if a.place == 0 && a.object != objAlias && (a.kind == actCreate || a.kind == actTake) && !a.held {
+			return true
+		}
+	}
+	return false
 }
 
 // at returns the actions at one place (0: the current placement).
@@ -197,32 +194,23 @@ func (p *planner) add(a vaultAction) bool {
 	return !a.held
 }
 
-// replaced appends the deletion of an object handed over from a binding
-// that is gone. It is never held: the minion is another binding's now,
-// and what the old holder's credentials reach must go whatever the
-// template's drift mode.
-func (p *planner) replaced(a vaultAction, why string) {
-	a.why, a.handover = why+": deleted, to be created anew", why
-	p.actions = append(p.actions, a)
-}
-
 // entity plans the entity's create, take over or update; false when a
 // create is held.
 func (p *planner) entity(name string, v ownership.Verdict, o *observed, desired map[string]string) bool {
 	a := vaultAction{object: objEntity, call: callWriteEntity, what: "entity " + name, name: name, metadata: desired}
 	switch {
-	case v.Decision == ownership.Replace:
-		p.replaced(vaultAction{kind: actDelete, object: objEntity, call: callDeleteEntity, what: a.what, name: name, before: o.entity.Metadata}, v.Why)
-		a.kind, a.why = actCreate, "handed over: created anew"
-		p.actions = append(p.actions, a)
 	case v.Decision == ownership.Create:
 		a.kind, a.why = actCreate, "entity does not exist"
 		return p.add(a)
 	case v.Decision == ownership.Take && !o.entityProven:
-		// Not drift: the marker makes the entity provably the binding's.
 		a.kind, a.why, a.before = actTake, "taken over from "+o.entityClaim.Describe(), o.entity.Metadata
 		if o.linkedRole && o.entityClaim.Holder != ownership.HolderSelf {
+			// Another writer removed the proof (a Salt master replaced the
+			// metadata map): writing it back is a correction like any
+			// other, reported and counted as drift. It is never held, even
+			// in detect-only mode: without it the minion is nobody's.
 			a.why = "its owner marker was removed or edited; the role linked to it proves it this binding's"
+			a.drift = true
 		}
 		p.actions = append(p.actions, a)
 	default:
@@ -246,13 +234,11 @@ func (p *planner) role(res *render.Result, d ownership.Decision, o *observed, en
 	if entity != nil {
 		entityID = entity.ID
 	}
-	if d == ownership.Create || d == ownership.Replace {
+	if d == ownership.Create {
 		params["role_id"] = p.mode.newRoleID
 		role := vaultAction{kind: actCreate, object: objRole, call: callWriteRole, what: what, why: "role does not exist",
 			mount: mount, name: name, params: params, roleID: p.mode.newRoleID}
-		if d == ownership.Replace {
-			role.why = "handed over: created anew"
-		} else if p.mode.unchanged && p.mode.detectOnly {
+		if p.mode.unchanged && p.mode.detectOnly {
 			p.add(role)
 			return
 		}
@@ -266,11 +252,7 @@ func (p *planner) role(res *render.Result, d ownership.Decision, o *observed, en
 			alias.call = callCreateAlias
 		}
 		p.actions = append(p.actions, alias)
-		if d == ownership.Replace {
-			p.actions = append(p.actions, role)
-		} else {
-			p.add(role)
-		}
+		p.add(role)
 		return
 	}
 	if d == ownership.Take {

@@ -44,6 +44,11 @@ type Reconciler struct {
 	// (no shard): a role whose role ID this cluster's operator chose for
 	// a binding that no claimant of the minion ID is, is a gone binding's.
 	SeesAllBindings bool
+	// Lost connects the binding controller with the lost-minion collector
+	// in this process (nil: none runs here); LostWindow is the restore
+	// window a claimant of a lost minion is told about.
+	Lost       *shared.LostNotices
+	LostWindow time.Duration
 
 	// random is the randomness of a new role ID (crypto/rand).
 	random func() [16]byte

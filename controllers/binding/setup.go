@@ -23,7 +23,13 @@ import (
 // claiming the same minion ID changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.checks = newCheckSchedule()
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Lost != nil {
+		// The collector marked or collected a lost minion: its claimants
+		// learn the window's end, or create the minion afresh.
+		b = b.WatchesRawSource(r.Lost.Claimants(r.Client))
+	}
+	return b.
 		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(shared.SpecOrRequest, shared.RecordRepaired))).
 		Watches(&v1alpha1.MinionTemplate{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -126,10 +126,6 @@ func (r *Reconciler) events(obj *v1alpha1.MinionBinding, sc *bindingScope, befor
 			shared.Emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(written, ", "))
 		}
 	}
-	if handed := sc.handedOver(); len(handed) > 0 {
-		shared.Emit(r.Recorder, obj, "Normal", "HandedOver", "Reconcile",
-			"%s; created anew for this binding: secret IDs issued before no longer log in, and tokens of earlier logins stop working", strings.Join(handed, "; "))
-	}
 	if taken := sc.taken(); len(taken) > 0 {
 		shared.Emit(r.Recorder, obj, "Normal", "TakenOver", "Reconcile", "Marked as this binding's in Vault: %s", strings.Join(taken, ", "))
 	}
@@ -210,21 +206,10 @@ func (sc *bindingScope) deleted() []string {
 	return sc.names(func(a vaultAction) bool { return a.kind == actDelete && a.place > 0 && a.object != objAlias })
 }
 
-// handedOver says what was deleted to be created anew for this binding,
-// and whose it was.
-func (sc *bindingScope) handedOver() []string {
-	var out []string
-	for _, a := range sc.done {
-		if a.handover != "" {
-			out = append(out, a.handover)
-		}
-	}
-	return out
-}
-
-// taken names what was made the binding's this time.
+// taken names what was made the binding's this time (not what another
+// writer's edit took from it and the operator wrote back: drift).
 func (sc *bindingScope) taken() []string {
-	return sc.names(func(a vaultAction) bool { return a.kind == actTake })
+	return sc.names(func(a vaultAction) bool { return a.kind == actTake && !a.drift })
 }
 
 func (sc *bindingScope) names(keep func(vaultAction) bool) []string {

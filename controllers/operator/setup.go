@@ -18,6 +18,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/lost"
 	"github.com/minionvault/minion-vault-operator/controllers/template"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -41,7 +42,15 @@ type Options struct {
 	// SecretNamespace is the only namespace VaultConnections may name
 	// Secrets in ("": any, for tests that grant Secrets cluster-wide).
 	SecretNamespace string
+	// LostWindow is how long a lost minion's objects are kept for its
+	// binding coming back; LostSweep how often each Vault is swept for
+	// lost minions (0: lost.DefaultWindow, Interval).
+	LostWindow, LostSweep time.Duration
 }
+
+// DefaultLostWindow is the restore window of lost minions when the
+// operator is not told another (--lost-minion-window).
+const DefaultLostWindow = lost.DefaultWindow
 
 // Setup registers the indexes and the controllers o asks for with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
@@ -78,11 +87,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.Bindings && o.Templates {
 		rollouts = &shared.Rollouts{}
 	}
+	// The lost-minion collector runs beside the connections controller:
+	// the instance that sees every binding (shards run bindings only).
+	window := o.LostWindow
+	if window == 0 {
+		window = lost.DefaultWindow
+	}
+	var notices *shared.LostNotices
+	if o.Connections {
+		notices = &shared.LostNotices{}
+	}
 	if o.Bindings {
 		if err := (&binding.Reconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
 			Connections: conns, Templates: templates, Metrics: metrics, DefaultInterval: o.Interval,
 			ClusterID: o.ClusterID, APIReader: mgr.GetAPIReader(), SeesAllBindings: !o.Shard, Rollouts: rollouts,
+			Lost: notices, LostWindow: window,
 		}).SetupWithManager(mgr, opts); err != nil {
 			return err
 		}
@@ -97,8 +117,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if o.Connections {
-		return (&connection.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Connections: conns, Metrics: metrics}).
-			SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1})
+		if err := (&connection.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Connections: conns, Metrics: metrics}).
+			SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
+			return err
+		}
+		sweep := o.LostSweep
+		if sweep == 0 {
+			sweep = o.Interval
+		}
+		return (&lost.Collector{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder, Connections: conns,
+			Metrics: metrics, Notices: notices, ClusterID: o.ClusterID, Window: window, Interval: sweep, SeesAllBindings: !o.Shard}).
+			SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2})
 	}
 	return nil
 }

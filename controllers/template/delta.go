@@ -174,7 +174,8 @@ func holdsInVault(b *v1alpha1.MinionBinding) bool {
 	case c == nil:
 		return true
 	case c.Reason == v1alpha1.MinionIDConflictReason, c.Reason == v1alpha1.NotOwnedReason,
-		c.Reason == v1alpha1.DuplicateMinionIDReason, c.Reason == v1alpha1.MinionIDReleasingReason, c.Reason == v1alpha1.MinionIDRetainedReason:
+		c.Reason == v1alpha1.DuplicateMinionIDReason, c.Reason == v1alpha1.MinionIDReleasingReason, c.Reason == v1alpha1.MinionIDRetainedReason,
+		c.Reason == v1alpha1.MinionIDLostReason:
 		return false
 	}
 	return true

@@ -63,7 +63,11 @@ type OperatorOptions struct {
 	// reads and caches (VaultConnection credentials); its RBAC grants
 	// Secrets there only.
 	SecretNamespace string
-	Zap             zap.Options
+	// LostWindow: how long a lost minion's objects are kept for its
+	// binding coming back; LostSweep: how often each Vault is swept for
+	// lost minions.
+	LostWindow, LostSweep time.Duration
+	Zap                   zap.Options
 }
 
 // The controllers `--controllers` can run.
@@ -159,6 +163,9 @@ func newOperatorCmd() *cobra.Command {
 	f.StringVar(&o.WatchNamespace, "watch-namespace", "", "only reconcile MinionBindings in this namespace (default: all)")
 	f.StringVar(&o.LabelSelector, "watch-label-selector", "", "only reconcile MinionBindings matching this label selector (sharding)")
 	f.DurationVar(&o.Interval, "default-interval", time.Hour, "drift resync interval for templates that set none")
+	f.DurationVar(&o.LostWindow, "lost-minion-window", operator.DefaultLostWindow,
+		"how long the Vault objects of a MinionBinding gone without its deletion (a lost minion) are kept for it coming back under its name, before the operator deletes them")
+	f.DurationVar(&o.LostSweep, "lost-minion-sweep-interval", time.Hour, "how often each Vault is swept for lost minions that no event reports (its reads are spread over the interval)")
 	f.StringVar(&o.ServiceAccount, "service-account", "", "namespace/name of the operator's service account, for Vault kubernetes auth")
 	f.StringSliceVar(&o.Controllers, "controllers", allControllers, "controllers to run: bindings, templates, connections (sharding: see docs/operations.md)")
 	f.StringVar(&o.LeaderID, "leader-election-id", "", "name of the leader-election lease (default: one per set of --controllers and watch flags)")
@@ -257,7 +264,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, o OperatorOptions) error
 		sa = types.NamespacedName{Namespace: ns, Name: name}
 	}
 	so := SetupOptions{ServiceAccount: sa, Concurrency: o.Concurrency, Interval: o.Interval, Controllers: o.Controllers, ClusterID: o.ClusterID,
-		Shard: o.WatchNamespace != "" || o.LabelSelector != "", SecretNamespace: o.SecretNamespace}
+		Shard: o.WatchNamespace != "" || o.LabelSelector != "", SecretNamespace: o.SecretNamespace, LostWindow: o.LostWindow, LostSweep: o.LostSweep}
 	if err := Setup(ctx, mgr, so); err != nil {
 		return err
 	}
@@ -300,6 +307,8 @@ type SetupOptions struct {
 	// SecretNamespace is the only namespace VaultConnections may name
 	// Secrets in ("": any, for tests that grant Secrets cluster-wide).
 	SecretNamespace string
+	// LostWindow and LostSweep: see operator.Options.
+	LostWindow, LostSweep time.Duration
 }
 
 // clusterIdentity is the cluster's identity in owner markers: the flag's,
@@ -327,6 +336,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
 		Bindings: run(controllerBindings), Templates: run(controllerTemplates), Connections: run(controllerConnections),
 		ServiceAccount: so.ServiceAccount, Concurrency: so.Concurrency, Interval: so.Interval,
 		Observer: so.Observer, NewClient: so.NewClient, ClusterID: clusterID, Shard: so.Shard,
-		SecretNamespace: so.SecretNamespace,
+		SecretNamespace: so.SecretNamespace, LostWindow: so.LostWindow, LostSweep: so.LostSweep,
 	})
 }

@@ -1,6 +1,9 @@
 package ownership
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Decision is what the operator may do with one Vault object of a binding.
 type Decision int
@@ -18,20 +21,17 @@ const (
 	// linked to the binding's entity (its alias renamed or moved to the
 	// role's role ID).
 	Take
-	// Replace: the object was another binding's, which is gone: it is
-	// deleted and created anew, so that nothing of the old holder's
-	// credentials passes on (a role's secret IDs go with it, and the
-	// tokens of an entity's logins stop working with it).
-	Replace
-	// Wait: the holder of the minion in this cluster is being deleted; its
-	// finalizer is removing the objects.
+	// Wait: the holder of the minion in this cluster is being deleted
+	// (its finalizer is removing the objects), or it is lost and its
+	// objects are kept for it until its restore window ends (then the
+	// operator collects them, and the minion ID is free).
 	Wait
 	// Refuse: the object is someone else's; nothing is written.
 	Refuse
 )
 
 func (d Decision) String() string {
-	return [...]string{"create", "keep", "take", "replace", "wait", "refuse"}[d]
+	return [...]string{"create", "keep", "take", "wait", "refuse"}[d]
 }
 
 // Reason is why a decision is Wait or Refuse.
@@ -52,6 +52,9 @@ const (
 	// ReasonRetained: its holder was deleted with deletionPolicy Retain;
 	// it is kept for that binding.
 	ReasonRetained
+	// ReasonLost: its holder is gone without its deletion having run; it
+	// is kept for that binding coming back until its restore window ends.
+	ReasonLost
 )
 
 // Verdict is a decision and, for Wait and Refuse, why.
@@ -59,6 +62,9 @@ type Verdict struct {
 	Decision
 	Reason Reason
 	Why    string
+	// Until is when a Wait for a lost holder ends (zero: not known yet,
+	// the loss is not marked in Vault).
+	Until time.Time
 }
 
 func refuse(r Reason, format string, args ...any) Verdict {
@@ -126,6 +132,8 @@ type EntityFacts struct {
 	// Adopt: the template's adoptMinions rule.
 	Adopt  bool
 	Rivals Rivals
+	// Window is the restore window of a lost holder (LostKey).
+	Window time.Duration
 }
 
 // DecideEntity says what may be done with the binding's entity.
@@ -152,16 +160,19 @@ func DecideEntity(f EntityFacts) Verdict {
 	case c.Holder == HolderUnmarked:
 		return refuse(ReasonNotOwned, "%s exists in Vault and was not created by the operator for this MinionBinding (it has no %s marker); set adoptMinions on the MinionTemplate to take it over", what, MarkerKey)
 	}
-	return decideOther(f.Holder, what, c, f.Rivals)
+	return decideOther(f.Holder, what, c, f.Rivals, f.Window)
 }
 
 // decideOther handles an object held by another binding: in this cluster
-// a holder being deleted is waited for, and one that is gone hands the
-// minion over, starting clean, unless the binding it was comes back under
-// its name (it keeps them), its objects were retained for it, or another
-// claimant comes first; anything else (a live holder, another cluster, an
-// owner that cannot be named) refuses.
-func decideOther(h HolderState, what string, c Claim, r Rivals) Verdict {
+// a holder being deleted is waited for, and one that is gone without its
+// deletion is lost: its objects are kept for it (the binding it was,
+// coming back under its name, takes them with their credentials) until
+// its restore window ends, and then the operator collects them; objects
+// retained for it are kept until an administrator releases them. No
+// claimant is ever handed another binding's objects: it waits, and
+// creates the minion afresh once they are gone. Anything else (a live
+// holder, another cluster, an owner that cannot be named) refuses.
+func decideOther(h HolderState, what string, c Claim, r Rivals, window time.Duration) Verdict {
 	switch h {
 	case HolderGone:
 		if back, ok := r.named(c.Other); ok {
@@ -170,16 +181,30 @@ func decideOther(h HolderState, what string, c Claim, r Rivals) Verdict {
 		}
 		if c.Retained {
 			return refuse(ReasonRetained, "%s was retained in Vault for %s when it was deleted (deletionPolicy Retain): it is kept for that MinionBinding "+
-				"coming back under its name; delete the minion's AppRole role and entity in Vault to hand the minion ID over", what, c.Describe())
+				"coming back under its name, until a cluster administrator releases it (docs/operations.md#lost-and-retained-minions)", what, c.Describe())
 		}
 		if r.Ahead != nil {
 			return r.aheadVerdict(what)
 		}
-		return Verdict{Decision: Replace, Why: fmt.Sprintf("%s belonged to %s, which is gone", what, c.Describe())}
+		return lostVerdict(what, c, window)
 	case HolderDeleting:
 		return Verdict{Decision: Wait, Reason: ReasonReleasing, Why: fmt.Sprintf("%s belongs to %s, which is being deleted", what, c.Describe())}
 	}
 	return refuse(ReasonConflict, "%s belongs to %s", what, c.Describe())
+}
+
+// lostVerdict is the wait of a claimant for a lost holder's objects.
+func lostVerdict(what string, c Claim, window time.Duration) Verdict {
+	v := Verdict{Decision: Wait, Reason: ReasonLost}
+	gone := fmt.Sprintf("%s belongs to %s, which is gone without its deletion having run (lost)", what, c.Describe())
+	if c.Lost.IsZero() {
+		v.Why = fmt.Sprintf("%s: it is kept for that MinionBinding coming back under its name for %s from when the operator records the loss, then collected", gone, window)
+		return v
+	}
+	v.Until = c.Lost.Add(window)
+	v.Why = fmt.Sprintf("%s since %s: it is kept for that MinionBinding coming back under its name until %s, then collected",
+		gone, LostValue(c.Lost), LostValue(v.Until))
+	return v
 }
 
 // RoleFacts is what the controller read about the binding's AppRole role
@@ -212,6 +237,8 @@ type RoleFacts struct {
 	ProvenByStatus bool
 	Adopt          bool
 	Rivals         Rivals
+	// Window is the restore window of a lost holder (LostKey).
+	Window time.Duration
 }
 
 // DecideRole says what may be done with the binding's role: a role is the
@@ -226,13 +253,13 @@ func DecideRole(f RoleFacts) Verdict {
 	case HolderSelf:
 		return Verdict{Decision: Keep}
 	case HolderOther:
-		return decideOther(f.IDHolder, what, f.ID, f.Rivals)
+		return decideOther(f.IDHolder, what, f.ID, f.Rivals, f.Window)
 	}
 	switch f.Alias.Holder {
 	case HolderSelf:
 		return Verdict{Decision: Keep}
 	case HolderOther:
-		return decideOther(f.Holder, what+" (its role ID's entity alias)", f.Alias, f.Rivals)
+		return decideOther(f.Holder, what+" (its role ID's entity alias)", f.Alias, f.Rivals, f.Window)
 	}
 	// Nobody's login links the role, or only an unmarked entity (a login
 	// made it up, or a Salt master).

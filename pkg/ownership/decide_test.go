@@ -3,6 +3,7 @@ package ownership
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 var (
@@ -11,6 +12,8 @@ var (
 	squatter  = Owner{Cluster: "c-1", Namespace: "team-z", Name: "web01", UID: "u-9"}
 	restored  = Owner{Cluster: "c-1", Namespace: "team-b", Name: "web01", UID: "u-2b"}
 	ahead     = Rivals{Ahead: &squatter, Others: []Owner{squatter}}
+	lostAt    = time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	lostOther = Claim{Holder: HolderOther, Other: sibling, Lost: lostAt}
 	returning = Rivals{Others: []Owner{restored}}
 )
 
@@ -37,12 +40,17 @@ func TestDecideEntity(t *testing.T) {
 		{name: "another binding, live", f: EntityFacts{Name: "e", Claim: other, Holder: HolderLive}, want: Refuse, reason: ReasonConflict, why: "team-b/web01"},
 		{name: "another binding, live, our role linked to it anyway", f: EntityFacts{Claim: other, Holder: HolderLive, LinkedRole: true}, want: Refuse, reason: ReasonConflict},
 		{name: "another binding, being deleted", f: EntityFacts{Claim: other, Holder: HolderDeleting}, want: Wait, reason: ReasonReleasing},
-		{name: "another binding of this cluster, gone: handed over, starting clean", f: EntityFacts{Name: "e", Claim: other, Holder: HolderGone}, want: Replace, why: "which is gone"},
+		{name: "another binding of this cluster, gone without its deletion: lost, kept for it (not marked yet)", f: EntityFacts{Name: "e", Claim: other, Holder: HolderGone, Window: time.Hour},
+			want: Wait, reason: ReasonLost, why: "for 1h0m0s from when the operator records the loss"},
+		{name: "lost, marked: kept until the window ends", f: EntityFacts{Name: "e", Claim: lostOther, Holder: HolderGone, Window: time.Hour},
+			want: Wait, reason: ReasonLost, why: "since 2026-12-07T10:00:00Z: it is kept for that MinionBinding coming back under its name until 2026-12-07T11:00:00Z"},
+		{name: "lost, and another claimant comes first", f: EntityFacts{Claim: lostOther, Holder: HolderGone, Rivals: ahead}, want: Refuse, reason: ReasonDuplicate},
+		{name: "lost, its binding back under its name (a restore): taken with its credentials", f: EntityFacts{Claim: Claim{Holder: HolderSelf, Previous: true, Other: back, Lost: lostAt}, Rivals: ahead}, want: Take},
 		{name: "gone, and created again under its name: it keeps the minion", f: EntityFacts{Claim: Claim{Holder: HolderOther, Other: Owner{Cluster: "c-1", Namespace: "team-b", Name: "web01", UID: "u-2"}}, Holder: HolderGone, Rivals: returning},
 			want: Refuse, reason: ReasonDuplicate, why: "created again as MinionBinding team-b/web01 (uid u-2b)"},
 		{name: "gone, but another claimant comes first", f: EntityFacts{Claim: other, Holder: HolderGone, Rivals: ahead}, want: Refuse, reason: ReasonDuplicate},
 		{name: "gone, its objects retained for it (deletionPolicy Retain): kept for it", f: EntityFacts{Claim: Claim{Holder: HolderOther, Other: sibling, Retained: true}, Holder: HolderGone},
-			want: Refuse, reason: ReasonRetained, why: "delete the minion's AppRole role and entity"},
+			want: Refuse, reason: ReasonRetained, why: "until a cluster administrator releases it"},
 		{name: "retained for our earlier incarnation: taken back", f: EntityFacts{Claim: Claim{Holder: HolderSelf, Previous: true, Other: back, Retained: true}, Rivals: ahead}, want: Take},
 		{name: "adoption never takes a marked entity", f: EntityFacts{Claim: other, Holder: HolderLive, Adopt: true}, want: Refuse, reason: ReasonConflict},
 		{name: "status never takes a marked entity", f: EntityFacts{Claim: other, Holder: HolderLive, ProvenByStatus: true}, want: Refuse, reason: ReasonConflict},
@@ -79,13 +87,14 @@ func TestDecideRole(t *testing.T) {
 		{name: "its role ID proves it ours, another claimant comes first", f: exists(RoleFacts{ID: Claim{Holder: HolderSelf}, Rivals: ahead}), want: Keep},
 		{name: "its role ID is another live binding's", f: exists(RoleFacts{ID: Claim{Holder: HolderOther, Other: sibling}, IDHolder: HolderLive, Alias: Claim{Holder: HolderSelf}}), want: Refuse, reason: ReasonConflict, why: "team-b/web01"},
 		{name: "its role ID is another binding's, being deleted", f: exists(RoleFacts{ID: Claim{Holder: HolderOther, Other: sibling}, IDHolder: HolderDeleting}), want: Wait, reason: ReasonReleasing},
-		{name: "its role ID is a gone binding's: handed over, starting clean", f: exists(RoleFacts{ID: Claim{Holder: HolderOther, Unnamed: UnnamedGone}, IDHolder: HolderGone}), want: Replace, why: "no longer claims"},
+		{name: "its role ID is a gone binding's: lost, kept for it", f: exists(RoleFacts{ID: Claim{Holder: HolderOther, Unnamed: UnnamedGone}, IDHolder: HolderGone}), want: Wait, reason: ReasonLost, why: "no longer claims"},
 		{name: "its role ID is another cluster's", f: exists(RoleFacts{ID: Claim{Holder: HolderOther, Unnamed: UnnamedForeign}, Adopt: true, SlotHeld: true}), want: Refuse, reason: ReasonConflict, why: "another Kubernetes cluster"},
 		{name: "linked to the binding's entity", f: exists(RoleFacts{Alias: Claim{Holder: HolderSelf}}), want: Keep},
 		{name: "linked to another binding's entity", f: exists(RoleFacts{Alias: Claim{Holder: HolderOther, Other: sibling}, Holder: HolderLive}), want: Refuse, reason: ReasonConflict, why: "team-b/web01"},
 		{name: "linked to another cluster's", f: exists(RoleFacts{Alias: Claim{Holder: HolderOther, Other: foreign}, Adopt: true, SlotHeld: true}), want: Refuse, reason: ReasonConflict},
 		{name: "linked to a binding being deleted", f: exists(RoleFacts{Alias: Claim{Holder: HolderOther, Other: sibling}, Holder: HolderDeleting}), want: Wait, reason: ReasonReleasing},
-		{name: "linked to a binding that is gone", f: exists(RoleFacts{Alias: Claim{Holder: HolderOther, Other: sibling}, Holder: HolderGone}), want: Replace},
+		{name: "linked to a binding that is gone", f: exists(RoleFacts{Alias: Claim{Holder: HolderOther, Other: sibling}, Holder: HolderGone}), want: Wait, reason: ReasonLost},
+		{name: "linked to a binding that is gone, retained for it", f: exists(RoleFacts{Alias: Claim{Holder: HolderOther, Other: sibling, Retained: true}, Holder: HolderGone}), want: Refuse, reason: ReasonRetained},
 		{name: "nobody's: made by hand, the binding never held it", f: exists(RoleFacts{}), want: Refuse, reason: ReasonNotOwned, why: "salt-minions/web01"},
 		{name: "a login's entity, the binding never held it", f: exists(RoleFacts{Alias: Claim{Holder: HolderUnmarked}}), want: Refuse, reason: ReasonNotOwned},
 		{name: "re-created by hand where the binding held it", f: exists(RoleFacts{SlotHeld: true}), want: Take},

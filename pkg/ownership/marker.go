@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // MarkerKey is the entity metadata key that holds the owner marker. No
@@ -24,6 +25,14 @@ const KeysKey = ReservedKeyPrefix + "keys"
 // binding of that namespace and name, created again (a restore), takes
 // them; no other claimant of the minion ID is handed them.
 const RetainedKey = ReservedKeyPrefix + "retained"
+
+// LostKey is the entity metadata key the operator writes when it finds a
+// binding's objects lost: the binding is gone and its deletion never ran
+// (its finalizer stripped, its namespace lost, etcd restored). Its value is
+// when it was found (RFC 3339). Lost is not released: the objects are kept
+// for that binding coming back under its namespace and name until the
+// restore window has passed since then, and collected after (LostVerdict).
+const LostKey = ReservedKeyPrefix + "lost"
 
 // ReservedKeyPrefix starts every metadata key the operator keeps for
 // itself.
@@ -157,6 +166,9 @@ type Claim struct {
 	// Retained: the holder was deleted with deletionPolicy Retain, and
 	// the objects are kept for it (RetainedKey).
 	Retained bool
+	// Lost is when the operator found the holder gone without its
+	// deletion having run (LostKey; zero: not marked lost).
+	Lost time.Time
 }
 
 // Owners the operator cannot name, for Claim.Unnamed.
@@ -178,16 +190,35 @@ func ClaimOf(exists bool, md map[string]string, self Owner) Claim {
 	}
 	o, ok := ParseMarker(raw)
 	retained := md[RetainedKey] != ""
+	lost, _ := LostSince(md)
 	switch {
 	case !ok:
 		return Claim{Holder: HolderOther, Unnamed: UnnamedEdited}
 	case o.Same(self):
 		return Claim{Holder: HolderSelf, Retained: retained}
 	case o.SameName(self):
-		return Claim{Holder: HolderSelf, Previous: true, Other: o, Retained: retained}
+		return Claim{Holder: HolderSelf, Previous: true, Other: o, Retained: retained, Lost: lost}
 	}
-	return Claim{Holder: HolderOther, Other: o, Retained: retained}
+	return Claim{Holder: HolderOther, Other: o, Retained: retained, Lost: lost}
 }
+
+// LostSince reads an entity's LostKey: when the operator found its
+// holder lost. ok is false when the key is absent or not a time the
+// operator writes (edited by hand): the entity is then marked again.
+func LostSince(md map[string]string) (since time.Time, ok bool) {
+	raw, found := md[LostKey]
+	if !found {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, raw)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// LostValue is the LostKey value for a loss found at t.
+func LostValue(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // Describe says who holds it, for messages.
 func (c Claim) Describe() string {

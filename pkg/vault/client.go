@@ -719,7 +719,24 @@ func (c *client) DeletePolicy(ctx context.Context, name string) error {
 }
 
 func (c *client) ListPolicies(ctx context.Context) ([]string, error) {
-	resp, err := c.call(ctx, request{op: OpList, method: "LIST", path: "sys/policies/acl", idempotent: true, absentOK: true})
+	return c.list(ctx, "sys/policies/acl")
+}
+
+func (c *client) ListEntityNames(ctx context.Context) ([]string, error) {
+	return c.list(ctx, "identity/entity/name")
+}
+
+func (c *client) ListRoles(ctx context.Context, mount string) ([]string, error) {
+	mount = cleanMount(mount)
+	if err := segments("auth mount", mount); err != nil {
+		return nil, invalid(OpList, "auth/"+mount+"/role", err)
+	}
+	return c.list(ctx, "auth/"+mount+"/role")
+}
+
+// list is a LIST of path's keys; Vault answers 404 when there are none.
+func (c *client) list(ctx context.Context, path string) ([]string, error) {
+	resp, err := c.call(ctx, request{op: OpList, method: "LIST", path: path, idempotent: true, absentOK: true})
 	if err != nil || resp.absent() {
 		return nil, err
 	}

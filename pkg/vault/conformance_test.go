@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,6 +79,10 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 		}))
 		r, err := c.ReadRole(ctx, mount, lower) // lowercased on write
 		must(err)
+		// The sweep for lost minions lists the mount's roles (lowercased).
+		if names, err := c.ListRoles(ctx, mount); err != nil || !slices.Contains(names, lower) || slices.Contains(names, name) {
+			t.Errorf("ListRoles = %v, %v: want %s listed, lowercased", names, err, lower)
+		}
 		want := map[string]any{
 			"bind_secret_id":          true,
 			"local_secret_ids":        false,
@@ -194,6 +199,9 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 		must(err)
 		if got == nil || got.ID != id || got.Name != name || !maps.Equal(got.Metadata, md) || len(got.Aliases) != 0 {
 			t.Errorf("read %+v", got)
+		}
+		if names, err := c.ListEntityNames(ctx); err != nil || !slices.Contains(names, name) {
+			t.Errorf("ListEntityNames = %v, %v: want %s listed", names, err, name)
 		}
 		// Metadata is replaced wholesale: a key left out is gone. An update
 		// answers no ID.

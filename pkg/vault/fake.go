@@ -941,3 +941,41 @@ func (f *Fake) ListPolicies(context.Context) ([]string, error) {
 	slices.Sort(out)
 	return out, nil
 }
+
+// ListEntityNames implements Client, like Vault: the names, sorted.
+func (f *Fake) ListEntityNames(context.Context) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.begin("ListEntityNames", OpList); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(f.entities))
+	for _, e := range f.entities {
+		out = append(out, e.Name)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ListRoles implements Client, like Vault: the mount's role names
+// (lowercased), sorted; 404 when nothing is mounted there.
+func (f *Fake) ListRoles(_ context.Context, mount string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.begin("ListRoles", OpList); err != nil {
+		return nil, err
+	}
+	mount = cleanMount(mount)
+	if _, ok := f.mounts[mount]; !ok || mount == "token" {
+		p := "auth/" + mount + "/role"
+		return nil, fakeErr(OpList, p, http.StatusNotFound, fmt.Sprintf("no handler for route %q. route entry not found.", p))
+	}
+	var out []string
+	for key := range f.roles {
+		if i := strings.LastIndex(key, "/"); key[:i] == mount {
+			out = append(out, key[i+1:])
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}

@@ -95,6 +95,14 @@ type Client interface {
 	// so) when it has no record of them: after a restart, or to delete a
 	// template's policies.
 	ListPolicies(ctx context.Context) ([]string, error)
+
+	// ListEntityNames lists the names of the identity entities (LIST
+	// identity/entity/name) and ListRoles the AppRole roles of a mount
+	// (LIST auth/<mount>/role): the sweep for lost minions finds there the
+	// objects the operator wrote whose binding no longer exists. Both are
+	// empty, not an error, when there are none.
+	ListEntityNames(ctx context.Context) ([]string, error)
+	ListRoles(ctx context.Context, mount string) ([]string, error)
 }
 
 // ServerInfo is a Vault server's identity.

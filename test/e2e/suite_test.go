@@ -74,6 +74,9 @@ type suite struct {
 	// (re)start, wraps its transport to the API server.
 	mgr     ctrl.Manager
 	wrapAPI func(http.RoundTripper) http.RoundTripper
+	// options, when set before a (re)start, changes the operator's
+	// options (the lost-minion window and sweep, say).
+	options func(*cli.SetupOptions)
 }
 
 // The operator's namespace and service account (for kubernetes auth).
@@ -108,8 +111,14 @@ var operatorOnce sync.Once
 // token of exactly the operator policy.
 func start(t testing.TB) *suite {
 	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith is start with the operator's options changed by options.
+func startWith(t testing.TB, options func(*cli.SetupOptions)) *suite {
+	t.Helper()
 	env := testenv.Get(t)
-	s := &suite{env: env, c: env.Client, root: env.Vault.Client, writes: &writeCounter{}}
+	s := &suite{env: env, c: env.Client, root: env.Vault.Client, writes: &writeCounter{}, options: options}
 	if tt, ok := t.(*testing.T); ok {
 		s.t = tt // benchmarks use the servers, not the suite's helpers
 	}
@@ -164,7 +173,7 @@ func (s *suite) startOperator(t testing.TB) error {
 		cfg = rest.CopyConfig(cfg)
 		cfg.Wrap(s.wrapAPI)
 	}
-	mgr := operatorManager(ctx, t, cfg, s.env.Scheme, fmt.Sprintf("127.0.0.1:%d", port), s.writes)
+	mgr := operatorManager(ctx, t, cfg, s.env.Scheme, fmt.Sprintf("127.0.0.1:%d", port), s.writes, s.options)
 	s.mgr = mgr
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -198,7 +207,8 @@ func (s *suite) startOperator(t testing.TB) error {
 // operatorManager is a manager with the operator's own cache and client
 // configuration and its controllers, on the API server of cfg; obs (may
 // be nil) also sees every Vault request.
-func operatorManager(ctx context.Context, t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, metricsAddr string, obs vault.Observer) ctrl.Manager {
+func operatorManager(ctx context.Context, t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, metricsAddr string, obs vault.Observer,
+	options func(*cli.SetupOptions)) ctrl.Manager {
 	t.Helper()
 	cacheOpts, err := cli.CacheOptions(cli.OperatorOptions{SecretNamespace: operatorNamespace})
 	must(t, err)
@@ -215,6 +225,9 @@ func operatorManager(ctx context.Context, t testing.TB, cfg *rest.Config, scheme
 		Concurrency: 2, Interval: time.Hour, Observer: obs,
 		ServiceAccount:  types.NamespacedName{Namespace: operatorNamespace, Name: operatorServiceAccount},
 		SecretNamespace: operatorNamespace,
+	}
+	if options != nil {
+		options(&so)
 	}
 	must(t, cli.Setup(ctx, mgr, so))
 	return mgr

@@ -166,7 +166,7 @@ func runSecondOperator(t *testing.T, env *testenv.Env, token string) (stop func(
 	c := env.Client
 	must(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})))
 	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vault-token", Namespace: operatorNamespace}, StringData: map[string]string{"token": token}}))
-	mgr := operatorManager(ctx, t, env.Config, env.Scheme, "0", nil)
+	mgr := operatorManager(ctx, t, env.Config, env.Scheme, "0", nil, nil)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	stopped := false

@@ -35,6 +35,9 @@ type Metrics struct {
 	// templateReasons: each template's reason in templateReady.
 	templateReasons *lastReasons
 	templateFails   *prometheus.CounterVec
+	// Lost minions: kept for their binding, and collected.
+	lostMinions   *prometheus.GaugeVec
+	lostCollected *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: the
@@ -88,6 +91,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "minionvault_template_policy_failures_total",
 			Help: "MinionTemplate reconciles whose ACL policies failed to sync or were refused, by template and Ready reason.",
 		}, []string{"template", "reason"}),
+		lostMinions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "minionvault_lost_minions",
+			Help: "Minions whose MinionBinding is gone while their objects are kept in Vault for it, in the Vault the connection reaches: lost (its deletion never ran; kept for a restore window) or retained (deletionPolicy Retain; kept until an administrator releases them).",
+		}, []string{"connection", "state"}),
+		lostCollected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "minionvault_lost_minions_collected_total",
+			Help: "Lost or retained minions whose AppRole role and entity the operator deleted: their restore window ended (window) or an administrator asked (released).",
+		}, []string{"connection", "reason"}),
 	}
 	// A second manager in one process (tests) finds them registered and
 	// shares the registered ones, so the endpoint counts for both.
@@ -103,6 +114,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.tokenLease = register(reg, m.tokenLease)
 	m.templateReady = register(reg, m.templateReady)
 	m.templateFails = register(reg, m.templateFails)
+	m.lostMinions = register(reg, m.lostMinions)
+	m.lostCollected = register(reg, m.lostCollected)
 	// Every series of a fixed label set exists from the start, at 0: an
 	// alert on increase() sees the first drift or failed login, which a
 	// series born at 1 would hide.
@@ -317,6 +330,24 @@ func (m *Metrics) ConnectionFailed(name string) {
 	m.connReady.WithLabelValues(name).Set(0)
 }
 
+// LostMinions sets how many lost and retained minions the operator keeps
+// in the Vault a connection reaches.
+func (m *Metrics) LostMinions(connection string, lost, retained int) {
+	if m == nil {
+		return
+	}
+	m.lostMinions.WithLabelValues(connection, "lost").Set(float64(lost))
+	m.lostMinions.WithLabelValues(connection, "retained").Set(float64(retained))
+}
+
+// LostCollected counts a lost or retained minion collected.
+func (m *Metrics) LostCollected(connection, reason string) {
+	if m == nil {
+		return
+	}
+	m.lostCollected.WithLabelValues(connection, reason).Inc()
+}
+
 // ForgetConnection drops a deleted VaultConnection's series.
 func (m *Metrics) ForgetConnection(name string) {
 	if m == nil {
@@ -325,6 +356,7 @@ func (m *Metrics) ForgetConnection(name string) {
 	m.connReady.DeleteLabelValues(name)
 	m.tokenExpiry.DeleteLabelValues(name)
 	m.tokenLease.DeleteLabelValues(name)
+	m.lostMinions.DeletePartialMatch(prometheus.Labels{"connection": name})
 }
 
 // Template records a MinionTemplate reconcile's outcome: its Ready

@@ -1,0 +1,167 @@
+package lost
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+)
+
+// vaultState is what the collector keeps of one Vault. Reconciles of one
+// Vault never run at once (one key); notices arrive from other goroutines.
+type vaultState struct {
+	mu sync.Mutex
+	// pending are candidates noticed, looked at in the next reconcile.
+	pending []shared.LostCandidate
+	// queue is the sweep's: objects no live binding accounts for, read one
+	// at a time, spacing apart, from nextRead on.
+	queue    []shared.LostCandidate
+	spacing  time.Duration
+	nextRead time.Time
+	// nextSweep is when the next sweep lists the Vault (zero: at once).
+	nextSweep time.Time
+	// roles are the role names of each mount the last sweep listed that
+	// no live binding accounts for: where a lost entity's role is looked
+	// for by its alias.
+	roles map[string][]string
+	// lost are the lost and retained minions found, by lostKey.
+	lost map[string]*lostMinion
+	// asked are the UIDs a collection was asked for and already handled.
+	asked map[string]bool
+	// denied are the LISTs the operator's policy refused, said once.
+	denied map[string]bool
+}
+
+func newVaultState() *vaultState {
+	return &vaultState{lost: map[string]*lostMinion{}, asked: map[string]bool{}, roles: map[string][]string{}}
+}
+
+// add queues a noticed candidate; false when it is queued already.
+func (st *vaultState) add(c shared.LostCandidate) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if slices.Contains(st.pending, c) {
+		return false
+	}
+	st.pending = append(st.pending, c)
+	return true
+}
+
+// takePending empties the noticed candidates.
+func (st *vaultState) takePending() []shared.LostCandidate {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := st.pending
+	st.pending = nil
+	return out
+}
+
+// next is when the Vault's next step is due, as a requeue from now.
+func (st *vaultState) next(now time.Time) time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.pending) > 0 {
+		return time.Millisecond
+	}
+	at := st.nextSweep
+	if len(st.queue) > 0 && st.nextRead.Before(at) {
+		at = st.nextRead
+	}
+	for _, m := range st.lost {
+		if !m.until.IsZero() && m.until.Before(at) {
+			at = m.until
+		}
+	}
+	return max(at.Sub(now), time.Millisecond)
+}
+
+// lostMinion is one lost (or retained) minion's objects in a Vault.
+type lostMinion struct {
+	// owner is the binding the marker names (zero for a role whose
+	// entity is gone: its role ID names no binding).
+	owner    ownership.Owner
+	entity   string
+	entityID string
+	// roles are its AppRole roles: found by name (the binding's minion ID)
+	// or by the alias of its entity (name "" until found).
+	roles []roleRef
+	// since is when it was found lost (its LostKey, or when first seen for
+	// a role without an entity); until when its window ends (zero:
+	// retained, kept until an administrator asks).
+	since, until time.Time
+	retained     bool
+}
+
+// roleRef is an AppRole role of a lost minion.
+type roleRef struct {
+	mount, name, roleID string
+}
+
+// lostKey keys a lost minion: its binding's UID, or its role's place.
+func lostKey(owner ownership.Owner, mount, role string) string {
+	if owner.UID != "" {
+		return "uid:" + owner.UID
+	}
+	return "role:" + strings.Trim(mount, "/") + "/" + strings.ToLower(role)
+}
+
+// collectUIDs are the UIDs a connection's CollectAnnotation names.
+func collectUIDs(conn *v1alpha1.VaultConnection) []string {
+	var out []string
+	for _, f := range strings.Split(conn.Annotations[v1alpha1.CollectAnnotation], ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// addRole records a role of the minion once.
+func (m *lostMinion) addRole(r roleRef) {
+	for i, have := range m.roles {
+		if strings.EqualFold(have.mount, r.mount) && (have.roleID == r.roleID && r.roleID != "" || have.name != "" && have.name == r.name) {
+			if m.roles[i].name == "" {
+				m.roles[i].name = r.name
+			}
+			return
+		}
+	}
+	m.roles = append(m.roles, r)
+}
+
+// minionIDs are the role names: the minion IDs whose claimants wait.
+func (m *lostMinion) minionIDs() []string {
+	var out []string
+	for _, r := range m.roles {
+		if r.name != "" && !slices.Contains(out, r.name) {
+			out = append(out, r.name)
+		}
+	}
+	return out
+}
+
+// describe names the minion for events and logs.
+func (m *lostMinion) describe() string {
+	var parts []string
+	for _, r := range m.roles {
+		if r.name != "" {
+			parts = append(parts, "AppRole "+r.mount+"/"+r.name)
+		}
+	}
+	if m.entity != "" {
+		parts = append(parts, "entity "+m.entity)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// whose names its binding for events.
+func (m *lostMinion) whose() string {
+	if m.owner.UID == "" {
+		return "a MinionBinding of this cluster that no longer exists (its role ID says so)"
+	}
+	return "MinionBinding " + m.owner.Namespace + "/" + m.owner.Name + " (uid " + m.owner.UID + ")"
+}

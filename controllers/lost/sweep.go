@@ -1,0 +1,161 @@
+package lost
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
+
+// The sweep finds what nothing wakes: a lost holder with no claimant,
+// lost while no operator ran. Once per interval it lists the Vault's
+// entities and the roles of the AppRole mounts the operator writes to (a
+// LIST each), leaves out every object a live binding's status accounts
+// for (status is the operator's own record: a tenant cannot make the sweep
+// skip or collect anything with it; it could only make the operator look
+// again), and reads the rest one at a time, spread over the interval: a
+// fleet with nothing lost costs the lists and a read per object nobody
+// accounts for (an administrator's, a Salt master's, another cluster's),
+// and no write.
+
+// startSweep lists the Vault and queues what no live binding accounts
+// for; urgent reads them all at once (an administrator's collection of a
+// minion not found yet), not spread over the interval.
+func (w *pass) startSweep(urgent bool) error {
+	acc, mounts, err := w.accounted()
+	if err != nil {
+		return err
+	}
+	var queue []shared.LostCandidate
+	names, err := w.list("identity/entity/name", func() ([]string, error) { return w.vc.ListEntityNames(w.ctx) })
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !acc.entities[strings.ToLower(n)] {
+			queue = append(queue, shared.LostCandidate{Vault: w.key, Connection: w.conn.Name, Entity: n})
+		}
+	}
+	roles := map[string][]string{}
+	for _, m := range mounts {
+		listed, err := w.list("auth/"+m+"/role", func() ([]string, error) { return w.vc.ListRoles(w.ctx, m) })
+		if err != nil {
+			return err
+		}
+		for _, n := range listed {
+			if !acc.roles[m+"/"+strings.ToLower(n)] {
+				roles[m] = append(roles[m], strings.ToLower(n))
+				queue = append(queue, shared.LostCandidate{Vault: w.key, Connection: w.conn.Name, Mount: m, Role: strings.ToLower(n)})
+			}
+		}
+	}
+	w.st.roles = roles
+	w.st.queue = queue
+	w.st.spacing = w.c.Interval / time.Duration(len(queue)+1)
+	if urgent {
+		w.st.spacing = 0
+	}
+	w.st.nextRead = w.now
+	w.st.nextSweep = w.now.Add(shared.Jitter(w.c.Interval))
+	ctrl.LoggerFrom(w.ctx).V(1).Info("Sweeping for lost minions", "entities", len(names), "mounts", mounts, "toRead", len(queue), "spacing", w.st.spacing.String())
+	return nil
+}
+
+// list is a LIST the sweep makes; one the operator's policy does not
+// allow is said once and leaves that part out (the claimants and the
+// deletions still find lost minions).
+func (w *pass) list(path string, f func() ([]string, error)) ([]string, error) {
+	names, err := f()
+	switch {
+	case err == nil:
+		return names, nil
+	case vault.Denied(err):
+		if !w.st.deniedOnce(path) {
+			shared.Emit(w.c.Recorder, w.conn, "Warning", v1alpha1.AccessDeniedReason, "Sweep",
+				"the sweep for lost minions may not LIST %s (%v): give the operator's Vault policy the list capability there (config/vault/operator-policy.hcl)", path, err)
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("listing %s: %w", path, err)
+}
+
+// accounting is what live bindings of this Vault account for, by their
+// status: entity names and mount/role names, lowercased.
+type accounting struct {
+	entities, roles map[string]bool
+}
+
+// accounted reads, from the informer cache, what the Vault's live
+// bindings hold, and the AppRole mounts the operator writes to there
+// (their templates' and their status's).
+func (w *pass) accounted() (accounting, []string, error) {
+	acc := accounting{entities: map[string]bool{}, roles: map[string]bool{}}
+	conns := &v1alpha1.VaultConnectionList{}
+	if err := w.c.List(w.ctx, conns); err != nil {
+		return acc, nil, err
+	}
+	here := map[string]bool{}
+	for _, c := range conns.Items {
+		if c.Status.ClusterID != "" && ownership.VaultKey(c.Status.ClusterID, c.Spec.Namespace) == w.key {
+			here[c.Name] = true
+		}
+	}
+	var mounts []string
+	addMount := func(m string) {
+		if m = strings.Trim(m, "/"); m != "" && !slices.Contains(mounts, m) {
+			mounts = append(mounts, m)
+		}
+	}
+	tpls := &v1alpha1.MinionTemplateList{}
+	if err := w.c.List(w.ctx, tpls); err != nil {
+		return acc, nil, err
+	}
+	for _, t := range tpls.Items {
+		if here[t.Spec.ConnectionRef.Name] {
+			addMount(t.Spec.EffectiveAppRoleMount())
+		}
+	}
+	list := &v1alpha1.MinionBindingList{}
+	if err := w.c.List(w.ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return acc, nil, err
+	}
+	for i := range list.Items {
+		b := &list.Items[i]
+		st := b.Status
+		if !here[st.Connection] {
+			continue
+		}
+		if st.Entity != nil && st.Entity.Name != "" {
+			acc.entities[strings.ToLower(st.Entity.Name)] = true
+		}
+		if st.AppRole != nil && st.AppRole.Mount != "" {
+			addMount(st.AppRole.Mount)
+			if st.AppRole.RoleID != "" {
+				acc.roles[strings.Trim(st.AppRole.Mount, "/")+"/"+shared.MinionIDKey(b.Spec.MinionID)] = true
+			}
+		}
+	}
+	slices.Sort(mounts)
+	return acc, mounts, nil
+}
+
+// deniedOnce reports whether a refused LIST of path was said already,
+// and remembers it.
+func (st *vaultState) deniedOnce(path string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.denied == nil {
+		st.denied = map[string]bool{}
+	}
+	said := st.denied[path]
+	st.denied[path] = true
+	return said
+}
