@@ -153,8 +153,8 @@ func (sc *bindingScope) unmarked(p ownership.Placement, err error) error {
 // more; nothing can delete there.
 type errConnectionGone struct {
 	msg string
-	// replaced: connections exist, but report other Vaults now (that Vault
-	// was initialised anew, or replaced): nothing reports it any more.
+	// replaced: the connection that wrote there reports another Vault now
+	// (that one was initialised anew, or replaced), and none reports it.
 	replaced bool
 }
 
@@ -190,15 +190,11 @@ func routeFor(p ownership.Placement, conns []v1alpha1.VaultConnection) placeRout
 	for _, c := range conns {
 		key := ownership.VaultKey(c.Status.ClusterID, c.Spec.Namespace)
 		switch {
-		case c.Name != p.Connection:
-		case c.Status.ClusterID == "" || key == p.Vault:
-			rt.candidates = append(rt.candidates, c.Name)
-		default:
+		case c.Name == p.Connection && (c.Status.ClusterID == "" || key == p.Vault):
+			rt.candidates = append([]string{c.Name}, rt.candidates...)
+		case c.Name == p.Connection:
 			rt.movedTo = key
-		}
-	}
-	for _, c := range conns {
-		if c.Name != p.Connection && c.Status.ClusterID != "" && ownership.VaultKey(c.Status.ClusterID, c.Spec.Namespace) == p.Vault {
+		case c.Status.ClusterID != "" && key == p.Vault:
 			rt.candidates = append(rt.candidates, c.Name)
 		}
 	}
