@@ -302,7 +302,9 @@ type VaultConnectionStatus struct {
 	LastLoginTime *metav1.Time `json:"lastLoginTime,omitempty"`
 
 	// clusterID is the cluster ID Vault reports (sys/seal-status). It
-	// changes when Vault is initialised anew.
+	// changes when Vault is initialised anew, also while the check fails
+	// (the token died with the Vault that was); a check that gets no answer,
+	// or no cluster ID (sealed), keeps the last one.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`

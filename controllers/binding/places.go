@@ -89,9 +89,11 @@ func (sc *bindingScope) unreached(ctx context.Context, sp stalePlace) (gone bool
 	}
 	var g errConnectionGone
 	if errors.As(sp.err, &g) && g.replaced {
-		// The connection now reaches another Vault (re-initialised,
-		// restored): the old one, and its objects, are gone.
-		ctrl.LoggerFrom(ctx).Info("Forgetting a place in a Vault no connection reaches any more", "place", sp.p.String())
+		// Its connection reports another Vault now (initialised anew,
+		// replaced): the old one, and its objects, are most likely gone,
+		// and nothing can reach them to delete.
+		ctrl.LoggerFrom(ctx).Info("Forgetting a place in a Vault no connection reports any more", "place", sp.p.String(), "why", g.msg)
+		sc.forgotten = append(sc.forgotten, fmt.Sprintf("%s forgotten, not deleted: %v", sp.p, sp.err))
 	} else {
 		sc.unreachable = append(sc.unreachable, fmt.Sprintf("%s: %v", sp.p, sp.err))
 	}
@@ -151,7 +153,8 @@ func (sc *bindingScope) unmarked(p ownership.Placement, err error) error {
 // more; nothing can delete there.
 type errConnectionGone struct {
 	msg string
-	// replaced: connections exist, but reach other Vaults now.
+	// replaced: the connection that wrote there reports another Vault now
+	// (that one was initialised anew, or replaced), and none reports it.
 	replaced bool
 }
 
@@ -162,34 +165,80 @@ func isGone(err error) bool {
 	return errors.As(err, &g)
 }
 
+// placeRoute is what the connections' statuses say of reaching a
+// placement's Vault: the connections to try, in order (the one it was
+// written through first), and the Vault that one reports now when that is
+// another (its Vault was initialised anew, or it was pointed elsewhere).
+type placeRoute struct {
+	candidates []string
+	movedTo    string
+}
+
+// routeFor picks the connections that may reach p's Vault. A connection
+// reports the Vault its last check found (status.clusterID, recorded even
+// when the credentials fail, as long as Vault answered), so one that
+// reports another Vault does not reach p's: a Vault initialised anew kills
+// the tokens of its connections, and waiting on them would wait for ever
+// on a place that went with the old Vault. A connection not checked yet
+// (no cluster ID) may reach it: it is asked (connection.VaultKey). A record
+// of the previous release (no Vault) is reached through its connection.
+func routeFor(p ownership.Placement, conns []v1alpha1.VaultConnection) placeRoute {
+	if p.Vault == "" {
+		return placeRoute{candidates: []string{p.Connection}}
+	}
+	var rt placeRoute
+	for _, c := range conns {
+		key := ownership.VaultKey(c.Status.ClusterID, c.Spec.Namespace)
+		switch {
+		case c.Name == p.Connection && (c.Status.ClusterID == "" || key == p.Vault):
+			rt.candidates = append([]string{c.Name}, rt.candidates...)
+		case c.Name == p.Connection:
+			rt.movedTo = key
+		case c.Status.ClusterID != "" && key == p.Vault:
+			rt.candidates = append(rt.candidates, c.Name)
+		}
+	}
+	return rt
+}
+
+// gone is the error of a placement that no candidate reached: its
+// connection reports another Vault now (replaced), or is gone.
+func (rt placeRoute) gone(p ownership.Placement) errConnectionGone {
+	if rt.movedTo == "" {
+		return errConnectionGone{msg: fmt.Sprintf("no VaultConnection reaches Vault %s any more", p.Vault)}
+	}
+	return errConnectionGone{replaced: true, msg: fmt.Sprintf(
+		"VaultConnection %q, which wrote there, reports Vault %s now, and no VaultConnection reports Vault %s: it was initialised anew or replaced",
+		p.Connection, rt.movedTo, p.Vault)}
+}
+
 // clientFor returns a client of the Vault a placement lives in: through the
 // connection it was written with while that still reaches the same Vault,
 // else through any connection that does (a placement is the Vault's, not
-// the connection's).
+// the connection's). The connection it was written with, failing while it
+// reports the placement's Vault, is waited on: that Vault may well be there
+// still, with a role that logs in.
 func (r *Reconciler) clientFor(ctx context.Context, p ownership.Placement) (vault.Client, error) {
-	candidates := []string{p.Connection}
+	var conns []v1alpha1.VaultConnection
 	if p.Vault != "" {
 		list := &v1alpha1.VaultConnectionList{}
 		if err := r.List(ctx, list); err != nil {
 			return nil, err
 		}
-		for _, c := range list.Items {
-			if c.Name != p.Connection && c.Status.ClusterID != "" && ownership.VaultKey(c.Status.ClusterID, c.Spec.Namespace) == p.Vault {
-				candidates = append(candidates, c.Name)
-			}
-		}
+		conns = list.Items
 	}
+	rt := routeFor(p, conns)
 	var firstErr error
-	reached := false
-	for i, name := range candidates {
+	for _, name := range rt.candidates {
 		vc, conn, err := r.Connections.Get(ctx, name)
 		if err != nil {
 			if shared.WaitingOn(err, shared.WaitingForConnection) {
 				continue // no such connection
 			}
-			if i == 0 {
-				// The connection the objects were written through exists
-				// but fails: wait for it rather than guess another.
+			if name == p.Connection {
+				// The connection the objects were written through exists,
+				// may reach their Vault, but fails: wait for it rather
+				// than guess another.
 				return nil, err
 			}
 			if firstErr == nil {
@@ -210,12 +259,14 @@ func (r *Reconciler) clientFor(ctx context.Context, p ownership.Placement) (vaul
 		if key == p.Vault {
 			return vc, nil
 		}
-		reached = true
+		if name == p.Connection {
+			rt.movedTo = key // not checked before: Vault said
+		}
 	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	return nil, errConnectionGone{msg: fmt.Sprintf("no VaultConnection reaches Vault %s any more", p.Vault), replaced: reached}
+	return nil, rt.gone(p)
 }
 
 // record patches the binding's annotation to inv, if it differs.

@@ -87,8 +87,11 @@ type bindingScope struct {
 	// unmarkedRetain are retained places whose entity could not be marked
 	// retained (Vault not reached), with why.
 	unmarkedRetain []string
-	// unreachable are places in a Vault no connection reaches any more.
+	// unreachable are places in a Vault no connection reaches any more;
+	// forgotten, in a Vault no connection reports any more (initialised
+	// anew, replaced), with why.
 	unreachable []string
+	forgotten   []string
 	// brokenRecord says why the deletion could not read the binding's
 	// record of where it wrote (it then looks only where status says).
 	brokenRecord string

@@ -142,6 +142,10 @@ func (r *Reconciler) events(obj *v1alpha1.MinionBinding, sc *bindingScope, befor
 // removalEvents reports what the removals at stale placements (a switch,
 // or the deletion) did and left.
 func (r *Reconciler) removalEvents(obj *v1alpha1.MinionBinding, sc *bindingScope) {
+	action := "Reconcile"
+	if !obj.DeletionTimestamp.IsZero() {
+		action = "Delete"
+	}
 	if sc.brokenRecord != "" {
 		shared.Emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s; looking only where status says the objects were written", sc.brokenRecord)
 	}
@@ -154,6 +158,12 @@ func (r *Reconciler) removalEvents(obj *v1alpha1.MinionBinding, sc *bindingScope
 	}
 	for _, p := range sc.unreachable {
 		shared.Emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault", p)
+	}
+	// Normal: the Vault that held the place is gone as far as any
+	// connection can tell, and its objects with it when it was reset; the
+	// binding goes on with what it renders now.
+	for _, p := range sc.forgotten {
+		shared.Emit(r.Recorder, obj, "Normal", "Forgotten", action, "%s", p)
 	}
 	if len(sc.notOwned) > 0 {
 		shared.Emit(r.Recorder, obj, "Warning", v1alpha1.NotOwnedReason, "Delete", "left in Vault, not proven this binding's: %s", strings.Join(sc.notOwned, "; "))

@@ -102,6 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	r.Metrics.ConnectionFailed(conn.Name)
 	conn.Status.LastError = shared.Truncate(err.Error())
+	r.reports(conn, info)
 	if reason, ok := shared.StalledConnection(err); ok {
 		// Only an edit of the connection helps: no retry before the next
 		// check (a new generation reconciles at once).
@@ -121,15 +122,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return ctrl.Result{RequeueAfter: r.Connections.retryAfter(conn.Name, conn.EffectiveCheckInterval())}, nil
 }
 
+// reports records the cluster ID that a failing check's sys/seal-status
+// (no token needed) reported: a token that died because Vault was
+// initialised anew fails the check for good, and status must not go on
+// naming the Vault that was. A binding's stale place in that Vault then has
+// no connection reporting it, and is forgotten instead of waited on through
+// this connection for ever (binding.clientFor). A Vault that did not answer,
+// or answered sealed (no cluster ID), leaves the last one: it may be the
+// same Vault, and its places are waited on. The identity stays as the last
+// passing check found it (the mounts need the token): the check that
+// passes again finds it changed, and wakes the connection's bindings.
+func (r *Reconciler) reports(conn *v1alpha1.VaultConnection, info vault.ServerInfo) {
+	st := &conn.Status
+	if info.ClusterID == "" || info.ClusterID == st.ClusterID {
+		return
+	}
+	if st.ClusterID != "" && r.Recorder != nil {
+		shared.Emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
+			"Vault reports cluster ID %s, was %s, and the check fails: Vault was initialised anew or the address reaches another Vault; places in the Vault that was are forgotten where no connection reports it",
+			info.ClusterID, st.ClusterID)
+	}
+	st.ClusterID = info.ClusterID
+	if info.Version != "" {
+		st.VaultVersion = info.Version
+	}
+}
+
 // connected records a passing check in status: Vault's version and
 // identity (a change wakes everything written there), and the login time.
 func (r *Reconciler) connected(conn *v1alpha1.VaultConnection, info vault.ServerInfo, mounts map[string]vault.AuthMount) shared.Outcome {
 	st := &conn.Status
 	identity := vaultIdentity(info.ClusterID, mounts)
 	if st.Identity != "" && st.Identity != identity && r.Recorder != nil {
+		was := "was " + st.ClusterID
+		if st.ClusterID == info.ClusterID {
+			// Recorded by a failing check (reports) since the identity was.
+			was = "found while the check failed"
+		}
 		shared.Emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
-			"Vault's identity changed (cluster ID %s, was %s; or an AppRole mount was re-created): reconciling every binding and template of this connection now",
-			info.ClusterID, st.ClusterID)
+			"Vault's identity changed (cluster ID %s, %s; or an AppRole mount was re-created): reconciling every binding and template of this connection now",
+			info.ClusterID, was)
 	}
 	st.VaultVersion, st.ClusterID, st.Identity = info.Version, info.ClusterID, identity
 	st.LastError = ""
