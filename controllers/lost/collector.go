@@ -183,7 +183,10 @@ func (c *Collector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("vault", key, "connection", conn.Name))
 	w := &pass{c: c, ctx: ctx, vc: vc, conn: conn, key: key, st: c.state(key), now: c.now()}
-	if err := w.run(asked); err != nil {
+	err = w.run(asked)
+	// Set at every pass: the series exist (at 0) from the first.
+	c.gauge(w)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: w.st.next(w.now)}, nil

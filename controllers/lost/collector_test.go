@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
@@ -43,7 +44,10 @@ func newWorld(t *testing.T, objs ...client.Object) *world {
 	conn := &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "vault"},
 		Status: v1alpha1.VaultConnectionStatus{ClusterID: info.ClusterID}}
 	apimeta.SetStatusCondition(&conn.Status.Conditions, metav1.Condition{Type: v1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: "Succeeded"})
-	c := testkit.Builder().WithObjects(append([]client.Object{conn}, objs...)...).WithStatusSubresource(conn).Build()
+	// The template whose AppRole mount the sweep lists.
+	tpl := &v1alpha1.MinionTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Spec: v1alpha1.MinionTemplateSpec{
+		ConnectionRef: v1alpha1.VaultConnectionReference{Name: "vault"}, AppRole: &v1alpha1.MinionAppRoleSpec{Mount: mount}}}
+	c := testkit.Builder().WithObjects(append([]client.Object{conn, tpl}, objs...)...).WithStatusSubresource(conn).Build()
 	w := &world{t: t, v: v, c: c, rec: events.NewFakeRecorder(100), now: time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC),
 		key: ownership.VaultKey(info.ClusterID, "")}
 	notices := &shared.LostNotices{}
@@ -344,5 +348,85 @@ func TestSweepReadsOnlyWhatNoBindingAccountsFor(t *testing.T) {
 	// n reads are interval/(n+1) apart: the two here 3m20s.
 	if spent := w.now.Sub(start); spent != 10*time.Minute/3 {
 		t.Errorf("the sweep's two reads came %s apart in a 10m interval, want 3m20s: spread over it", spent)
+	}
+}
+
+// The binding created again under the lost one's name (a restore) takes
+// the objects back at its reconcile: the collector leaves them to it, not
+// even marking them; unless it is Ready with other objects (it renders
+// another entity now), when they are lost after all.
+func TestBackUnderItsName(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		settled  bool // the binding back is Ready with another entity
+		wantMark bool
+	}{
+		{name: "back, not reconciled yet: left to it"},
+		{name: "back, Ready with another entity: lost", settled: true, wantMark: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			back := liveBinding(owner("team-a", "web01", "uid-back"), "web01", "minion-other", tt.settled)
+			back.Generation = 1
+			if tt.settled {
+				apimeta.SetStatusCondition(&back.Status.Conditions, metav1.Condition{Type: v1alpha1.ReadyCondition, Status: metav1.ConditionTrue,
+					Reason: v1alpha1.SucceededReason, ObservedGeneration: 1})
+			}
+			w := newWorld(t, back)
+			w.minion(owner("team-a", "web01", "uid-gone"), "web01", "minion-web01", nil)
+			w.v.ResetCalls()
+			w.col.notice(shared.LostCandidate{Vault: w.key, Connection: "vault", Mount: mount, Role: "web01", Entity: "minion-web01"})
+			w.pass()
+			if _, marked := ownership.LostSince(w.entityMeta("minion-web01")); marked != tt.wantMark || w.v.Writes() != map[bool]int{true: 1}[tt.wantMark] {
+				t.Errorf("marked %v with %d writes, want marked %v", marked, w.v.Writes(), tt.wantMark)
+			}
+		})
+	}
+}
+
+// A role whose entity was deleted by hand, its binding lost: its role ID
+// says this cluster chose it for a binding no claimant is. It has nowhere
+// to carry the mark: its window runs from when the collector found it, and
+// then it is deleted. A role whose role ID names a live claimant is its.
+func TestLostRoleWithoutEntity(t *testing.T) {
+	claimant := owner("team-b", "db01", "uid-db")
+	w := newWorld(t, liveBinding(claimant, "db01", "", false))
+	ctx := context.Background()
+	gone := owner("team-a", "web01", "uid-gone")
+	w.minion(gone, "web01", "minion-web01", nil)
+	w.minion(claimant, "db01", "minion-db01", nil)
+	for _, e := range []string{"minion-web01", "minion-db01"} {
+		if err := w.v.DeleteEntityByName(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.v.ResetCalls()
+	w.pass()
+	w.drainSweep()
+	if role, _ := w.exists("web01", ""); !role || w.v.Writes() != 0 {
+		t.Fatalf("within the window: role %v, %d writes", role, w.v.Writes())
+	}
+	w.now = w.now.Add(time.Hour)
+	w.pass()
+	if role, _ := w.exists("web01", ""); role {
+		t.Error("the lost role is left after its window")
+	}
+	if role, _ := w.exists("db01", ""); !role {
+		t.Error("a live claimant's role was collected")
+	}
+}
+
+// A binding this process deleted the normal way costs no read when it
+// disappears; one whose finalizer was stripped is looked at at once.
+func TestDeletedBindingsLookedAtUnlessFinalizedHere(t *testing.T) {
+	w := newWorld(t)
+	normal := liveBinding(owner("team-a", "a", "uid-a"), "a1", "minion-a1", true)
+	stripped := liveBinding(owner("team-a", "b", "uid-b"), "b1", "minion-b1", true)
+	w.col.Notices.Finalized(normal.UID)
+	for _, b := range []*v1alpha1.MinionBinding{normal, stripped} {
+		w.col.bindingDeleted(context.Background(), event.TypedDeleteEvent[client.Object]{Object: b}, nil)
+	}
+	st := w.col.state(w.key)
+	if len(st.pending) != 1 || st.pending[0].Entity != "minion-b1" || st.pending[0].Role != "b1" {
+		t.Errorf("looked at %+v, want the stripped binding's minion only", st.pending)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -105,7 +107,7 @@ func (w *pass) read(cand shared.LostCandidate) (*seen, error) {
 
 // judge decides on what a look read and acts.
 func (w *pass) judge(s *seen) error {
-	holder, err := w.holder(s)
+	holder, back, err := w.holder(s)
 	if err != nil {
 		return err
 	}
@@ -113,6 +115,13 @@ func (w *pass) judge(s *seen) error {
 	m := w.st.lost[key]
 	if m == nil {
 		m = &lostMinion{owner: s.owner}
+	}
+	if holder == ownership.HolderGone && back != nil && !settledElsewhere(back, s.entity) {
+		// The binding is back under its name (a restore): its reconcile
+		// takes the objects back; marking them now would only be one more
+		// write to undo.
+		w.forget(key, m)
+		return nil
 	}
 	f := ownership.LostFacts{Holder: holder, Window: w.c.Window, Now: w.now, Release: s.owner.UID != "" && w.release[s.owner.UID]}
 	if e := s.entity; e != nil {
@@ -150,36 +159,37 @@ func (w *pass) judge(s *seen) error {
 
 // holder is what the API server says of the binding that wrote the
 // objects: asked past the cache unless the cache has it alive with its
-// UID (a collection is never decided from the cache). A role whose entity
-// is gone names no binding: it is a gone binding's when no claimant of its
-// minion ID is the one its role ID was chosen for, and the operator sees
-// every binding.
-func (w *pass) holder(s *seen) (ownership.HolderState, error) {
+// UID (a collection is never decided from the cache), with the binding
+// created again under its name (another UID), if there is one. A role
+// whose entity is gone names no binding: it is a gone binding's when no
+// claimant of its minion ID is the one its role ID was chosen for, and the
+// operator sees every binding.
+func (w *pass) holder(s *seen) (ownership.HolderState, *v1alpha1.MinionBinding, error) {
 	if !s.named {
 		place := ownership.RolePlace{Mount: s.mount, Role: s.role}
 		list := &v1alpha1.MinionBindingList{}
 		if err := w.c.List(w.ctx, list, client.MatchingFields{shared.MinionIDIndex: s.role}, client.UnsafeDisableDeepCopy); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		proof := ownership.ProveRoleID(s.roleID, w.c.ClusterID, place)
 		for i := range list.Items {
 			b := &list.Items[i]
 			if proof.For(ownership.Owner{Cluster: w.c.ClusterID, Namespace: b.Namespace, Name: b.Name}, false) {
-				return ownership.HolderLive, nil
+				return ownership.HolderLive, nil, nil
 			}
 		}
 		if !w.c.SeesAllBindings {
-			return ownership.HolderUnknown, nil
+			return ownership.HolderUnknown, nil, nil
 		}
-		return ownership.HolderGone, nil
+		return ownership.HolderGone, nil, nil
 	}
 	key := client.ObjectKey{Namespace: s.owner.Namespace, Name: s.owner.Name}
 	b := &v1alpha1.MinionBinding{}
 	if err := w.c.Get(w.ctx, key, b); err == nil && string(b.UID) == s.owner.UID {
 		if !b.DeletionTimestamp.IsZero() {
-			return ownership.HolderDeleting, nil
+			return ownership.HolderDeleting, nil, nil
 		}
-		return ownership.HolderLive, nil
+		return ownership.HolderLive, nil, nil
 	}
 	reader := w.c.APIReader
 	if reader == nil {
@@ -188,17 +198,26 @@ func (w *pass) holder(s *seen) (ownership.HolderState, error) {
 	err := reader.Get(w.ctx, key, b)
 	switch {
 	case apierrors.IsNotFound(err):
-		return ownership.HolderGone, nil
+		return ownership.HolderGone, nil, nil
 	case apierrors.IsForbidden(err):
-		return ownership.HolderUnknown, nil
+		return ownership.HolderUnknown, nil, nil
 	case err != nil:
-		return 0, fmt.Errorf("reading MinionBinding %s: %w", key, err)
+		return 0, nil, fmt.Errorf("reading MinionBinding %s: %w", key, err)
 	case string(b.UID) != s.owner.UID:
-		return ownership.HolderGone, nil
+		return ownership.HolderGone, b, nil
 	case !b.DeletionTimestamp.IsZero():
-		return ownership.HolderDeleting, nil
+		return ownership.HolderDeleting, nil, nil
 	}
-	return ownership.HolderLive, nil
+	return ownership.HolderLive, nil, nil
+}
+
+// settledElsewhere: the binding created again under the lost one's name
+// is Ready for its spec with another entity than e: it renders other
+// objects now and will never take these back, so they are lost after all.
+func settledElsewhere(back *v1alpha1.MinionBinding, e *vault.Entity) bool {
+	ready := apimeta.FindStatusCondition(back.Status.Conditions, v1alpha1.ReadyCondition)
+	settled := ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == back.Generation
+	return settled && back.Status.Entity != nil && (e == nil || !strings.EqualFold(back.Status.Entity.Name, e.Name))
 }
 
 // roles records the lost minion's roles: the look's own (when its role ID

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -219,7 +220,7 @@ func TestOwnershipNeverPassesByAccident(t *testing.T) {
 		}
 	})
 
-	s.run("a handover to another namespace starts clean", func(t *testing.T) {
+	s.run("a lost minion goes to another namespace only once collected, and starts clean", func(t *testing.T) {
 		namespaces("hx-a", "hx-b")
 		s.must(s.c.Create(ctx, hoTemplate("hx-t", "salt-minions", "hx")))
 		a, b := s.tenantClient(t, "hx-tenant-a", "hx-a"), s.tenantClient(t, "hx-tenant-b", "hx-b")
@@ -241,13 +242,26 @@ func TestOwnershipNeverPassesByAccident(t *testing.T) {
 		s.must(a.Delete(ctx, held))
 		s.waitGone("hx-a", "web")
 
+		// Lost, not released: the other tenant's binding waits and writes
+		// nothing until the minion is collected (here an administrator
+		// asks; otherwise the restore window's end).
 		mark := audit.mark(t)
 		s.must(b.Create(ctx, hoBinding("hx-b", "web", "hx01", "hx-t", "db")))
+		s.waitReason("hx-b", "web", v1alpha1.MinionIDLostReason)
+		audit.settle(t)
+		if calls := audit.since(t, mark, operator); slices.ContainsFunc(calls.Paths, func(p string) bool {
+			return strings.HasSuffix(p, "auth/salt-minions/role/hx01") || strings.HasPrefix(p, "create identity/entity-alias")
+		}) {
+			t.Fatalf("the claimant of a lost minion wrote: %v", calls.Paths)
+		}
+		s.must(s.patchConnection("ho-vault", func(c *v1alpha1.VaultConnection) {
+			c.Annotations = map[string]string{v1alpha1.CollectAnnotation: string(held.UID)}
+		}))
 		nb := s.waitReady("hx-b", "web")
-		s.event("web", "HandedOver")
+		s.connectionEvent(t, "ho-vault", "MinionCollected", string(held.UID))
 		audit.settle(t)
 		calls := audit.since(t, mark, operator)
-		t.Logf("the handover: %d Vault writes and deletes by the operator: %s", calls.Writes, strings.Join(calls.Paths, ", "))
+		t.Logf("the loss, the collection, the new minion: %d Vault writes and deletes by the operator: %s", calls.Writes, strings.Join(calls.Paths, ", "))
 		newRoleID := fmt.Sprint(s.vaultRead("auth/salt-minions/role/hx01/role-id")["role_id"])
 		if newRoleID == oldRoleID || nb.Status.AppRole.RoleID != newRoleID {
 			t.Errorf("role ID %s -> %s (status %s): kept across tenants", oldRoleID, newRoleID, nb.Status.AppRole.RoleID)

@@ -32,10 +32,14 @@ type lostFixture struct {
 	s              *suite
 	ns, name, id   string
 	entity         string
-	binding        *v1alpha1.MinionBinding
-	roleID, secret string
-	token          string
-	uid            types.UID
+	binding *v1alpha1.MinionBinding
+	roleID  string
+	// secrets are secret IDs issued before the loss, unused: each check
+	// of the credentials logs in with the next (a template may make them
+	// single-use).
+	secrets []string
+	token   string
+	uid     types.UID
 }
 
 // lostSuite is a suite whose operator keeps lost minions for lostWindow,
@@ -69,7 +73,9 @@ func (s *suite) bound(t *testing.T, c client.Client, ns, name, id, tpl, prefix s
 	got := s.waitReady(ns, name)
 	f := &lostFixture{s: s, ns: ns, name: name, id: strings.ToLower(id), entity: prefix + "_" + id, binding: b, uid: got.UID}
 	f.roleID = got.Status.AppRole.RoleID
-	f.secret = s.secretID(t, "salt-minions", f.id)
+	for range 3 {
+		f.secrets = append(f.secrets, s.secretID(t, "salt-minions", f.id))
+	}
 	login, err := s.anon(t).Logical().Write("auth/salt-minions/login", map[string]any{"role_id": f.roleID, "secret_id": s.secretID(t, "salt-minions", f.id)})
 	s.must(err)
 	f.token = login.Auth.ClientToken
@@ -94,7 +100,12 @@ func (f *lostFixture) lose(t *testing.T, c client.Client) {
 // the token of the login before still works.
 func (f *lostFixture) credentials(t *testing.T) (secretLogsIn, tokenWorks bool) {
 	t.Helper()
-	_, err := f.s.anon(t).Logical().Write("auth/salt-minions/login", map[string]any{"role_id": f.roleID, "secret_id": f.secret})
+	if len(f.secrets) == 0 {
+		t.Fatal("no secret ID from before the loss left to try")
+	}
+	secret := f.secrets[0]
+	f.secrets = f.secrets[1:]
+	_, err := f.s.anon(t).Logical().Write("auth/salt-minions/login", map[string]any{"role_id": f.roleID, "secret_id": secret})
 	secretLogsIn = err == nil
 	tok, err := f.s.root.Clone()
 	f.s.must(err)
@@ -387,3 +398,141 @@ func containsPolicy(names []string, name string) bool {
 }
 
 var _ = vaultapi.Config{}
+
+// TestLostWhileNoOperatorRan: a binding lost while no operator ran (its
+// finalizer stripped and the binding deleted meanwhile) has no event and
+// no claimant to report it: the sweep finds it, marks it, and collects it
+// when its window ends. Objects the operator did not write (an
+// administrator's entity and role beside it) and the minions of live
+// bindings are read, never written.
+func TestLostWhileNoOperatorRan(t *testing.T) {
+	s := lostSuite(t, 5*time.Second)
+	ctx := context.Background()
+	audit := s.vaultAudit(t)
+	operator := s.accessorOf(t, s.token)
+	f := s.bound(t, s.c, "lm-a", "sw", "lm06", "lm-t", "lm")
+	live := s.bound(t, s.c, "lm-a", "sw-live", "lm07", "lm-t", "lm")
+	_, err := s.root.Logical().Write("identity/entity/name/lm-admin-made", map[string]any{"metadata": map[string]string{"owner": "admin"}})
+	s.must(err)
+	_, err = s.root.Logical().Write("auth/salt-minions/role/lm-by-hand", map[string]any{"token_policies": []string{"default"}})
+	s.must(err)
+
+	s.stopOperator()
+	f.lose(t, s.c)
+	mark := audit.mark(t)
+	s.runOperator(t)
+	since := f.lostSince(t)
+	at := f.waitCollected(t, lostWindow+30*time.Second)
+	t.Logf("lost while no operator ran: marked by the sweep at %s, collected %s later", since.Format(time.RFC3339), at.Sub(since).Round(time.Second))
+	if secret, token := f.credentials(t); secret || token {
+		t.Errorf("collected: the secret ID from before logs in %v, the token from before works %v", secret, token)
+	}
+	audit.settle(t)
+	calls := audit.since(t, mark, operator)
+	for _, p := range calls.Paths {
+		if strings.Contains(p, "lm-admin-made") || strings.Contains(p, "lm-by-hand") || strings.Contains(p, "lm07") {
+			t.Errorf("the sweep wrote %s", p)
+		}
+	}
+	if s.vaultRead("identity/entity/name/lm-admin-made") == nil || s.vaultRead("auth/salt-minions/role/lm-by-hand") == nil {
+		t.Error("an administrator's object is gone")
+	}
+	if role, entity := live.inVault(); !role || !entity {
+		t.Errorf("a live binding's minion: role %v, entity %v", role, entity)
+	}
+	writes, deletes := minionWrites(calls, f.id, f.entity)
+	t.Logf("the sweep's reads %d (lists included), the lost minion's writes %v and deletes %v", calls.Reads, writes, deletes)
+	if len(writes) != 1 || len(deletes) != 2 {
+		t.Errorf("writes %v, deletes %v: want the mark, then the role and the entity deleted", writes, deletes)
+	}
+	_, _ = s.root.Logical().Delete("identity/entity/name/lm-admin-made")
+	_, _ = s.root.Logical().Delete("auth/salt-minions/role/lm-by-hand")
+	_ = ctx
+}
+
+// TestLostMinionsAgainstATenant plays a tenant with rights on
+// MinionBindings in its own namespace against another tenant's minions,
+// one live and one lost: a binding named like the victim's, records naming
+// the victim's objects, the collect annotation on its own bindings,
+// finalizers set and stripped. None of it makes the operator collect the
+// live minion, collect the lost one before its window ends, or hand the
+// lost one to the tenant.
+func TestLostMinionsAgainstATenant(t *testing.T) {
+	s := lostSuite(t, time.Hour)
+	ctx := context.Background()
+	audit := s.vaultAudit(t)
+	operator := s.accessorOf(t, s.token)
+	victimClient := s.tenantClient(t, "lm-victim", "lm-a")
+	attacker := s.tenantClient(t, "lm-attacker", "lm-b")
+	live := s.bound(t, victimClient, "lm-a", "hv-live", "lm08", "lm-t", "lm")
+	lost := s.bound(t, victimClient, "lm-a", "hv-lost", "lm09", "lm-t", "lm")
+	liveBefore := s.snapshot(t, "salt-minions", live.id, live.entity)
+	lost.lose(t, victimClient)
+	since := lost.lostSince(t)
+	mark := audit.mark(t)
+
+	record := func(f *lostFixture) string {
+		return `[{"vault":"` + s.vaultKey(t, "lm-vault") + `","connection":"lm-vault","mount":"salt-minions","entity":"` + f.entity + `"}]`
+	}
+	forge := func(name, id string, f *lostFixture) {
+		b := binding("lm-b", name, id, map[string]any{"roles": []string{"admin"}})
+		b.Spec.TemplateRef.Name = "lm-t"
+		b.Finalizers = []string{v1alpha1.Finalizer}
+		b.Annotations = map[string]string{
+			v1alpha1.CollectAnnotation:      string(live.uid) + "," + string(lost.uid),
+			v1alpha1.VaultObjectsAnnotation: record(f),
+		}
+		s.must(attacker.Create(ctx, b))
+	}
+	// Named like the victims' bindings, with their minion IDs.
+	forge("hv-live", "lm08", live)
+	forge("hv-lost", "LM09", lost)
+	s.waitReason("lm-b", "hv-live", v1alpha1.DuplicateMinionIDReason)
+	s.waitReason("lm-b", "hv-lost", v1alpha1.MinionIDLostReason)
+	// The forgeries deleted, their finalizers stripped first: lost too?
+	for _, name := range []string{"hv-live", "hv-lost"} {
+		b := &v1alpha1.MinionBinding{}
+		s.must(attacker.Get(ctx, client.ObjectKey{Namespace: "lm-b", Name: name}, b))
+		patch := client.MergeFrom(b.DeepCopy())
+		b.Finalizers = nil
+		s.must(attacker.Patch(ctx, b, patch))
+		s.must(attacker.Delete(ctx, b))
+		s.waitGone("lm-b", name)
+	}
+	forge("hv-lost", "lm09", lost)
+	s.waitReason("lm-b", "hv-lost", v1alpha1.MinionIDLostReason)
+	// Half the window on: nothing collected early, nothing handed over.
+	time.Sleep(time.Until(since.Add(lostWindow / 2)))
+	if role, entity := lost.inVault(); !role || !entity {
+		t.Fatalf("the lost minion was collected before its window ended: role %v, entity %v", role, entity)
+	}
+	if r, _ := s.readyOf("lm-b", "hv-lost"); r != v1alpha1.MinionIDLostReason {
+		t.Fatalf("the attacker's binding: %s", r)
+	}
+	if after := s.snapshot(t, "salt-minions", live.id, live.entity); !liveBefore.equal(after) {
+		t.Errorf("the live minion changed: %+v -> %+v", liveBefore, after)
+	}
+	audit.settle(t)
+	for _, p := range audit.since(t, mark, operator).Paths {
+		if strings.Contains(p, "lm08") || strings.Contains(p, "lm09") {
+			t.Errorf("the operator wrote %s for the attacker", p)
+		}
+	}
+	// When the window ends the lost minion is collected, and the attacker's
+	// binding, the first claimant left, creates it afresh: a new role ID,
+	// no credential of the victim's.
+	got := s.waitReadyWithin("lm-b", "hv-lost", lostWindow+30*time.Second)
+	s.connectionEvent(t, "lm-vault", "MinionCollected", string(lost.uid))
+	if d := time.Since(since); d < lostWindow {
+		t.Errorf("the attacker's binding holds the minion %s after the loss, within the window", d)
+	}
+	if got.Status.AppRole.RoleID == lost.roleID {
+		t.Error("the attacker got the victim's role ID")
+	}
+	if secret, token := lost.credentials(t); secret || token {
+		t.Errorf("the victim's secret ID logs in %v, its token works %v: now with the attacker's policies", secret, token)
+	}
+	if after := s.snapshot(t, "salt-minions", live.id, live.entity); !liveBefore.equal(after) {
+		t.Errorf("the live minion changed: %+v -> %+v", liveBefore, after)
+	}
+}
