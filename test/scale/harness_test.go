@@ -184,6 +184,7 @@ const (
 	phaseTemplate           = "template change"
 	phasePolicy             = "policy change"
 	phaseLatency            = "single change"
+	phaseSweep              = "sweep"
 	phaseDelete             = "delete"
 )
 

@@ -36,6 +36,9 @@ type operatorProc struct {
 	// operatorSoftLimit.
 	cgroupProcs string
 	softLimit   int64
+	// extraArgs are flags added at the next start (the sweep phase's
+	// interval).
+	extraArgs []string
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -90,6 +93,7 @@ func (o *operatorProc) startOnce(ctx context.Context) error {
 		"--leader-election-namespace=" + operatorNamespace,
 		"--leader-election-id=" + leaseName,
 	}
+	args = append(args, o.extraArgs...)
 	// POD_NAMESPACE: where the operator reads Secrets (--secret-namespace's
 	// default, as in its Deployment); a previous release ignores it.
 	env := append(cleanEnv(), "KUBECONFIG="+o.kubeconfig, "POD_NAMESPACE="+operatorNamespace)

@@ -209,6 +209,7 @@ func (h *harness) operatorPhases(ctx context.Context) error {
 		{phaseTemplate, h.n, h.templateChange},
 		{phasePolicy, h.n, h.policyChange},
 		{phaseLatency, h.cfg.changes, h.latency},
+		{phaseSweep, h.n, h.sweep},
 		{phaseDelete, h.n, h.deleteAll},
 	}
 	for _, p := range phases {

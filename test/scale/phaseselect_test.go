@@ -11,7 +11,7 @@ import (
 
 // operatorPhaseNames are the operator's phases, in the order
 // operatorPhases runs them.
-var operatorPhaseNames = []string{phaseConverge, phaseRestart, phaseForced, phaseFailover, phaseTemplate, phasePolicy, phaseLatency, phaseDelete}
+var operatorPhaseNames = []string{phaseConverge, phaseRestart, phaseForced, phaseFailover, phaseTemplate, phasePolicy, phaseLatency, phaseSweep, phaseDelete}
 
 // parsePhases reads SCALE_PHASES: operator phases separated by commas or
 // spaces, each by its name (a name of two words also with a hyphen,
@@ -61,6 +61,11 @@ func validPhases() string {
 // runs says whether the run includes the operator phase: every one when
 // no phases were selected, the converge always.
 func (c config) runs(phase string) bool {
+	if phase == phaseSweep {
+		// Only when asked for: it restarts the operator with a sweep
+		// interval of its own, which a baseline's operator may not know.
+		return slices.Contains(c.phases, phase)
+	}
 	return c.phases == nil || phase == phaseConverge || slices.Contains(c.phases, phase)
 }
 
