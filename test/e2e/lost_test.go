@@ -29,11 +29,11 @@ const lostWindow = 15 * time.Second
 // lostFixture is a tenant's minion, its credentials from before it was
 // lost, and its binding to restore.
 type lostFixture struct {
-	s              *suite
-	ns, name, id   string
-	entity         string
-	binding *v1alpha1.MinionBinding
-	roleID  string
+	s            *suite
+	ns, name, id string
+	entity       string
+	binding      *v1alpha1.MinionBinding
+	roleID       string
 	// secrets are secret IDs issued before the loss, unused: each check
 	// of the credentials logs in with the next (a template may make them
 	// single-use).
