@@ -109,7 +109,13 @@ type bindingScope struct {
 	roleDigest string
 	// applied: the reconcile got as far as Vault's objects (apply), so a
 	// failure may have left the role other than status says.
-	applied  bool
+	applied bool
+	// compared: the apply read every object of the binding from Vault (the
+	// role, its role ID, the entity with its aliases), none taken as
+	// known from an earlier check (handlesRequest).
+	compared bool
+	// handled: the binding's reconcile request may be reported handled.
+	handled  bool
 	metadata map[string]string // the entity metadata keys the operator owns, as written
 	requeue  time.Duration
 	// skipped are stale places a plan does not look at (another Vault).
@@ -149,6 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if retErr != nil && sc.outcome.Kind == shared.OutcomeReady {
 			sc.outcome = shared.OutcomeFor(retErr)
 		}
+		sc.handled = handlesRequest(sc.outcome, sc.compared, retErr)
 		r.finishStatus(obj, sc)
 		// Counted before the status is written: whoever sees the status
 		// finds the metric counted too.
@@ -211,7 +218,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 	}
 	known := r.knownRoleID(obj, sk)
 	sent = time.Now()
-	sc.applied = true
+	sc.applied, sc.compared = true, known == ""
 	if err := r.apply(ctx, vc, obj, a, inv, cur, known, sc); err != nil {
 		r.checks.forget(sk.key)
 		// A refusal or outage that is the connection's makes the binding
@@ -221,6 +228,23 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 	sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
 	sc.requeue = r.nextCheck(sk, known, sc)
 	return nil
+}
+
+// handlesRequest reports whether a reconcile may report the binding's
+// reconcile request handled (status.lastHandledReconcileAt): when it read
+// every object of the binding from Vault as it is now (compared) and
+// brought them to the rendering (Ready), or when its verdict is a refusal
+// only a change clears: the objects in Vault are someone else's, or the
+// binding is stalled (the condition says why). A failure that a retry may
+// clear (Vault unavailable, a connection or template to wait for), a
+// suspended binding, or a pass that took Vault as it last saw it leaves
+// the request open: the next reconcile compares everything again.
+func handlesRequest(o shared.Outcome, compared bool, err error) bool {
+	if err != nil {
+		_, _, refused := Refusal(err)
+		return refused
+	}
+	return o.Kind == shared.OutcomeReady && compared
 }
 
 func readyMessage(res *render.Result) string {

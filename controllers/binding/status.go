@@ -66,7 +66,7 @@ func (r *Reconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope)
 		}
 		sc.driftRun = trackDrift(st, sc.correctedObjects(), r.now())
 	}
-	if v := obj.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]; v != "" {
+	if v := obj.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]; v != "" && sc.handled {
 		st.LastHandledReconcileAt = v
 	}
 	st.ObservedGeneration = obj.Generation

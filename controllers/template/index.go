@@ -55,10 +55,13 @@ type templatePolicies struct {
 	discovered bool   // Vault's policies were listed for this template since the start
 	identity   string // the connection's Vault identity when they were
 	vaultKey   string // where policyOwners keeps what is known of that Vault
-	// handledRequest is the last reconcile request a full scan handled.
-	handledRequest string
-	members        int // bindings that refer to the template
-	refs           map[string]*policyRef
+	// compared is the last reconcile request whose full compare began: a
+	// scan for it marked every name dirty after the request was seen, and
+	// their reads ask Vault anew (readAgain). The request is handled once
+	// no name is dirty any more (handledRequest).
+	compared string
+	members  int // bindings that refer to the template
+	refs     map[string]*policyRef
 	// owned are the policies in Vault with this template's header, each
 	// with the body last confirmed there (unknownBody: found by a
 	// discovery and not compared yet).
@@ -581,6 +584,8 @@ type templateSummary struct {
 	// missing: wanted and not confirmed in Vault with that body; stale:
 	// owned and no longer wanted; unchecked: dirty, whatever Vault has.
 	missing, stale, unchecked int
+	// compared is the reconcile request whose full compare began.
+	compared string
 }
 
 // pending reports whether Vault is not yet known to be as wanted.
@@ -596,7 +601,7 @@ func (idx *policyIndex) summary(template string) templateSummary {
 	// Nothing here walks every name: a status refresh of a template with a
 	// policy per minion costs the same at 10 names as at 50,000.
 	s := templateSummary{built: tp.built, members: tp.members, owned: len(tp.owned), notOwned: slices.Sorted(maps.Keys(tp.notOwned)),
-		unchecked: len(tp.dirty), missing: tp.tallies.missing, stale: tp.tallies.stale, conflicts: tp.conflictMessages()}
+		unchecked: len(tp.dirty), missing: tp.tallies.missing, stale: tp.tallies.stale, conflicts: tp.conflictMessages(), compared: tp.compared}
 	if len(tp.owned) > 0 {
 		s.digest = hex.EncodeToString(tp.digest[:])
 		s.content = hex.EncodeToString(tp.content[:])
@@ -645,10 +650,17 @@ func (idx *policyIndex) scanDue(template string, rq scanRequest) (scan scanKind,
 	// The key also changes when the connection's cluster becomes known:
 	// the same Vault, nothing to discover again.
 	tp.identity, tp.vaultKey = rq.identity, rq.vaultKey
-	// A request is handled once: the status that records it may not be in
+	// A request's compare begins once: the passes after it retry what it
+	// left dirty, and the status that reports it handled may not be in
 	// the cache yet when the next reconcile (a status refresh) reads it.
-	requested := rq.asked != rq.handled && rq.asked != tp.handledRequest
+	requested := rq.asked != "" && rq.asked != rq.handled && rq.asked != tp.compared
 	why = []any{"vault", rq.vaultKey, "built", tp.built, "discovered", tp.discovered, "compiledChanged", tp.compiled != rq.compiled, "requested", requested}
+	if requested {
+		// Vault's policies are listed again, for any with the template's
+		// header that the index does not know of (written by hand, or
+		// restored from a snapshot): the template owns them too.
+		tp.discovered = false
+	}
 	switch {
 	case !tp.built || !tp.discovered || requested:
 		scan = verifyScan
@@ -658,11 +670,39 @@ func (idx *policyIndex) scanDue(template string, rq scanRequest) (scan scanKind,
 	return scan, why, forget
 }
 
-// scanned records the reconcile request a successful full scan handled.
-func (idx *policyIndex) scanned(template, asked string) {
+// beginCompare records that the full compare of a reconcile request
+// began, right after a verifying rebuild marked every name dirty, and
+// returns those names: their reads must ask Vault (readAgain).
+func (idx *policyIndex) beginCompare(template, request string) []string {
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
-	idx.templateLocked(template).handledRequest = asked
+	tp := idx.templateLocked(template)
+	tp.compared = request
+	return slices.Collect(maps.Keys(tp.dirty))
+}
+
+// handledRequest is the reconcile request a pass of the template may
+// report handled (status.lastHandledReconcileAt), "" for none yet: the
+// one asked once its full compare began (compared) and nothing of it is
+// left, no name still to compare, write or delete (pending, which counts
+// the names another sync holds) and no failure in this pass. A refusal
+// (Stalled: the template's own problem, or a write Vault refuses) is
+// handled too: only a change of the template clears it, and the
+// condition says which. A failure that a retry may clear is not: the
+// request stays open, and its compare goes on at the retry.
+func handledRequest(asked, compared string, pending bool, kind shared.OutcomeKind, err error) string {
+	switch {
+	case asked == "":
+		return ""
+	case err != nil:
+		if kind == shared.OutcomeStalled {
+			return asked
+		}
+		return ""
+	case pending || compared != asked:
+		return ""
+	}
+	return asked
 }
 
 // untilScan is the time left until the template's next full scan.

@@ -82,9 +82,13 @@ type templateScope struct {
 	readyBefore *metav1.Condition
 	outcome     shared.Outcome
 	requeue     time.Duration // the next resync when Ready
-	// pending: names another sync holds (a delta under way); the status
-	// is looked at again soon, whatever the outcome.
+	// pending: names still to compare, write or delete, some perhaps
+	// held by another sync (a delta under way); the status is looked at
+	// again soon, whatever the outcome.
 	pending bool
+	// compared is the reconcile request whose full compare began
+	// (handledRequest).
+	compared string
 	// What this pass did in Vault, for the events (finishStatus emits
 	// them all): policies written and deleted, and why the template's
 	// policies were left in Vault at its deletion.
@@ -193,7 +197,7 @@ func (r *Reconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTempl
 		sc.outcome = shared.OutcomeFor(retErr)
 	}
 	tpl.Status.ObservedGeneration = tpl.Generation
-	if v := tpl.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation]; v != "" {
+	if v := handledRequest(tpl.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation], sc.compared, sc.pending, sc.outcome.Kind, retErr); v != "" {
 		tpl.Status.LastHandledReconcileAt = v
 	}
 	shared.SetConditions(tpl, sc.outcome)

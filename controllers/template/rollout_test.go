@@ -84,6 +84,9 @@ func TestScanDue(t *testing.T) {
 		{"the interval up: rendered again, compared slot by slot", func(x *policyIndex) { x.part("t").lastScan = time.Now().Add(-interval) },
 			scanRequest{compiled: compiled}, renderScan},
 		{"a reconcile request", nil, scanRequest{compiled: changed, asked: "now"}, verifyScan},
+		{"a reconcile request whose compare began: the passes after it retry what is dirty",
+			func(x *policyIndex) { x.beginCompare("t", "now") }, scanRequest{compiled: compiled, asked: "now"}, noScan},
+		{"a reconcile request reported handled", nil, scanRequest{compiled: compiled, asked: "now", handled: "now"}, noScan},
 		{"another Vault", nil, scanRequest{compiled: changed, identity: "other"}, verifyScan},
 	}
 	for _, tc := range tests {

@@ -41,11 +41,11 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 	var err error
 	if scan != noScan {
 		ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", append(why, "verify", scan == verifyScan)...)
-		// A request asks for everything to be compared, not presumed.
-		presume := asked == "" || asked == handled
-		if err = r.fullScan(ctx, tpl, compiled, scan == verifyScan, presume); err == nil {
-			r.index.scanned(tpl.Name, asked)
+		request := ""
+		if asked != handled {
+			request = asked
 		}
+		err = r.fullScan(ctx, tpl, compiled, scan == verifyScan, request)
 	} else {
 		r.index.recheckNotOwned(tpl.Name)
 		err = r.retryDirty(ctx, tpl)
@@ -55,7 +55,7 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 		return err
 	}
 	s := r.summarize(tpl)
-	sc.outcome, sc.pending = s.outcome(), s.pending()
+	sc.outcome, sc.pending, sc.compared = s.outcome(), s.pending(), s.compared
 	sc.requeue = shared.Jitter(max(r.index.untilScan(tpl.Name, interval), time.Second))
 	if slot := r.index.untilSlot(tpl.Name, time.Now()); slot > 0 {
 		sc.requeue = min(sc.requeue, slot)
@@ -67,11 +67,14 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 }
 
 // fullScan renders every binding of the template, rebuilds its part of the
-// index, lists Vault's policies once after a start to find the template's
-// own, and brings every wanted policy to its body (verify: each compared
-// with Vault, unless presume and status let the index presume them; else
-// those whose wanted state changed), with deltas held off.
-func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, verify, presume bool) error {
+// index, lists Vault's policies once after a start (and at a request) to
+// find the template's own, and brings every wanted policy to its body
+// (verify: each compared with Vault, unless status lets the index presume
+// them after a start; else those whose wanted state changed), with deltas
+// held off. request is the reconcile request not yet reported handled
+// ("" for none): nothing is presumed for it, and every name is read from
+// Vault as it is now.
+func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, verify bool, request string) error {
 	defer r.index.holdForScan(tpl.Name)()
 	// The cache's own objects, not copies: a scan reads every binding of
 	// the template (10,000 with a policy per minion), and copying them all
@@ -93,6 +96,9 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 		return err
 	}
 	r.index.rebuild(tpl.Name, compiled, scanned, verify)
+	if verify && request != "" {
+		r.reader(tpl.Name).readAgain(r.index.beginCompare(tpl.Name, request))
+	}
 	if !r.index.discovered(tpl.Name) {
 		vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 		if err != nil {
@@ -102,7 +108,7 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 		if err != nil {
 			return err
 		}
-		if p, ok := presumptionOf(tpl); presume && ok && r.index.presume(tpl.Name, p, listed, time.Now(), shared.TemplateInterval(tpl, r.DefaultInterval)) {
+		if p, ok := presumptionOf(tpl); request == "" && ok && r.index.presume(tpl.Name, p, listed, time.Now(), shared.TemplateInterval(tpl, r.DefaultInterval)) {
 			ctrl.LoggerFrom(ctx).V(1).Info("ACL policies taken as status says, to be compared with Vault over the interval", "template", tpl.Name, "policies", p.count)
 		}
 		self := r.policyOwner(tpl)

@@ -562,18 +562,28 @@ func (r *policyReader) readOnce(ctx context.Context, vc vault.Client, name strin
 	return res, nil
 }
 
-// set records that name carries owner's header (written or seen).
 // changing notes that a write or delete of name is being sent (a nil
 // reader, a plan's, keeps nothing).
 func (r *policyReader) changing(name string) {
 	if r == nil {
 		return
 	}
-	name = strings.ToLower(name)
+	r.readAgain([]string{name})
+}
+
+// readAgain makes the next read of each name ask Vault: no read that
+// began before stands for it, neither a body a discovery kept (another
+// template's first scan may have read it minutes ago) nor a read in
+// flight that a sync would join. A reconcile request asks for Vault as
+// it is now, not as the process last saw it.
+func (r *policyReader) readAgain(names []string) {
 	r.owners.mu.Lock()
 	defer r.owners.mu.Unlock()
-	r.v.changes[name]++
-	delete(r.v.bodies, name)
+	for _, name := range names {
+		name = strings.ToLower(name)
+		r.v.changes[name]++
+		delete(r.v.bodies, name)
+	}
 }
 
 func (r *policyReader) changesOf(name string) uint64 {
@@ -582,6 +592,7 @@ func (r *policyReader) changesOf(name string) uint64 {
 	return r.v.changes[name]
 }
 
+// set records that name carries owner's header (written or seen).
 func (r *policyReader) set(name string, owner ownership.PolicyOwner) {
 	r.owners.mu.Lock()
 	defer r.owners.mu.Unlock()

@@ -292,8 +292,13 @@ func TestPlanEqualsApply(t *testing.T) {
 		s.must(s.root.Sys().PutPolicyWithContext(ctx, "pa-operator", policy+"\npath \"auth/salt-minions/role/pa1\" {\n  capabilities = [\"read\"]\n}\n"))
 		_, err := s.root.Logical().DeleteWithContext(ctx, "auth/salt-minions/role/pa1")
 		s.must(err)
-		s.requestReconcile("pa", "pa1")
+		asked := requestIn(t, s.c, "pa", "pa1")
 		s.waitReason("pa", "pa1", v1alpha1.AccessDeniedReason)
+		// A reconcile that failed did not repair Vault: the request stays
+		// open, for the retries and the next operator.
+		if got := s.binding("pa", "pa1").Status.LastHandledReconcileAt; got == asked {
+			t.Errorf("the request is reported handled by a reconcile that failed (%s)", v1alpha1.AccessDeniedReason)
+		}
 		// Stopped, so that its retries do not race the plan; the policy
 		// restored, the plan shows what the next operator does.
 		s.stopOperator()
@@ -301,6 +306,9 @@ func TestPlanEqualsApply(t *testing.T) {
 		step(t, pa.manifests(t, pa.live(t), nil), 1, func() { s.runOperator(t) },
 			"write identity/entity-alias/id/"+pa.aliasID(t, "pa_c_pa1"), "write auth/salt-minions/role/pa1")
 		s.waitReady("pa", "pa1")
+		if got := s.binding("pa", "pa1").Status.LastHandledReconcileAt; got != asked {
+			t.Errorf("Ready after the repair, and the request is not reported handled: lastHandledReconcileAt %q, want %q", got, asked)
+		}
 	})
 
 	s.run("a policy owned by another template", func(t *testing.T) {
