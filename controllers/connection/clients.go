@@ -105,6 +105,25 @@ func (c *Connections) Get(ctx context.Context, name string) (vault.Client, *v1al
 	return vc, conn, err
 }
 
+// ServerInfo is what the connection's Vault says of itself (its version
+// and cluster ID), read without logging in: a connection whose login
+// fails (its token died with a Vault initialised anew) still tells which
+// Vault it points at.
+func (c *Connections) ServerInfo(ctx context.Context, conn *v1alpha1.VaultConnection) (vault.ServerInfo, error) {
+	if c.NewClient != nil {
+		vc, err := c.NewClient(ctx, conn)
+		if err != nil {
+			return vault.ServerInfo{}, err
+		}
+		return vc.ServerInfo(ctx)
+	}
+	cfg, _, err := c.config(ctx, conn)
+	if err != nil {
+		return vault.ServerInfo{}, err
+	}
+	return vault.ReadServerInfo(ctx, cfg, c.Observer)
+}
+
 // client is Get, past the gate unless gated, with the client's cache key.
 func (c *Connections) client(ctx context.Context, name string, gated bool) (vault.Client, *v1alpha1.VaultConnection, string, error) {
 	conn := &v1alpha1.VaultConnection{}

@@ -102,6 +102,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	r.Metrics.ConnectionFailed(conn.Name)
 	conn.Status.LastError = shared.Truncate(err.Error())
+	if info.ClusterID == "" && !shared.IsWaiting(err) {
+		// The login failed before the check could ask (a new process, a
+		// token that died with the Vault it was made in): ask without one.
+		if si, serr := r.Connections.ServerInfo(ctx, conn); serr == nil {
+			info = si
+		}
+	}
 	r.reports(conn, info)
 	if reason, ok := shared.StalledConnection(err); ok {
 		// Only an edit of the connection helps: no retry before the next

@@ -139,3 +139,34 @@ func TestAResetVaultKillsTheToken(t *testing.T) {
 		t.Errorf("events %q", ev)
 	}
 }
+
+// A new process whose login fails (the token died with the Vault it was
+// made in, reset while no operator ran) still records which Vault the
+// connection points at: seal-status is asked without a token.
+func TestALoginThatFailsStillReportsTheVault(t *testing.T) {
+	conn := &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "vault", Generation: 1}, Spec: v1alpha1.VaultConnectionSpec{Address: "http://vault"},
+		Status: v1alpha1.VaultConnectionStatus{ClusterID: "the-vault-that-was", Identity: "id1"}}
+	h := newHarness(t, conn)
+	logins := 0
+	h.conns.NewClient = func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) {
+		logins++
+		if logins == 1 {
+			// The check's login: refused.
+			return nil, &vault.Error{Op: "login auth/token/lookup-self", StatusCode: 403, Messages: []string{"permission denied"}}
+		}
+		return h.v, nil // a client that only asks seal-status
+	}
+	r := &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.conns}
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Name: "vault"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.VaultConnection{}
+	if err := h.c.Get(ctx, types.NamespacedName{Name: "vault"}, got); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := h.v.ServerInfo(ctx)
+	if got.Status.ClusterID != info.ClusterID || got.Status.LastError == "" || h.v.Calls("CheckToken") != 0 {
+		t.Errorf("status %+v after a failed login; want cluster ID %s from seal-status, the error, no token check", got.Status, info.ClusterID)
+	}
+}

@@ -236,8 +236,8 @@ func (w *pass) roles(s *seen, m *lostMinion) error {
 		if err != nil {
 			return err
 		}
-		if mount == "" {
-			continue // not an AppRole mount: a login's, not a role's
+		if _, managed := w.st.roles[mount]; mount == "" || !managed {
+			continue // not an AppRole mount the operator writes to: a login's
 		}
 		ref := roleRef{mount: mount, roleID: a.Name}
 		for _, n := range w.st.roles[mount] {

@@ -56,8 +56,12 @@ func (w *pass) run(asked map[string]bool) error {
 			urgent = true // not known yet: sweep now, unpaced
 		}
 	}
-	for _, cand := range w.st.takePending() {
+	pending := w.st.takePending()
+	for i, cand := range pending {
 		if err := w.look(cand); err != nil {
+			for _, c := range pending[i:] {
+				w.st.add(c) // looked at again at the retry
+			}
 			return err
 		}
 	}

@@ -26,7 +26,9 @@ type vaultState struct {
 	nextSweep time.Time
 	// roles are the role names of each mount the last sweep listed that
 	// no live binding accounts for: where a lost entity's role is looked
-	// for by its alias.
+	// for by its alias. Its keys are the AppRole mounts the operator
+	// writes to in this Vault: a lost entity's alias on any other mount is
+	// a login's, and no role there is ever collected.
 	roles map[string][]string
 	// lost are the lost and retained minions found, by lostKey.
 	lost map[string]*lostMinion

@@ -46,6 +46,7 @@ func (w *pass) startSweep(urgent bool) error {
 	}
 	roles := map[string][]string{}
 	for _, m := range mounts {
+		roles[m] = []string{}
 		listed, err := w.list("auth/"+m+"/role", func() ([]string, error) { return w.vc.ListRoles(w.ctx, m) })
 		if err != nil {
 			return err

@@ -84,6 +84,18 @@ func New(ctx context.Context, cfg Config, obs Observer) (Client, error) {
 	return c, nil
 }
 
+// ReadServerInfo asks the Vault at cfg's address what it says of itself
+// to anyone (sys/seal-status, no token): which Vault a connection points
+// at, even when its credentials do not log in.
+func ReadServerInfo(ctx context.Context, cfg Config, obs Observer) (ServerInfo, error) {
+	c, err := newClient(cfg, obs)
+	if err != nil {
+		return ServerInfo{}, err
+	}
+	defer c.Close()
+	return c.ServerInfo(ctx)
+}
+
 func newClient(cfg Config, obs Observer) (*client, error) {
 	if obs == nil {
 		obs = nopObserver{}
