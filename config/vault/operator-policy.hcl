@@ -54,9 +54,10 @@ path "identity/entity/name/+" {
   capabilities = ["create", "read", "update", "delete"]
 }
 
-# Entity names, for the sweep for lost minions (names only: the marker is
-# read with the entity, above).
-path "identity/entity/name" {
+# The entities' IDs, names and aliases (not their metadata), for the sweep
+# for lost minions: which entity each role's logins lead to, without a
+# lookup per role. The marker is read with the entity, above, by name.
+path "identity/entity/id" {
   capabilities = ["list"]
 }
 

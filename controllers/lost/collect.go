@@ -70,12 +70,16 @@ func (w *pass) collect(key string, m *lostMinion, s *seen, released bool) error 
 	}
 	delete(w.st.lost, key)
 	w.c.gauge(w)
-	w.c.Metrics.LostCollected(w.conn.Name, reason)
+	conn := w.connOf(m)
+	if asker := w.here[w.asker[m.owner.UID]]; released && asker != nil {
+		conn = asker // said where it was asked for
+	}
+	w.c.Metrics.LostCollected(conn.Name, reason)
 	w.collected++
 	if len(deleted) == 0 {
 		deleted = []string{"nothing left"}
 	}
-	shared.Emit(w.c.Recorder, w.conn, "Normal", "MinionCollected", "Collect",
+	shared.EmitRelated(w.c.Recorder, conn, m.related(), "Normal", "MinionCollected", "Collect",
 		"deleted the lost minion of %s, %s: %s; its secret IDs no longer log in and the tokens of its logins stop working",
 		m.whose(), why, strings.Join(deleted, ", "))
 	w.wake(m)

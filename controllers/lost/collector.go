@@ -170,7 +170,7 @@ func (c *Collector) bindingDeleted(ctx context.Context, e event.TypedDeleteEvent
 // sweep that are due, the collections whose window ended.
 func (c *Collector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.Name
-	conn, asked, err := c.reaching(ctx, key)
+	conn, here, asked, err := c.reaching(ctx, key)
 	if err != nil || conn == nil {
 		return ctrl.Result{}, err // no connection reaches it: a connection event wakes it
 	}
@@ -182,7 +182,7 @@ func (c *Collector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("vault", key, "connection", conn.Name))
-	w := &pass{c: c, ctx: ctx, vc: vc, conn: conn, key: key, st: c.state(key), now: c.now()}
+	w := &pass{c: c, ctx: ctx, vc: vc, conn: conn, here: here, key: key, st: c.state(key), now: c.now()}
 	err = w.run(asked)
 	// Set at every pass: the series exist (at 0) from the first.
 	c.gauge(w)
@@ -194,21 +194,24 @@ func (c *Collector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 
 // reaching is the connection the collector works through for a Vault
 // (the first by name, among those whose last check reached it and
-// passed), and the UIDs whose collection any connection to it asks for.
-func (c *Collector) reaching(ctx context.Context, key string) (*v1alpha1.VaultConnection, map[string]bool, error) {
+// passed), every connection that reports that Vault, by name, and the UIDs
+// whose collection they ask for, with the connection that asks.
+func (c *Collector) reaching(ctx context.Context, key string) (*v1alpha1.VaultConnection, map[string]*v1alpha1.VaultConnection, map[string]string, error) {
 	list := &v1alpha1.VaultConnectionList{}
 	if err := c.List(ctx, list); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var pick *v1alpha1.VaultConnection
-	asked := map[string]bool{}
+	here := map[string]*v1alpha1.VaultConnection{}
+	asked := map[string]string{}
 	for i := range list.Items {
 		conn := &list.Items[i]
 		if conn.Status.ClusterID == "" || ownership.VaultKey(conn.Status.ClusterID, conn.Spec.Namespace) != key {
 			continue
 		}
+		here[conn.Name] = conn
 		for _, uid := range collectUIDs(conn) {
-			asked[uid] = true
+			asked[uid] = conn.Name
 		}
 		if !apimeta.IsStatusConditionTrue(conn.Status.Conditions, v1alpha1.ReadyCondition) {
 			continue
@@ -217,19 +220,36 @@ func (c *Collector) reaching(ctx context.Context, key string) (*v1alpha1.VaultCo
 			pick = conn
 		}
 	}
-	return pick, asked, nil
+	return pick, here, asked, nil
 }
 
-// gauge sets the lost-minion gauges of the pass's Vault, by its
-// connection.
+// gauge sets the lost-minion gauges of the pass's Vault, by the
+// connection each minion is told on (connOf); a connection that had some
+// and has none now goes to 0.
 func (c *Collector) gauge(w *pass) {
-	lost, retained := 0, 0
+	type counts struct{ lost, retained int }
+	by := map[string]*counts{w.conn.Name: {}}
 	for _, m := range w.st.lost {
+		name := w.connOf(m).Name
+		if by[name] == nil {
+			by[name] = &counts{}
+		}
 		if m.retained {
-			retained++
+			by[name].retained++
 		} else {
-			lost++
+			by[name].lost++
 		}
 	}
-	c.Metrics.LostMinions(w.conn.Name, lost, retained)
+	for name := range w.st.reported {
+		if by[name] == nil {
+			by[name] = &counts{}
+		}
+	}
+	w.st.reported = map[string]bool{}
+	for name, n := range by {
+		c.Metrics.LostMinions(name, n.lost, n.retained)
+		if n.lost+n.retained > 0 {
+			w.st.reported[name] = true
+		}
+	}
 }

@@ -20,6 +20,9 @@ import (
 
 // seen is what one look read: the entity, and the role's role ID.
 type seen struct {
+	// conn is the connection the candidate names (the one a binding wrote
+	// through, or the pass's for the sweep's).
+	conn   string
 	entity *vault.Entity
 	// role: the candidate's role, and its role ID ("" absent).
 	mount, role, roleID string
@@ -43,9 +46,36 @@ func (w *pass) look(cand shared.LostCandidate) error {
 	return w.judge(s)
 }
 
+// lookSwept is look for a sweep's candidate: a role is read alone (its
+// role ID), and which entity its logins lead to comes from the sweep's
+// LIST of the entities, not from a lookup: an entity there is looked at as
+// its own candidate (or a live binding accounts for it), and a role whose
+// alias is on none has no entity.
+func (w *pass) lookSwept(cand shared.LostCandidate) error {
+	if cand.Entity != "" || w.st.aliases == nil {
+		return w.look(cand)
+	}
+	mount, role := strings.Trim(cand.Mount, "/"), strings.ToLower(cand.Role)
+	roleID, err := w.vc.ReadRoleID(w.ctx, mount, role)
+	if err != nil {
+		return fmt.Errorf("reading the role ID of AppRole %s/%s: %w", mount, role, err)
+	}
+	if roleID == "" || !ownership.ProveRoleID(roleID, w.c.ClusterID, ownership.RolePlace{Mount: mount, Role: role}).Cluster {
+		return nil // gone, or not a role this cluster's operator made
+	}
+	acc, err := w.vc.MountAccessor(w.ctx, mount)
+	if err != nil {
+		return fmt.Errorf("reading the accessor of auth/%s: %w", mount, err)
+	}
+	if _, linked := w.st.aliases[aliasKey(acc, roleID)]; linked {
+		return nil // its entity's look (or its live binding) decides
+	}
+	return w.judge(&seen{conn: cand.Connection, mount: mount, role: role, roleID: roleID})
+}
+
 // lookAgain reads a lost minion afresh before its collection.
 func (w *pass) lookAgain(m *lostMinion) error {
-	cand := shared.LostCandidate{Vault: w.key, Connection: w.conn.Name, Entity: m.entity}
+	cand := shared.LostCandidate{Vault: w.key, Connection: w.connOf(m).Name, Entity: m.entity}
 	for _, r := range m.roles {
 		if r.name != "" {
 			cand.Mount, cand.Role = r.mount, r.name
@@ -66,7 +96,7 @@ func (w *pass) lookAgain(m *lostMinion) error {
 
 // read makes a look's reads; nil when nothing there is this cluster's.
 func (w *pass) read(cand shared.LostCandidate) (*seen, error) {
-	s := &seen{mount: strings.Trim(cand.Mount, "/"), role: strings.ToLower(cand.Role)}
+	s := &seen{conn: cand.Connection, mount: strings.Trim(cand.Mount, "/"), role: strings.ToLower(cand.Role)}
 	var err error
 	if cand.Entity != "" {
 		if s.entity, err = w.vc.ReadEntityByName(w.ctx, cand.Entity); err != nil {
@@ -115,6 +145,9 @@ func (w *pass) judge(s *seen) error {
 	m := w.st.lost[key]
 	if m == nil {
 		m = &lostMinion{owner: s.owner}
+	}
+	if s.conn != "" && (m.conn == "" || s.conn != w.conn.Name) {
+		m.conn = s.conn // a binding's deletion or a claimant names it
 	}
 	if holder == ownership.HolderGone && back != nil && !settledElsewhere(back, s.entity) {
 		// The binding is back under its name (a restore): its reconcile
@@ -281,10 +314,11 @@ func (w *pass) mark(key string, m *lostMinion, e *vault.Entity, until time.Time)
 	}
 	m.since, m.until, m.retained = w.now, until, false
 	w.keep(key, m)
-	shared.Emit(w.c.Recorder, w.conn, "Warning", "MinionLost", "Sweep",
+	conn := w.connOf(m)
+	shared.EmitRelated(w.c.Recorder, conn, m.related(), "Warning", "MinionLost", "Sweep",
 		"%s is gone without its deletion having run: its %s are kept in Vault for it coming back under its name until %s, then deleted; "+
 			"to delete them now: kubectl annotate vaultconnection %s %s=%s",
-		m.whose(), m.describe(), ownership.LostValue(until), w.conn.Name, v1alpha1.CollectAnnotation, m.owner.UID)
+		m.whose(), m.describe(), ownership.LostValue(until), conn.Name, v1alpha1.CollectAnnotation, m.owner.UID)
 	w.wake(m)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -19,16 +20,20 @@ const readsPerPass = 64
 
 // pass is one reconcile of one Vault.
 type pass struct {
-	c    *Collector
-	ctx  context.Context
-	vc   vault.Client
+	c   *Collector
+	ctx context.Context
+	vc  vault.Client
+	// conn is the connection the pass works through, here every
+	// connection that reports this Vault.
 	conn *v1alpha1.VaultConnection
+	here map[string]*v1alpha1.VaultConnection
 	key  string
 	st   *vaultState
 	now  time.Time
 	// release are the UIDs an administrator asked to collect, not
-	// handled yet.
+	// handled yet; asker the connection whose annotation asked each.
 	release map[string]bool
+	asker   map[string]string
 	// mounts is sys/auth, read once per pass when an alias needs a path.
 	mounts map[string]vault.AuthMount
 	// collected counts this pass's collections (tests, logs).
@@ -39,10 +44,11 @@ type pass struct {
 // noticed, a sweep's start and its reads that are due, and the
 // collections whose window ended. asked are the UIDs the connections to
 // this Vault ask to collect.
-func (w *pass) run(asked map[string]bool) error {
+func (w *pass) run(asked map[string]string) error {
 	w.release = map[string]bool{}
+	w.asker = asked
 	for uid := range w.st.asked {
-		if !asked[uid] {
+		if _, still := asked[uid]; !still {
 			delete(w.st.asked, uid) // the annotation let go of it
 		}
 	}
@@ -89,7 +95,7 @@ func (w *pass) sweepReads(urgent bool) error {
 		cand := w.st.queue[0]
 		w.st.queue = w.st.queue[1:]
 		w.st.nextRead = w.st.nextRead.Add(w.st.spacing)
-		if err := w.look(cand); err != nil {
+		if err := w.lookSwept(cand); err != nil {
 			// Looked at again at the next sweep.
 			ctrl.LoggerFrom(w.ctx).Info("Reading an object for the sweep of lost minions failed", "object", describe(cand), "error", err.Error())
 			if shared.Classify(err) == vault.ClassTransient {
@@ -130,10 +136,25 @@ func (w *pass) unfound() {
 			continue
 		}
 		w.st.asked[uid] = true
-		shared.Emit(w.c.Recorder, w.conn, "Warning", "CollectNothing", "Collect",
+		conn := w.conn
+		if c := w.here[w.asker[uid]]; c != nil {
+			conn = c
+		}
+		gone := &lostMinion{owner: ownership.Owner{UID: uid}}
+		shared.EmitRelated(w.c.Recorder, conn, gone.related(), "Warning", "CollectNothing", "Collect",
 			"%s asks to collect the minion of MinionBinding uid %s: nothing lost or retained of it is in Vault %s (its binding exists, or its objects are gone)",
 			v1alpha1.CollectAnnotation, uid, w.key)
 	}
+}
+
+// connOf is the connection a lost minion's events and series are told
+// on: the one it was written through while that reports this Vault, else
+// the one the pass works through.
+func (w *pass) connOf(m *lostMinion) *v1alpha1.VaultConnection {
+	if c := w.here[m.conn]; c != nil {
+		return c
+	}
+	return w.conn
 }
 
 // describe names a candidate for logs.

@@ -2,6 +2,11 @@ package lost
 
 import (
 	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
 	"strings"
 	"sync"
 	"time"
@@ -30,12 +35,21 @@ type vaultState struct {
 	// writes to in this Vault: a lost entity's alias on any other mount is
 	// a login's, and no role there is ever collected.
 	roles map[string][]string
+	// aliases is which entity holds each alias (aliasKey: mount accessor
+	// and name), from the last sweep's LIST of the entities (nil: not
+	// listed): a role whose role ID names an alias there has its entity
+	// read by that entity's own look, or accounted for; one whose role ID
+	// names none has no entity.
+	aliases map[string]string
 	// lost are the lost and retained minions found, by lostKey.
 	lost map[string]*lostMinion
 	// asked are the UIDs a collection was asked for and already handled.
 	asked map[string]bool
 	// denied are the LISTs the operator's policy refused, said once.
 	denied map[string]bool
+	// reported are the connections whose gauges count lost or retained
+	// minions of this Vault.
+	reported map[string]bool
 }
 
 func newVaultState() *vaultState {
@@ -85,7 +99,10 @@ func (st *vaultState) next(now time.Time) time.Duration {
 type lostMinion struct {
 	// owner is the binding the marker names (zero for a role whose
 	// entity is gone: its role ID names no binding).
-	owner    ownership.Owner
+	owner ownership.Owner
+	// conn is the VaultConnection it was written through, when a deletion
+	// or a claimant said so: its events are told there.
+	conn     string
 	entity   string
 	entityID string
 	// roles are its AppRole roles: found by name (the binding's minion ID)
@@ -158,6 +175,18 @@ func (m *lostMinion) describe() string {
 		parts = append(parts, "entity "+m.entity)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// related is the gone binding, for its events' related object (nil when
+// no marker names it): each lost minion its own series of events.
+func (m *lostMinion) related() runtime.Object {
+	if m.owner.UID == "" {
+		return nil
+	}
+	return &v1alpha1.MinionBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "MinionBinding"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: m.owner.Namespace, Name: m.owner.Name, UID: types.UID(m.owner.UID)},
+	}
 }
 
 // whose names its binding for events.

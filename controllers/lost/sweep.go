@@ -35,23 +35,38 @@ func (w *pass) startSweep(urgent bool) error {
 		return err
 	}
 	var queue []shared.LostCandidate
-	names, err := w.list("identity/entity/name", func() ([]string, error) { return w.vc.ListEntityNames(w.ctx) })
+	var entities []vault.Entity
+	listed, err := w.list("identity/entity/id", func() error {
+		var err error
+		entities, err = w.vc.ListEntities(w.ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	for _, n := range names {
-		if !acc.entities[strings.ToLower(n)] {
-			queue = append(queue, shared.LostCandidate{Vault: w.key, Connection: w.conn.Name, Entity: n})
+	// Which entity each alias (a role's role ID, on its mount) is on: a
+	// role's look needs no lookup of its logins' entity.
+	aliases := map[string]string{}
+	for _, e := range entities {
+		for _, a := range e.Aliases {
+			aliases[aliasKey(a.MountAccessor, a.Name)] = e.Name
+		}
+		if !acc.entities[strings.ToLower(e.Name)] {
+			queue = append(queue, shared.LostCandidate{Vault: w.key, Connection: w.conn.Name, Entity: e.Name})
 		}
 	}
 	roles := map[string][]string{}
 	for _, m := range mounts {
 		roles[m] = []string{}
-		listed, err := w.list("auth/"+m+"/role", func() ([]string, error) { return w.vc.ListRoles(w.ctx, m) })
-		if err != nil {
+		var names []string
+		if _, err := w.list("auth/"+m+"/role", func() error {
+			var err error
+			names, err = w.vc.ListRoles(w.ctx, m)
+			return err
+		}); err != nil {
 			return err
 		}
-		for _, n := range listed {
+		for _, n := range names {
 			if !acc.roles[m+"/"+strings.ToLower(n)] {
 				roles[m] = append(roles[m], strings.ToLower(n))
 				queue = append(queue, shared.LostCandidate{Vault: w.key, Connection: w.conn.Name, Mount: m, Role: strings.ToLower(n)})
@@ -59,6 +74,10 @@ func (w *pass) startSweep(urgent bool) error {
 		}
 	}
 	w.st.roles = roles
+	w.st.aliases = nil
+	if listed {
+		w.st.aliases = aliases
+	}
 	w.st.queue = queue
 	w.st.spacing = w.c.Interval / time.Duration(len(queue)+1)
 	if urgent {
@@ -66,26 +85,29 @@ func (w *pass) startSweep(urgent bool) error {
 	}
 	w.st.nextRead = w.now
 	w.st.nextSweep = w.now.Add(shared.Jitter(w.c.Interval))
-	ctrl.LoggerFrom(w.ctx).V(1).Info("Sweeping for lost minions", "entities", len(names), "mounts", mounts, "toRead", len(queue), "spacing", w.st.spacing.String())
+	ctrl.LoggerFrom(w.ctx).V(1).Info("Sweeping for lost minions", "entities", len(entities), "mounts", mounts, "toRead", len(queue), "spacing", w.st.spacing.String())
 	return nil
 }
+
+func aliasKey(accessor, name string) string { return accessor + "\x00" + name }
 
 // list is a LIST the sweep makes; one the operator's policy does not
 // allow is said once and leaves that part out (the claimants and the
 // deletions still find lost minions).
-func (w *pass) list(path string, f func() ([]string, error)) ([]string, error) {
-	names, err := f()
+// It reports whether the LIST was made.
+func (w *pass) list(path string, f func() error) (bool, error) {
+	err := f()
 	switch {
 	case err == nil:
-		return names, nil
+		return true, nil
 	case vault.Denied(err):
 		if !w.st.deniedOnce(path) {
 			shared.Emit(w.c.Recorder, w.conn, "Warning", v1alpha1.AccessDeniedReason, "Sweep",
 				"the sweep for lost minions may not LIST %s (%v): give the operator's Vault policy the list capability there (config/vault/operator-policy.hcl)", path, err)
 		}
-		return nil, nil
+		return false, nil
 	}
-	return nil, fmt.Errorf("listing %s: %w", path, err)
+	return false, fmt.Errorf("listing %s: %w", path, err)
 }
 
 // accounting is what live bindings of this Vault account for, by their

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -734,8 +735,31 @@ func (c *client) ListPolicies(ctx context.Context) ([]string, error) {
 	return c.list(ctx, "sys/policies/acl")
 }
 
-func (c *client) ListEntityNames(ctx context.Context) ([]string, error) {
-	return c.list(ctx, "identity/entity/name")
+func (c *client) ListEntities(ctx context.Context) ([]Entity, error) {
+	resp, err := c.call(ctx, request{op: OpList, method: "LIST", path: "identity/entity/id", idempotent: true, absentOK: true})
+	if err != nil || resp.absent() {
+		return nil, err
+	}
+	// The listing by ID has key_info, keyed by entity ID: each entry has
+	// the name and the aliases (the listing by name drops it: its keys are
+	// names, and Vault keeps only the key_info of listed keys).
+	info, _ := resp.data()["key_info"].(map[string]any)
+	out := make([]Entity, 0, len(info))
+	for id, v := range info {
+		m, _ := v.(map[string]any)
+		e := Entity{ID: id}
+		e.Name, _ = m["name"].(string)
+		if as, ok := m["aliases"].([]any); ok {
+			for _, a := range as {
+				if am, ok := a.(map[string]any); ok {
+					e.Aliases = append(e.Aliases, parseAlias(am))
+				}
+			}
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entity) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 func (c *client) ListRoles(ctx context.Context, mount string) ([]string, error) {

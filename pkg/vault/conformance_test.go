@@ -200,8 +200,8 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 		if got == nil || got.ID != id || got.Name != name || !maps.Equal(got.Metadata, md) || len(got.Aliases) != 0 {
 			t.Errorf("read %+v", got)
 		}
-		if names, err := c.ListEntityNames(ctx); err != nil || !slices.Contains(names, name) {
-			t.Errorf("ListEntityNames = %v, %v: want %s listed", names, err, name)
+		if listed, err := c.ListEntities(ctx); err != nil || !slices.ContainsFunc(listed, func(e Entity) bool { return e.Name == name && e.ID == id }) {
+			t.Errorf("ListEntities = %v, %v: want %s (%s) listed", listed, err, name, id)
 		}
 		// Metadata is replaced wholesale: a key left out is gone. An update
 		// answers no ID.
@@ -285,10 +285,33 @@ func conformance(t *testing.T, c Client, mount, prefix string) {
 			}
 			return out
 		}
+		// listed is the same from the entities' LIST (the sweep's).
+		listed := func() []string {
+			t.Helper()
+			all, err := c.ListEntities(ctx)
+			must(err)
+			var out []string
+			for _, n := range []string{"alias-one", "alias-two"} {
+				for _, e := range all {
+					if e.Name != prefix+n {
+						continue
+					}
+					for _, a := range e.Aliases {
+						if a.MountAccessor == acc {
+							out = append(out, n+":"+a.Name)
+						}
+					}
+				}
+			}
+			return out
+		}
 		want := func(what string, w ...string) {
 			t.Helper()
 			if got := aliases(); strings.Join(got, " ") != strings.Join(w, " ") {
 				t.Errorf("%s: aliases %q, want %q", what, got, w)
+			}
+			if got := listed(); strings.Join(got, " ") != strings.Join(w, " ") {
+				t.Errorf("%s: aliases listed %q, want %q", what, got, w)
 			}
 		}
 		aname := prefix + "role-id-0001"

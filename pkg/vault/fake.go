@@ -942,18 +942,25 @@ func (f *Fake) ListPolicies(context.Context) ([]string, error) {
 	return out, nil
 }
 
-// ListEntityNames implements Client, like Vault: the names, sorted.
-func (f *Fake) ListEntityNames(context.Context) ([]string, error) {
+// ListEntities implements Client, like Vault: IDs, names and aliases (no
+// metadata), sorted by name.
+func (f *Fake) ListEntities(context.Context) ([]Entity, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("ListEntityNames", OpList); err != nil {
+	if err := f.begin("ListEntities", OpList); err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(f.entities))
+	out := make([]Entity, 0, len(f.entities))
 	for _, e := range f.entities {
-		out = append(out, e.Name)
+		listed := Entity{ID: e.ID, Name: e.Name}
+		for _, a := range f.aliases {
+			if a.CanonicalID == e.ID {
+				listed.Aliases = append(listed.Aliases, Alias{ID: a.ID, Name: a.Name, MountAccessor: a.MountAccessor, CanonicalID: e.ID})
+			}
+		}
+		out = append(out, listed)
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b Entity) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

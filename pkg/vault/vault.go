@@ -96,12 +96,14 @@ type Client interface {
 	// template's policies.
 	ListPolicies(ctx context.Context) ([]string, error)
 
-	// ListEntityNames lists the names of the identity entities (LIST
-	// identity/entity/name) and ListRoles the AppRole roles of a mount
-	// (LIST auth/<mount>/role): the sweep for lost minions finds there the
-	// objects the operator wrote whose binding no longer exists. Both are
-	// empty, not an error, when there are none.
-	ListEntityNames(ctx context.Context) ([]string, error)
+	// ListEntities lists the identity entities (LIST identity/entity/id):
+	// their IDs, names and aliases (each alias's name and mount accessor),
+	// not their metadata. ListRoles lists the AppRole roles of a mount
+	// (LIST auth/<mount>/role). The sweep for lost minions finds there the
+	// objects the operator wrote whose binding no longer exists, and which
+	// entity each role's logins lead to, without a lookup per role. Both
+	// are empty, not an error, when there are none.
+	ListEntities(ctx context.Context) ([]Entity, error)
 	ListRoles(ctx context.Context, mount string) ([]string, error)
 }
 

@@ -176,7 +176,7 @@ func vaultClass(op, path string) (class string, write bool) {
 		return "lookup", false
 	case op == "list" && len(seg) == 3 && seg[0] == "auth" && seg[2] == "role":
 		return "role list", false
-	case op == "list" && strings.Trim(path, "/") == "identity/entity/name":
+	case op == "list" && strings.Trim(path, "/") == "identity/entity/id":
 		return "entity list", false
 	case len(seg) >= 4 && seg[0] == "auth" && seg[2] == "role":
 		if len(seg) >= 5 {
@@ -290,8 +290,8 @@ func TestVaultClass(t *testing.T) {
 		{"read", "auth/token/lookup-self", "token", false},
 		{"update", "auth/token/renew-self", "token", true},
 		{"read", "sys/seal-status", "sys", false},
-		{"list", "identity/entity/name", "entity list", false},
-		{"list", "identity/entity/name/", "entity list", false},
+		{"list", "identity/entity/id", "entity list", false},
+		{"list", "identity/entity/id/", "entity list", false},
 		{"list", "auth/salt-minions/role/", "role list", false},
 		{"list", "auth/salt-minions/role", "role list", false},
 		{"read", "secret/data/x", "other", false},

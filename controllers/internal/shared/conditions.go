@@ -99,6 +99,14 @@ func ReadyOf(obj Conditioned) *metav1.Condition {
 // logs the event too (V(1)): client-go's broadcaster drops an event while
 // its queue of 1,000 is full, and the broadcaster's own log line with it.
 func Emit(rec events.EventRecorder, obj runtime.Object, eventType, reason, action, format string, args ...any) {
+	EmitRelated(rec, obj, nil, eventType, reason, action, format, args...)
+}
+
+// EmitRelated is Emit with the event's related object: the Events API
+// counts repeated events of one object, reason and action as one series
+// that keeps its first note, unless their related objects differ (a lost
+// minion's events on its VaultConnection, one series per gone binding).
+func EmitRelated(rec events.EventRecorder, obj, related runtime.Object, eventType, reason, action, format string, args ...any) {
 	note := fmt.Sprintf(format, args...)
 	if len(note) > 1000 {
 		note = strings.ToValidUTF8(note[:997], "") + "..."
@@ -106,7 +114,7 @@ func Emit(rec events.EventRecorder, obj runtime.Object, eventType, reason, actio
 	if m, err := meta.Accessor(obj); err == nil {
 		eventLog.V(1).Info(note, "object", klog.KObj(m), "type", eventType, "reason", reason)
 	}
-	rec.Eventf(obj, nil, eventType, reason, action, "%s", note)
+	rec.Eventf(obj, related, eventType, reason, action, "%s", note)
 }
 
 // eventLog is where Emit logs; a variable for its test.
