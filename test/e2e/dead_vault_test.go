@@ -53,6 +53,10 @@ func TestAPlaceInAResetVaultIsForgotten(t *testing.T) {
 	}
 	s.waitReady(ns, "dv01")
 	s.waitReady(ns, "dv02")
+	// A binding may be Ready before its connection's first check wrote
+	// the Vault it found into status.
+	s.waitConnectionReady(connA)
+	s.waitConnectionReady(connB)
 	oldVault := s.vaultKey(t, connA)
 	if k := s.vaultKey(t, connB); k != oldVault {
 		t.Fatalf("the two connections report Vaults %s and %s, want one", oldVault, k)

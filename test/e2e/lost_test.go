@@ -473,6 +473,10 @@ func TestLostMinionsAgainstATenant(t *testing.T) {
 	liveBefore := s.snapshot(t, "salt-minions", live.id, live.entity)
 	lost.lose(t, victimClient)
 	since := lost.lostSince(t)
+	// The template's writes for the victims (their policies, and the lost
+	// one's deleted) are done before the attacker starts.
+	s.waitTemplateReady(t, "lm-t")
+	audit.settle(t)
 	mark := audit.mark(t)
 
 	record := func(f *lostFixture) string {
@@ -539,4 +543,46 @@ func TestLostMinionsAgainstATenant(t *testing.T) {
 	if after := s.snapshot(t, "salt-minions", live.id, live.entity); !liveBefore.equal(after) {
 		t.Errorf("the live minion changed: %+v -> %+v", liveBefore, after)
 	}
+}
+
+// TestRestoredEvidenceIsSaid: a Salt master replaces a minion's entity
+// metadata whole (its sync_entities), wiping the owner marker: the
+// operator writes it back at the next reconcile, and says so as it says
+// any correction (a DriftCorrected event, minionvault_drift_total), not
+// silently.
+func TestRestoredEvidenceIsSaid(t *testing.T) {
+	s := lostSuite(t, time.Hour)
+	ctx := context.Background()
+	f := s.bound(t, s.c, "lm-a", "ev", "lm10", "lm-t", "lm")
+	before := s.metric(`minionvault_drift_total{action="corrected"}`)
+	_, err := s.root.Logical().WriteWithContext(ctx, "identity/entity/name/"+f.entity, map[string]any{"metadata": map[string]string{"minion-id": f.id}})
+	s.must(err)
+	s.requestReconcile("lm-a", "ev")
+	s.event("ev", "DriftCorrected")
+	md := rawMetadataOf(s.vaultRead("identity/entity/name/" + f.entity))
+	if owner, ok := ownership.ParseMarker(md[ownership.MarkerKey]); !ok || owner.UID != string(f.uid) || md["minion-id"] != f.id || md["roles"] != "web" {
+		t.Errorf("metadata after the correction: %v", md)
+	}
+	if after := s.metric(`minionvault_drift_total{action="corrected"}`); after != before+1 {
+		t.Errorf("minionvault_drift_total{action=\"corrected\"} %v -> %v, want one more", before, after)
+	}
+	if b := s.binding("lm-a", "ev"); b.Status.DriftCorrections == nil || b.Status.DriftCorrections.Count != 1 {
+		t.Errorf("status.driftCorrections %+v", b.Status.DriftCorrections)
+	}
+}
+
+// waitTemplateReady waits until the template is Ready for its generation:
+// its policies are as its bindings render them.
+func (s *suite) waitTemplateReady(t *testing.T, name string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "template "+name+" Ready", func() error {
+		mt := &v1alpha1.MinionTemplate{}
+		if err := s.c.Get(context.Background(), client.ObjectKey{Name: name}, mt); err != nil {
+			return err
+		}
+		if c := apimeta.FindStatusCondition(mt.Status.Conditions, v1alpha1.ReadyCondition); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != mt.Generation {
+			return fmt.Errorf("conditions %+v", mt.Status.Conditions)
+		}
+		return nil
+	})
 }

@@ -102,17 +102,29 @@ func TestARequestComparesWithVaultBeforeItIsHandled(t *testing.T) {
 		t.Fatalf("Vault has %d policies of template %s, want %d: %v", len(rendered), tplName, wantPolicies[tplName], slices.Sorted(maps.Keys(rendered)))
 	}
 
+	// A new process: its first scans read the policies whose owner they
+	// learn (and keep their bodies a while), unless status lets a template
+	// take its own as confirmed; either way a request must read them anew.
 	mark := audit.mark(t)
 	s.restartOperator(t)
-	eventually(t, time.Minute, "the new process's first scans (each of the template's policies read once)", func() error {
+	var unread []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		read := audit.since(t, mark, operator).ReadPaths
+		unread = unread[:0]
 		for name := range rendered {
 			if read["sys/policies/acl/"+name] == 0 {
-				return fmt.Errorf("%s not read yet", name)
+				unread = append(unread, name)
 			}
 		}
-		return nil
-	})
+		if len(unread) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	waitTemplateReady(tplName)
+	waitTemplateReady(other)
+	t.Logf("after the restart, %d of the template's %d policies read before the edits (unread: %v)", len(rendered)-len(unread), len(rendered), unread)
 
 	mark = audit.mark(t)
 	s.must(s.root.Sys().DeletePolicyWithContext(ctx, deleted))
