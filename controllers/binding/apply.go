@@ -52,7 +52,7 @@ func (r *Reconciler) apply(ctx context.Context, vc vault.Client, obj *v1alpha1.M
 	unlock := r.Lost.Lock(cur.Vault, res.EntityName)
 	gone, err := r.run(ctx, w, sc)
 	unlock()
-	if refusedAs(err, v1alpha1.MinionIDLostReason) {
+	if reason, _, refused := Refusal(err); refused && reason == v1alpha1.MinionIDLostReason {
 		// The collector marks the loss (the window starts) and collects it
 		// when the window ends; this claimant writes nothing.
 		r.Lost.Notice(shared.LostCandidate{Vault: cur.Vault, Connection: cur.Connection, Mount: res.AppRole.Mount,
@@ -175,10 +175,4 @@ func desiredHash(vaultKey string, res *render.Result) string {
 	sort.Strings(md)
 	_ = enc.Encode(md)
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-// refusedAs: err is a refusal for reason.
-func refusedAs(err error, reason string) bool {
-	var refused *shared.ErrRefused
-	return errors.As(err, &refused) && refused.Reason == reason
 }

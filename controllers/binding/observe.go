@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
@@ -287,9 +285,7 @@ func (r *Reconciler) claimState(ctx context.Context, c ownership.Claim, self own
 }
 
 // holderState asks the API server about the binding a marker names, when
-// it is in this cluster. It reads past the cache: a shard's cache does not
-// hold the other shards' bindings. Not allowed to read it (a namespaced
-// operator): the holder counts as live, so nothing is taken over.
+// it is in this cluster (shared.HolderOf).
 func (r *Reconciler) holderState(ctx context.Context, holder, self ownership.Owner) (ownership.HolderState, error) {
 	if !holder.SameCluster(self) || holder.UID == "" {
 		return ownership.HolderUnknown, nil
@@ -298,19 +294,6 @@ func (r *Reconciler) holderState(ctx context.Context, holder, self ownership.Own
 	if r.APIReader != nil {
 		reader = r.APIReader
 	}
-	b := &v1alpha1.MinionBinding{}
-	err := reader.Get(ctx, types.NamespacedName{Namespace: holder.Namespace, Name: holder.Name}, b)
-	switch {
-	case apierrors.IsNotFound(err):
-		return ownership.HolderGone, nil
-	case apierrors.IsForbidden(err):
-		return ownership.HolderLive, nil
-	case err != nil:
-		return 0, fmt.Errorf("reading the holder of the minion, %s: %w", holder, err)
-	case string(b.UID) != holder.UID:
-		return ownership.HolderGone, nil
-	case !b.DeletionTimestamp.IsZero():
-		return ownership.HolderDeleting, nil
-	}
-	return ownership.HolderLive, nil
+	state, _, err := shared.HolderOf(ctx, reader, holder)
+	return state, err
 }

@@ -22,10 +22,6 @@ import (
 // deletes the policies no binding renders. Then the claimants are woken:
 // the first of them creates the minion afresh.
 func (w *pass) collect(key string, m *lostMinion, s *seen, released bool) error {
-	if m.entity != "" {
-		unlock := w.c.Notices.Lock(w.key, m.entity)
-		defer unlock()
-	}
 	log := ctrl.LoggerFrom(w.ctx).WithValues("binding", m.whose())
 	var deleted []string
 	for i, r := range m.roles {
@@ -75,7 +71,6 @@ func (w *pass) collect(key string, m *lostMinion, s *seen, released bool) error 
 		conn = asker // said where it was asked for
 	}
 	w.c.Metrics.LostCollected(conn.Name, reason)
-	w.collected++
 	if len(deleted) == 0 {
 		deleted = []string{"nothing left"}
 	}

@@ -93,6 +93,13 @@ func (c *Collector) state(key string) *vaultState {
 	return st
 }
 
+// forget drops what is known of a Vault no connection reaches.
+func (c *Collector) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.vaults, key)
+}
+
 // notice queues a candidate to be looked at now.
 func (c *Collector) notice(cand shared.LostCandidate) {
 	if cand.Vault == "" {
@@ -171,8 +178,18 @@ func (c *Collector) bindingDeleted(ctx context.Context, e event.TypedDeleteEvent
 func (c *Collector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.Name
 	conn, here, asked, err := c.reaching(ctx, key)
-	if err != nil || conn == nil {
-		return ctrl.Result{}, err // no connection reaches it: a connection event wakes it
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if conn == nil {
+		if len(here) == 0 {
+			// No connection reports it any more (a Vault reset or replaced
+			// is another key): nothing there can be read or deleted.
+			c.forget(key)
+		}
+		// Else its connections fail their checks: one turning Ready
+		// wakes it.
+		return ctrl.Result{}, nil
 	}
 	vc, _, err := c.Connections.Get(ctx, conn.Name)
 	if err != nil {

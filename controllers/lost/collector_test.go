@@ -430,3 +430,46 @@ func TestDeletedBindingsLookedAtUnlessFinalizedHere(t *testing.T) {
 		t.Errorf("looked at %+v, want the stripped binding's minion only", st.pending)
 	}
 }
+
+// Another writer of the same objects: a Salt master's sync_entities
+// replaces a lost minion's metadata map whole, wiping the owner marker
+// (and the lost mark). The role linked to the entity, whose role ID this
+// cluster chose for a binding no claimant is, still proves it the lost
+// minion's: it is collected when its window (from when this process found
+// it so) ends, role and entity. An entity whose role Vault chose (made by
+// hand or by the master) is nobody's the operator can name, and stays.
+func TestAWipedMarkerStillGetsCollected(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.minion(owner("team-a", "web01", "uid-gone"), "web01", "minion-web01", nil)
+	// The master's own minion: an entity linked to a role Vault chose.
+	eid, err := w.v.WriteEntityByName(ctx, "minion-mm01", map[string]string{"minion-id": "mm01"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.v.WriteRole(ctx, mount, "mm01", map[string]any{"token_policies": []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	rid, _ := w.v.ReadRoleID(ctx, mount, "mm01")
+	acc, _ := w.v.MountAccessor(ctx, mount)
+	if _, err := w.v.CreateEntityAlias(ctx, rid, acc, eid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.v.WriteEntityByName(ctx, "minion-web01", map[string]string{"minion-id": "web01"}); err != nil {
+		t.Fatal(err) // sync_entities: the metadata map replaced
+	}
+	w.pass()
+	w.drainSweep()
+	if role, ent := w.exists("web01", "minion-web01"); !role || !ent {
+		t.Fatalf("collected before its window: role %v, entity %v", role, ent)
+	}
+	w.now = w.now.Add(time.Hour)
+	w.pass()
+	w.drainSweep()
+	if role, ent := w.exists("web01", "minion-web01"); role || ent {
+		t.Errorf("a lost minion whose marker was wiped is left live: role %v, entity %v", role, ent)
+	}
+	if role, ent := w.exists("mm01", "minion-mm01"); !role || !ent {
+		t.Errorf("the master's own minion was touched: role %v, entity %v", role, ent)
+	}
+}

@@ -3,10 +3,10 @@ package lost
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +39,11 @@ type seen struct {
 // whose marker names a binding of this cluster, a role whose role ID this
 // cluster chose.
 func (w *pass) look(cand shared.LostCandidate) error {
+	// Never beside the binding controller's own run on this entity: a
+	// binding taking its lost objects back, and this look marking or
+	// deleting them, each read and write alone.
+	unlock := w.c.Notices.Lock(w.key, cand.Entity)
+	defer unlock()
 	s, err := w.read(cand)
 	if err != nil || s == nil {
 		return err
@@ -48,9 +53,10 @@ func (w *pass) look(cand shared.LostCandidate) error {
 
 // lookSwept is look for a sweep's candidate: a role is read alone (its
 // role ID), and which entity its logins lead to comes from the sweep's
-// LIST of the entities, not from a lookup: an entity there is looked at as
-// its own candidate (or a live binding accounts for it), and a role whose
-// alias is on none has no entity.
+// LIST of the entities, not from a lookup. A role linked to an entity a
+// live binding accounts for is that binding's; one linked to another
+// entity is looked at with it (its marker may have been wiped: the role
+// then tells); one whose alias is on none has no entity.
 func (w *pass) lookSwept(cand shared.LostCandidate) error {
 	if cand.Entity != "" || w.st.aliases == nil {
 		return w.look(cand)
@@ -67,8 +73,13 @@ func (w *pass) lookSwept(cand shared.LostCandidate) error {
 	if err != nil {
 		return fmt.Errorf("reading the accessor of auth/%s: %w", mount, err)
 	}
-	if _, linked := w.st.aliases[aliasKey(acc, roleID)]; linked {
-		return nil // its entity's look (or its live binding) decides
+	entity, linked := w.st.aliases[aliasKey(acc, roleID)]
+	switch {
+	case linked && entity == "":
+		return nil // a live binding's entity holds it
+	case linked:
+		cand.Entity = entity
+		return w.look(cand)
 	}
 	return w.judge(&seen{conn: cand.Connection, mount: mount, role: role, roleID: roleID})
 }
@@ -82,6 +93,8 @@ func (w *pass) lookAgain(m *lostMinion) error {
 			break
 		}
 	}
+	unlock := w.c.Notices.Lock(w.key, cand.Entity)
+	defer unlock()
 	s, err := w.read(cand)
 	if err != nil {
 		return err
@@ -121,18 +134,33 @@ func (w *pass) read(cand shared.LostCandidate) (*seen, error) {
 			}
 		}
 	}
-	if s.entity != nil {
-		o, ok := ownership.ParseMarker(s.entity.Metadata[ownership.MarkerKey])
-		if !ok || o.Cluster != w.c.ClusterID {
-			return nil, nil // unmarked, edited, or another cluster's: never touched
+	if s.entity == nil {
+		if !chosen {
+			return nil, nil // no role this cluster's operator made
 		}
-		s.owner, s.named = o, true
 		return s, nil
 	}
-	if !chosen {
-		return nil, nil
+	o, ok := ownership.ParseMarker(s.entity.Metadata[ownership.MarkerKey])
+	switch {
+	case ok && o.Cluster == w.c.ClusterID:
+		s.owner, s.named = o, true
+		return s, nil
+	case ok:
+		return nil, nil // another cluster's: never touched
+	case chosen && aliasOf(s.entity, s.roleID):
+		// Its marker wiped or edited (a Salt master's sync_entities
+		// replaced the metadata map), linked to a role this cluster made:
+		// the minion's entity still, whose binding only the role ID can
+		// tell (as a binding proves a wiped marker by its linked role).
+		return s, nil
 	}
-	return s, nil
+	return nil, nil // unmarked: an administrator's, a Salt master's, a login's
+}
+
+// aliasOf: the entity holds an alias named roleID (on the role's mount:
+// an alias name is a role ID, unique to its role).
+func aliasOf(e *vault.Entity, roleID string) bool {
+	return slices.ContainsFunc(e.Aliases, func(a vault.Alias) bool { return a.Name == roleID })
 }
 
 // judge decides on what a look read and acts.
@@ -158,12 +186,14 @@ func (w *pass) judge(s *seen) error {
 	}
 	f := ownership.LostFacts{Holder: holder, Window: w.c.Window, Now: w.now, Release: s.owner.UID != "" && w.release[s.owner.UID]}
 	if e := s.entity; e != nil {
-		m.entity, m.entityID = e.Name, e.ID
-		f.Retained = e.Metadata[ownership.RetainedKey] != ""
-		f.Lost, _ = ownership.LostSince(e.Metadata)
+		m.entity = e.Name
+	}
+	if s.named {
+		f.Retained = s.entity.Metadata[ownership.RetainedKey] != ""
+		f.Lost, _ = ownership.LostSince(s.entity.Metadata)
 	} else {
-		// A role whose entity is gone has nowhere to carry the mark: the
-		// window runs from when this process first found it.
+		// No marker names its binding, so none carries the mark (its entity
+		// gone or wiped): the window runs from when this process found it.
 		if m.since.IsZero() {
 			m.since = w.now
 		}
@@ -181,9 +211,6 @@ func (w *pass) judge(s *seen) error {
 		return w.mark(key, m, s.entity, v.Until)
 	case ownership.LostKeep:
 		m.retained, m.until = f.Retained, v.Until
-		if !f.Retained {
-			m.since = f.Lost
-		}
 		w.keep(key, m)
 		return nil
 	}
@@ -216,32 +243,18 @@ func (w *pass) holder(s *seen) (ownership.HolderState, *v1alpha1.MinionBinding, 
 		}
 		return ownership.HolderGone, nil, nil
 	}
-	key := client.ObjectKey{Namespace: s.owner.Namespace, Name: s.owner.Name}
 	b := &v1alpha1.MinionBinding{}
-	if err := w.c.Get(w.ctx, key, b); err == nil && string(b.UID) == s.owner.UID {
+	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: s.owner.Namespace, Name: s.owner.Name}, b); err == nil && string(b.UID) == s.owner.UID {
 		if !b.DeletionTimestamp.IsZero() {
 			return ownership.HolderDeleting, nil, nil
 		}
-		return ownership.HolderLive, nil, nil
+		return ownership.HolderLive, nil, nil // the cache is enough to leave it alone
 	}
 	reader := w.c.APIReader
 	if reader == nil {
 		reader = w.c.Client
 	}
-	err := reader.Get(w.ctx, key, b)
-	switch {
-	case apierrors.IsNotFound(err):
-		return ownership.HolderGone, nil, nil
-	case apierrors.IsForbidden(err):
-		return ownership.HolderUnknown, nil, nil
-	case err != nil:
-		return 0, nil, fmt.Errorf("reading MinionBinding %s: %w", key, err)
-	case string(b.UID) != s.owner.UID:
-		return ownership.HolderGone, b, nil
-	case !b.DeletionTimestamp.IsZero():
-		return ownership.HolderDeleting, nil, nil
-	}
-	return ownership.HolderLive, nil, nil
+	return shared.HolderOf(w.ctx, reader, s.owner)
 }
 
 // settledElsewhere: the binding created again under the lost one's name
@@ -304,15 +317,13 @@ func (w *pass) linked(s *seen, mount, role, roleID string) bool {
 
 // mark writes LostKey into the entity: the restore window starts now.
 func (w *pass) mark(key string, m *lostMinion, e *vault.Entity, until time.Time) error {
-	unlock := w.c.Notices.Lock(w.key, e.Name)
-	defer unlock()
 	md := maps.Clone(e.Metadata)
 	md[ownership.LostKey] = ownership.LostValue(w.now)
 	ctrl.LoggerFrom(w.ctx).Info("Marking a lost minion's entity", "binding", m.whose(), "entity", e.Name)
 	if _, err := w.vc.WriteEntityByName(w.ctx, e.Name, md); err != nil {
 		return fmt.Errorf("marking entity %s lost: %w", e.Name, err)
 	}
-	m.since, m.until, m.retained = w.now, until, false
+	m.until, m.retained = until, false
 	w.keep(key, m)
 	conn := w.connOf(m)
 	shared.EmitRelated(w.c.Recorder, conn, m.related(), "Warning", "MinionLost", "Sweep",

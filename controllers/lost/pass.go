@@ -36,8 +36,6 @@ type pass struct {
 	asker   map[string]string
 	// mounts is sys/auth, read once per pass when an alias needs a path.
 	mounts map[string]vault.AuthMount
-	// collected counts this pass's collections (tests, logs).
-	collected int
 }
 
 // run does what is due: the collections asked for, the candidates

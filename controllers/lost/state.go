@@ -2,14 +2,13 @@ package lost
 
 import (
 	"slices"
+	"strings"
+	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
@@ -36,10 +35,10 @@ type vaultState struct {
 	// a login's, and no role there is ever collected.
 	roles map[string][]string
 	// aliases is which entity holds each alias (aliasKey: mount accessor
-	// and name), from the last sweep's LIST of the entities (nil: not
-	// listed): a role whose role ID names an alias there has its entity
-	// read by that entity's own look, or accounted for; one whose role ID
-	// names none has no entity.
+	// and name), from the last sweep's LIST of the entities ("": one a
+	// live binding accounts for; nil: not listed): a role is looked at
+	// with the entity its logins lead to, and one whose role ID names no
+	// alias has no entity.
 	aliases map[string]string
 	// lost are the lost and retained minions found, by lostKey.
 	lost map[string]*lostMinion
@@ -102,15 +101,15 @@ type lostMinion struct {
 	owner ownership.Owner
 	// conn is the VaultConnection it was written through, when a deletion
 	// or a claimant said so: its events are told there.
-	conn     string
-	entity   string
-	entityID string
+	conn   string
+	entity string
 	// roles are its AppRole roles: found by name (the binding's minion ID)
 	// or by the alias of its entity (name "" until found).
 	roles []roleRef
-	// since is when it was found lost (its LostKey, or when first seen for
-	// a role without an entity); until when its window ends (zero:
-	// retained, kept until an administrator asks).
+	// since is when this process first found it, for a minion no marker
+	// names (its window runs from then: it has no marker to carry LostKey);
+	// a marked one's window runs from its entity's LostKey. until is when
+	// its window ends (zero: retained, kept until an administrator asks).
 	since, until time.Time
 	retained     bool
 }
@@ -189,10 +188,10 @@ func (m *lostMinion) related() runtime.Object {
 	}
 }
 
-// whose names its binding for events.
+// whose names its binding for events, as a claimant's message does.
 func (m *lostMinion) whose() string {
 	if m.owner.UID == "" {
-		return "a MinionBinding of this cluster that no longer exists (its role ID says so)"
+		return ownership.UnnamedGone
 	}
-	return "MinionBinding " + m.owner.Namespace + "/" + m.owner.Name + " (uid " + m.owner.UID + ")"
+	return m.owner.String()
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
-	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -48,10 +47,15 @@ func (w *pass) startSweep(urgent bool) error {
 	// role's look needs no lookup of its logins' entity.
 	aliases := map[string]string{}
 	for _, e := range entities {
+		accounted := acc.entities[strings.ToLower(e.Name)]
 		for _, a := range e.Aliases {
-			aliases[aliasKey(a.MountAccessor, a.Name)] = e.Name
+			if accounted {
+				aliases[aliasKey(a.MountAccessor, a.Name)] = "" // a live binding's
+			} else {
+				aliases[aliasKey(a.MountAccessor, a.Name)] = e.Name
+			}
 		}
-		if !acc.entities[strings.ToLower(e.Name)] {
+		if !accounted {
 			queue = append(queue, shared.LostCandidate{Vault: w.key, Connection: w.conn.Name, Entity: e.Name})
 		}
 	}
@@ -121,16 +125,7 @@ type accounting struct {
 // (their templates' and their status's).
 func (w *pass) accounted() (accounting, []string, error) {
 	acc := accounting{entities: map[string]bool{}, roles: map[string]bool{}}
-	conns := &v1alpha1.VaultConnectionList{}
-	if err := w.c.List(w.ctx, conns); err != nil {
-		return acc, nil, err
-	}
-	here := map[string]bool{}
-	for _, c := range conns.Items {
-		if c.Status.ClusterID != "" && ownership.VaultKey(c.Status.ClusterID, c.Spec.Namespace) == w.key {
-			here[c.Name] = true
-		}
-	}
+	here := w.here // the connections that report this Vault
 	var mounts []string
 	addMount := func(m string) {
 		if m = strings.Trim(m, "/"); m != "" && !slices.Contains(mounts, m) {
@@ -142,7 +137,7 @@ func (w *pass) accounted() (accounting, []string, error) {
 		return acc, nil, err
 	}
 	for _, t := range tpls.Items {
-		if here[t.Spec.ConnectionRef.Name] {
+		if here[t.Spec.ConnectionRef.Name] != nil {
 			addMount(t.Spec.EffectiveAppRoleMount())
 		}
 	}
@@ -153,7 +148,7 @@ func (w *pass) accounted() (accounting, []string, error) {
 	for i := range list.Items {
 		b := &list.Items[i]
 		st := b.Status
-		if !here[st.Connection] {
+		if here[st.Connection] == nil {
 			continue
 		}
 		if st.Entity != nil && st.Entity.Name != "" {

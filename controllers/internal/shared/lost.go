@@ -2,9 +2,11 @@ package shared
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
 // LostCandidate is where a minion's objects may be lost (their binding
@@ -49,7 +52,7 @@ type entityLock struct {
 // a binding taking its lost objects back and the collector marking or
 // deleting them never interleave their reads and writes.
 func (n *LostNotices) Lock(vault, entity string) (unlock func()) {
-	if n == nil {
+	if n == nil || entity == "" {
 		return func() {}
 	}
 	key := vault + "\x00" + strings.ToLower(entity)
@@ -155,4 +158,29 @@ func (n *LostNotices) TakeFinalized(uid types.UID) bool {
 	_, ok := n.finalized[uid]
 	delete(n.finalized, uid)
 	return ok
+}
+
+// HolderOf asks the API server (reader: past the cache, as a shard's cache
+// does not hold the other shards' bindings) about the binding of this
+// cluster an owner marker names: live, being deleted, or gone (no binding
+// of that UID; then back is the binding created again under its namespace
+// and name, if there is one). Not allowed to read it (a namespaced
+// operator), the holder counts as live: nothing is taken over or
+// collected on a guess.
+func HolderOf(ctx context.Context, reader client.Reader, holder ownership.Owner) (state ownership.HolderState, back *v1alpha1.MinionBinding, err error) {
+	b := &v1alpha1.MinionBinding{}
+	err = reader.Get(ctx, types.NamespacedName{Namespace: holder.Namespace, Name: holder.Name}, b)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ownership.HolderGone, nil, nil
+	case apierrors.IsForbidden(err):
+		return ownership.HolderLive, nil, nil
+	case err != nil:
+		return 0, nil, fmt.Errorf("reading the holder of the minion, %s: %w", holder, err)
+	case string(b.UID) != holder.UID:
+		return ownership.HolderGone, b, nil
+	case !b.DeletionTimestamp.IsZero():
+		return ownership.HolderDeleting, nil, nil
+	}
+	return ownership.HolderLive, nil, nil
 }
