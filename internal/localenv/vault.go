@@ -35,6 +35,9 @@ type Vault struct {
 	Client *vaultapi.Client
 	// Log is the dev server's log file ("" for an existing Vault).
 	Log string
+	// Bin is the server binary started ("" for an existing Vault):
+	// MINIONVAULT_VAULT_BIN, or the tools folder's vault.
+	Bin string
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -165,7 +168,7 @@ func launchVault(ctx context.Context, bin, dir, home, host string, port int, tim
 		return nil, fmt.Errorf("localenv: starting %s: %w", bin, err)
 	}
 	wd.adopt(cmd.Process.Pid)
-	v := &Vault{Addr: "http://" + addr, RootToken: token, Log: logPath, cmd: cmd, exited: make(chan struct{})}
+	v := &Vault{Addr: "http://" + addr, RootToken: token, Log: logPath, Bin: bin, cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(v.exited)
