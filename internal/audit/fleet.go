@@ -376,6 +376,10 @@ func (f *Fleet) addVaultDocs(vaultDocs map[string]string) {
 	}
 	slices.Sort(fromVault)
 	for _, n := range fromVault {
+		if b, ok := acl.Builtin(n); ok {
+			f.warnings = append(f.warnings, fmt.Sprintf("policy %q is the built-in policy of %s: Vault's text is used on both sides", n, b.Servers))
+			continue
+		}
 		f.warnings = append(f.warnings, fmt.Sprintf("policy %q is neither rendered by a template nor among the policy files: Vault's text is used on both sides", n))
 	}
 }
@@ -385,6 +389,7 @@ func (f *Fleet) addVaultDocs(vaultDocs map[string]string) {
 func (f *Fleet) prepare() {
 	var missing []string
 	seenMissing := map[string]bool{}
+	var builtins []string
 	for _, m := range f.minions {
 		var absent []string
 		if m.unprepared != nil {
@@ -395,11 +400,22 @@ func (f *Fleet) prepare() {
 			absent = m.prep.Missing()
 		}
 		for _, n := range absent {
-			if !seenMissing[n] {
-				seenMissing[n] = true
-				missing = append(missing, n)
+			if seenMissing[n] {
+				continue
 			}
+			seenMissing[n] = true
+			if acl.IsBuiltin(n) {
+				// The server's own (Vault 2's default-ceiling): not
+				// someone else's, only a text the audit lacks.
+				builtins = append(builtins, n)
+				continue
+			}
+			missing = append(missing, n)
 		}
+	}
+	slices.Sort(builtins)
+	for _, n := range builtins {
+		f.warnings = append(f.warnings, builtinAbsent(n))
 	}
 	slices.Sort(missing)
 	if len(missing) <= maxMissingNamed {
@@ -416,6 +432,15 @@ func (f *Fleet) prepare() {
 	}
 	f.warnings = append(f.warnings, fmt.Sprintf("%d policies are neither rendered by a template nor among the policy files: treated as absent (Vault skips unknown policies): %s and %d more",
 		len(missing), strings.Join(named, ", "), len(missing)-maxMissingNamed))
+}
+
+// builtinAbsent says that a built-in policy the minions carry has no text
+// here: the server makes it (it is nobody's, not someone else's), the
+// offline audit ships only default's text.
+func builtinAbsent(n string) string {
+	b, _ := acl.Builtin(n)
+	return fmt.Sprintf("policy %q is the built-in policy of %s, whose text the offline audit does not ship: treated as absent (as a server without it skips it); give Vault's text (vault policy read %s) as %s.hcl among the policy files to count it",
+		n, b.Servers, n, n)
 }
 
 // unpreparedMinion is what an offline subject is made of.

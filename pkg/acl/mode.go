@@ -17,6 +17,13 @@ type Mode struct {
 	// DenySlash drops a templated rule whose rendered value contains '/'
 	// (server option deny_slash_in_templated_paths, fixed releases only).
 	DenySlash bool
+	// AllowDuplicateAttributes accepts a policy that sets an attribute
+	// twice in one block, as Vault 1.20 and earlier do (1.20 logs a
+	// deprecation warning, hashicorp/vault#30386). Vault 1.21 and 2.0
+	// refuse it unless VAULT_ALLOW_PENDING_REMOVAL_DUPLICATE_HCL_ATTRIBUTES
+	// is set on the server (hashicorp/vault#31215), which the mode cannot
+	// see and assumes unset; Vault 2.1 refuses it always.
+	AllowDuplicateAttributes bool
 }
 
 // ModeForVersion returns the mode of a Vault version such as "1.21.4",
@@ -52,5 +59,8 @@ func ModeForVersion(version string) (Mode, error) {
 	case major == 1 && minor == 19:
 		fixed = patch >= 17
 	}
-	return Mode{RejectTemplatedGlobs: fixed}, nil
+	// Vault 1.21.0 made duplicate attributes an error (the HCL parser of
+	// helper/random/parser.go ParseAndCheckForDuplicateHclAttributes).
+	lax := major < 1 || major == 1 && minor <= 20
+	return Mode{RejectTemplatedGlobs: fixed, AllowDuplicateAttributes: lax}, nil
 }

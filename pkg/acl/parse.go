@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl"
 	"github.com/hashicorp/hcl/hcl/ast"
+	hclparser "github.com/hashicorp/hcl/hcl/parser"
 )
 
 // Policy is one ACL policy document as Vault stores it after a successful
@@ -79,10 +80,20 @@ var (
 	}
 )
 
-// Parse parses a policy document as Vault does when it is written
-// (vault/policy.go ParseACLPolicy): an error is a document Vault refuses.
-// The name is sanitised as the policy store does (lower case, trimmed).
-func Parse(name, text string) (p *Policy, err error) {
+// Parse parses a policy document as Vault 1.21 and later does when it is
+// written (vault/policy.go ParseACLPolicy): an error is a document Vault
+// refuses. The name is sanitised as the policy store does (lower case,
+// trimmed). An attribute set twice in one block is refused, as Vault 1.21
+// and 2.0 refuse it unless VAULT_ALLOW_PENDING_REMOVAL_DUPLICATE_HCL_ATTRIBUTES
+// is set, and as Vault 2.1 always does (DuplicateAttributeError).
+func Parse(name, text string) (*Policy, error) {
+	return parse(name, text, false)
+}
+
+// parse is Parse; with allowDuplicates it parses as Vault 1.20 and earlier
+// (and OpenBao) do, where an attribute set twice is accepted and decoded
+// as HCL decodes it (lists joined, the last scalar kept).
+func parse(name, text string, allowDuplicates bool) (p *Policy, err error) {
 	// The HCL library panics on some malformed tokens; Vault's HTTP layer
 	// would turn that into an error, so do we.
 	defer func() {
@@ -90,8 +101,17 @@ func Parse(name, text string) (p *Policy, err error) {
 			p, err = nil, fmt.Errorf("failed to parse policy: %v", r)
 		}
 	}()
-	root, err := hcl.Parse(text)
+	var root *ast.File
+	if allowDuplicates && !isJSON(text) {
+		root, err = hclparser.ParseDontErrorOnDuplicateKeys([]byte(text))
+	} else {
+		root, err = hcl.Parse(text)
+	}
 	if err != nil {
+		if d := findDuplicate(text); d != nil && strings.Contains(err.Error(), duplicateText) {
+			d.Vault = err.Error()
+			return nil, fmt.Errorf("failed to parse policy: %w", d)
+		}
 		return nil, fmt.Errorf("failed to parse policy: %w", err)
 	}
 	list, ok := root.Node.(*ast.ObjectList)
