@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl"
 	"github.com/hashicorp/hcl/hcl/ast"
+	hclparser "github.com/hashicorp/hcl/hcl/parser"
 )
 
 // Policy is one ACL policy document as Vault stores it after a successful
@@ -33,6 +34,9 @@ type Rule struct {
 	// or a control group: things a real request checks and
 	// sys/capabilities never shows.
 	Constrained bool
+	// Parameters is set when the constraints include allowed_parameters
+	// or denied_parameters (whose list matching changed in Vault 1.21.0).
+	Parameters bool
 	// Templated is set when Pattern contains a template directive.
 	Templated bool
 }
@@ -79,10 +83,18 @@ var (
 	}
 )
 
-// Parse parses a policy document as Vault does when it is written
+// Parse parses a policy document as Vault v1.21.4 does when it is written
 // (vault/policy.go ParseACLPolicy): an error is a document Vault refuses.
 // The name is sanitised as the policy store does (lower case, trimmed).
-func Parse(name, text string) (p *Policy, err error) {
+func Parse(name, text string) (*Policy, error) { return ParseMode(name, text, Mode{}) }
+
+// duplicateAttribute is hcl v1.0.1-vault-7's refusal of an attribute set
+// twice, which Vault before 1.21.0 does not make (Mode.AllowDuplicateAttributes).
+const duplicateAttribute = "Each argument can only be defined once"
+
+// ParseMode parses a policy document as the Vault release of mode does
+// when it is written.
+func ParseMode(name, text string, mode Mode) (p *Policy, err error) {
 	// The HCL library panics on some malformed tokens; Vault's HTTP layer
 	// would turn that into an error, so do we.
 	defer func() {
@@ -91,6 +103,12 @@ func Parse(name, text string) (p *Policy, err error) {
 		}
 	}()
 	root, err := hcl.Parse(text)
+	if err != nil && mode.AllowDuplicateAttributes && strings.Contains(err.Error(), duplicateAttribute) {
+		// Vault 1.20's helper/random/parser.go
+		// ParseAndCheckForDuplicateHclAttributes: parsed again, accepted
+		// (with a warning); before 1.20 the parser did not check.
+		root, err = hclparser.ParseDontErrorOnDuplicateKeys([]byte(text))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to parse policy: %w", err)
 	}
@@ -109,7 +127,7 @@ func Parse(name, text string) (p *Policy, err error) {
 	}
 	p = &Policy{Name: SanitizeName(name)}
 	for _, item := range list.Filter("path").Items {
-		r, err := parseRule(item)
+		r, err := parseRule(item, mode)
 		if err != nil {
 			return nil, fmt.Errorf("failed to parse policy: %w", err)
 		}
@@ -121,7 +139,7 @@ func Parse(name, text string) (p *Policy, err error) {
 	return p, nil
 }
 
-func parseRule(item *ast.ObjectItem) (Rule, error) {
+func parseRule(item *ast.ObjectItem, mode Mode) (Rule, error) {
 	key := "path"
 	if len(item.Keys) > 0 {
 		s, ok := item.Keys[0].Token.Value().(string)
@@ -164,7 +182,7 @@ func parseRule(item *ast.ObjectItem) (Rule, error) {
 	// ["bogus", "deny"] is not.
 	for _, name := range caps {
 		c, ok := ParseCap(name)
-		if !ok {
+		if !ok || (c == Recover && mode.NoRecover) {
 			return Rule{}, fmt.Errorf("path %q: invalid capability %q", key, name)
 		}
 		if c == Deny {
@@ -179,6 +197,7 @@ func parseRule(item *ast.ObjectItem) (Rule, error) {
 	r.Constrained = pc.AllowedParametersHCL != nil || pc.DeniedParametersHCL != nil ||
 		len(pc.RequiredParametersHCL) > 0 || pc.MinWrappingTTLHCL != nil ||
 		pc.MaxWrappingTTLHCL != nil || len(pc.MFAMethodsHCL) > 0 || pc.ControlGroupHCL != nil
+	r.Parameters = pc.AllowedParametersHCL != nil || pc.DeniedParametersHCL != nil
 	return r, nil
 }
 
