@@ -161,7 +161,8 @@ type requestCounter struct {
 	srv *httptest.Server
 	n   atomic.Int64
 	mu  sync.Mutex
-	by  map[string]int
+	// by counts the requests by kind, paths by method and path.
+	by, paths map[string]int
 }
 
 func newRequestCounter(tb testing.TB, addr string) *requestCounter {
@@ -170,12 +171,13 @@ func newRequestCounter(tb testing.TB, addr string) *requestCounter {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := &requestCounter{by: map[string]int{}}
+	c := &requestCounter{by: map[string]int{}, paths: map[string]int{}}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.n.Add(1)
 		c.mu.Lock()
 		c.by[r.Method+" "+requestClass(r.URL.Path)]++
+		c.paths[r.Method+" "+r.URL.RequestURI()]++
 		c.mu.Unlock()
 		proxy.ServeHTTP(w, r)
 	}))
@@ -186,8 +188,21 @@ func newRequestCounter(tb testing.TB, addr string) *requestCounter {
 func (c *requestCounter) reset() {
 	c.n.Store(0)
 	c.mu.Lock()
-	c.by = map[string]int{}
+	c.by, c.paths = map[string]int{}, map[string]int{}
 	c.mu.Unlock()
+}
+
+// twice lists the requests made more than once.
+func (c *requestCounter) twice() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for p, n := range c.paths {
+		if n > 1 {
+			out = append(out, fmt.Sprintf("%s ×%d", p, n))
+		}
+	}
+	return out
 }
 
 // requestClass is a request path with the per-object part replaced.
@@ -256,7 +271,6 @@ func newOnlineAuditor(tb testing.TB, env *testenv.Vault) *onlineAuditor {
 	}
 	tb.Cleanup(func() { _ = root.Sys().DisableAuditWithContext(ctx, dev) })
 	if err := root.Sys().PutPolicyWithContext(ctx, "bench-auditor", `path "*" { capabilities = ["read", "list"] }
-path "identity/lookup/entity" { capabilities = ["update"] }
 `); err != nil {
 		tb.Fatal(err)
 	}
@@ -315,5 +329,60 @@ func BenchmarkOnlineRequests(b *testing.B) {
 			b.Logf("%d minions (%d with an entity): %d requests, %d in Vault's audit log: %v", n, f.entities, proxied, audited, a.counter.by)
 			a.counter.mu.Unlock()
 		})
+	}
+}
+
+// onlineFloor is the fewest requests an exact online read of the whole
+// fleet makes: per role its role and role ID, per entity the entity, per
+// policy the minions name its text, per group the group, and five
+// listings or lookups once per call (sys/health, sys/auth, the roles, the
+// policy names, the entities). See online.go for why nothing cheaper
+// answers exactly.
+func (f onlineFleet) onlineFloor() int {
+	const policies = 1 + 5 + 2 + 1 // the shared one, per role, the groups', default
+	const groups = 2
+	return 2*f.minions + f.entities + (f.minions + policies) + groups + 5
+}
+
+// TestIntegrationOnlineReadsEachObjectOnce catches a regression of the
+// online audit's requests at 500 minions: no request twice, no more than
+// the floor (about 4 per minion on this fleet: role, role ID, entity and
+// the minion's own policy), and what-can of one minion a constant.
+func TestIntegrationOnlineReadsEachObjectOnce(t *testing.T) {
+	env := testenv.Get(t).Vault
+	f := seedOnlineFleet(t, env.Client, 500)
+	a := newOnlineAuditor(t, env)
+	proxied, audited := a.run(t, func() { onlineWhoCan(t, f) })
+	if twice := a.counter.twice(); len(twice) > 0 {
+		t.Errorf("requests made more than once: %v", twice)
+	}
+	if floor := f.onlineFloor(); proxied > floor || audited > floor {
+		a.counter.mu.Lock()
+		t.Errorf("%d requests (%d in Vault's audit log) for %d minions, %d entities: more than %d: %v", proxied, audited, f.minions, f.entities, floor, a.counter.by)
+		a.counter.mu.Unlock()
+	}
+	t.Logf("who-can of %d minions: %d requests (%.2f per minion), %d in Vault's audit log", f.minions, proxied, float64(proxied)/float64(f.minions), audited)
+
+	// what-can reads the one minion it explains, whatever the fleet.
+	proxied, _ = a.run(t, func() {
+		fleet, err := LoadOnlineWith(context.Background(), OnlineOptions{Mount: f.mount, Roles: []string{"m00040"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := fleet.Minion("m00040")
+		if m == nil || len(fleet.Minions()) != 1 || m.live == nil || len(m.subject.Groups) != 2 {
+			t.Fatalf("what-can m00040: %+v", m)
+		}
+		if r := WhatCan(fleet, m, []string{"salt/data/minions/m00040", "salt/data/group/x"}); r.Explain[0].Capabilities[0] != "read" || r.Explain[1].Capabilities[0] != "read" {
+			t.Fatalf("what-can m00040: %+v", r.Explain)
+		}
+	})
+	// sys/health, sys/auth, the policy names, the role, its role ID, the
+	// entities, the entity, two groups, five policies (default, the shared
+	// one, its own, its two roles') and two of the groups.
+	if proxied > 16 {
+		a.counter.mu.Lock()
+		t.Errorf("what-can of one minion: %d requests: %v", proxied, a.counter.by)
+		a.counter.mu.Unlock()
 	}
 }

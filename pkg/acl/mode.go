@@ -150,6 +150,8 @@ func (m Mode) Rules() []string {
 	}
 	if m.NoRecover {
 		out = append(out, "no recover capability: a policy naming it is refused (added in 1.20.0)")
+	} else {
+		out = append(out, "recover is a capability (1.20.0 and later)")
 	}
 	if m.AllowDuplicateAttributes {
 		out = append(out, "a policy setting an HCL attribute twice is accepted (refused from 1.21.0)")
