@@ -306,6 +306,10 @@ func onlineWhoCan(tb testing.TB, f onlineFleet) {
 	if r.Count.Minions != f.minions || r.Count.Matching == 0 {
 		tb.Fatalf("who-can: %+v", r.Count)
 	}
+	// The rules are those of the version the server reports.
+	if r.Vault.Source != VersionFromServer || r.Vault.Version == "" || r.Vault.Testing == "" || len(r.Vault.Rules) == 0 {
+		tb.Fatalf("who-can's rules: %+v", r.Vault)
+	}
 }
 
 // BenchmarkOnlineRequests is an online who-can (the whole fleet read) at
