@@ -36,7 +36,11 @@ func TestBuiltinPoliciesAreNotForeign(t *testing.T) {
 			f := testFleet(t, docs, map[string]map[string]string{"web01": {}}, tt.policies)
 			f.docs = map[string]string{"p": docs["p"]}
 			if tt.vaultDocs != nil {
-				f.addVaultDocs(tt.vaultDocs)
+				// Vault's side: a fleet whose texts are all known, so
+				// policyText never asks a client.
+				if err := f.addVaultDocs(&Fleet{docs: tt.vaultDocs}); err != nil {
+					t.Fatal(err)
+				}
 			} else {
 				f.prepare()
 			}

@@ -52,7 +52,7 @@ func New(docs map[string]string, opts Options) (*Evaluator, error) {
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		p, err := parse(n, docs[n], opts.Mode.AllowDuplicateAttributes)
+		p, err := ParseMode(n, docs[n], opts.Mode)
 		if err != nil {
 			return nil, fmt.Errorf("policy %q: %w", n, err)
 		}
@@ -138,7 +138,7 @@ func (e *Evaluator) compile(loaded []string, rootSeen bool) *base {
 			}
 			path := strings.TrimPrefix(r.Pattern, "/")
 			k, _ := classify(path) // Parse refused the errors
-			b.set.add(k, path, Source{Policy: p.Name, Pattern: r.Pattern, Path: path, Line: r.Line, Caps: r.Caps}, r.Constrained)
+			b.set.add(k, path, Source{Policy: p.Name, Pattern: r.Pattern, Path: path, Line: r.Line, Caps: r.Caps}, r.Constrained, r.Parameters)
 		}
 		if p.Templated {
 			b.templated = append(b.templated, p)
