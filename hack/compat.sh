@@ -21,6 +21,9 @@
 #   pkg/acl    TestIntegrationAgreesWithVault      the access audit's
 #                                         evaluator against the server's own
 #                                         sys/capabilities, random cases
+#              TestIntegrationWriteParity          the policies the release
+#                                         refuses, the audit's parser refuses
+#              TestIntegrationSpecRows             the specification's rows
 #   test/dev   TestDevOnce               the quickstart story
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -31,7 +34,7 @@ mapfile -t all < <(grep -v '^[[:space:]]*#' pkg/vault/tested-versions.txt | grep
 default="${all[-1]}"
 read -r -a lines <<<"${COMPAT_LINES:-${all[*]}}"
 
-run='^(TestCompatibilityRestart|TestOperator|TestOwnership|TestSwitchBetweenTwoConnectionsToOneVault|TestConnections|TestSaltMasterBesideTheOperator|TestIntegrationAgreesWithVault|TestDevOnce)$'
+run='^(TestCompatibilityRestart|TestOperator|TestOwnership|TestSwitchBetweenTwoConnectionsToOneVault|TestConnections|TestSaltMasterBesideTheOperator|TestIntegrationAgreesWithVault|TestIntegrationWriteParity|TestIntegrationSpecRows|TestDevOnce)$'
 # Subtests that say nothing of the server's line: the 100-handover loop, the
 # Salt master's scenarios B and C (the operator's refusals), and
 # TestConnections' other subtests (Secrets, backoff, metrics, logs).
