@@ -116,18 +116,20 @@ sed -i '1i\
 // to their versions there. Do not edit; run line.sh.' "$dir/go.mod"
 
 # Raise what the default line's minimal build has newer (go.sum filled as
-# the modules load).
-mods "$dir" go.mod -mod=mod >"$tmp/line"
-behind "$tmp/line" "$tmp/default" >"$tmp/behind"
-gets="$(awk '{ print $1 "@" $3 }' "$tmp/behind")"
-if [ -n "$gets" ]; then
+# the modules load). A raised module can bring in another that the default
+# has newer: until none is behind, a few rounds at most.
+for round in 1 2 3 4; do
+  mods "$dir" go.mod -mod=mod >"$tmp/line"
+  behind "$tmp/line" "$tmp/default" >"$tmp/behind"
+  [ -s "$tmp/behind" ] || break
+  gets="$(awk '{ print $1 "@" $3 }' "$tmp/behind")"
   # shellcheck disable=SC2086 # one argument per module
   (cd "$dir" && GOFLAGS=-mod=mod go get $gets) 2>&1 | tee "$tmp/get"
   if grep -q 'downgraded' "$tmp/get"; then
     echo "line.sh: raising $v's modules to $default's lowered some (above)" >&2
     exit 1
   fi
-fi
+done
 # go get may raise Vault's own modules too (the sdk, through a module that
 # requires a newer one): say so, the patch is written against Vault's pins.
 for m in github.com/hashicorp/vault/sdk github.com/hashicorp/vault/api; do
