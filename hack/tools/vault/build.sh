@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds the vault server into $BIN/vault. Called by hack/tools/build.sh vault
-# (and vault-fetch).
+# Builds one Vault line (VAULT_VERSION, one of pkg/vault/tested-versions.txt)
+# into $BIN/$VAULT_OUT: bin/vault for the default line (the last of that
+# file), bin/vault-<version> for the others. Called by hack/tools/build.sh
+# vault, vault-<version> and vault-fetch (make vault, make vaults); line.sh
+# calls `build.sh prepare`.
 #
 # VAULT_FLAVOR=minimal (the default) is Vault's own `minimal` build tag (the
 # AppRole, token, userpass, cert and JWT auth methods, KV, PKI, SSH, transit,
@@ -10,25 +13,38 @@
 # nothing here uses and pulls in SDKs: Okta MFA, Vault Agent and Vault Proxy
 # (`vault agent`, `vault proxy`), the Circonus and Stackdriver telemetry
 # sinks, the cloud KMS seals (auto-unseal with AWS, Azure, GCP, AliCloud or
-# OCI), and (go-discover-minimal.patch) raft's cloud auto-join.
-# It compiles 939 packages besides the standard library, the full build
+# OCI), and (go-discover-minimal.patch) raft's cloud auto-join. Vault 1.15 to
+# 1.17 have no `minimal` tag: their patch carries Vault 1.18's back (the
+# addon plugins, storage backends and login handlers moved unchanged behind
+# !minimal), so every line's minimal build is the same set of features.
+# v1.21.4 compiles 939 packages besides the standard library, the full build
 # 2,331 (docs/development.md), through minimal.mod: go.mod with the modules
 # it shares with kube-apiserver and etcd at their versions (align.sh), so
-# that `make run`, which builds Vault after them, compiles those once.
-# VAULT_FLAVOR=full builds every builtin plugin. `vault version` says which:
-# v1.21.4+minionvault-minimal or v1.21.4+minionvault-full.
+# that `make run`, which builds Vault after them, compiles those once. The
+# other lines (923 to 938 packages) build through their go.mod, which is
+# their minimal build with the modules they share with the default's raised
+# to its versions (line.sh), so that `make vaults` compiles those once.
+# VAULT_FLAVOR=full builds every builtin plugin (the default line only).
+# `vault version` says which: v1.21.4+minionvault-minimal or
+# v1.21.4+minionvault-full.
 #
 # Why not `go build github.com/hashicorp/vault`: Vault's module zip does not
-# contain its nested sdk module, and no published github.com/hashicorp/vault/sdk
-# matches any recent Vault release exactly (see docs/development.md). So:
+# contain its nested sdk and api modules, and no published
+# github.com/hashicorp/vault/sdk matches a Vault release exactly (see
+# docs/development.md). So, for each line:
 #   1. take the module source of Vault $VAULT_VERSION from the module cache
-#      (checked against the hash pinned below),
-#   2. copy it to bin/.build/vault-src (ignored by git) and make it writable,
-#   3. apply vault-$VAULT_VERSION.patch from this folder: the smallest change
-#      that makes it compile against the published sdk pinned in go.mod here,
-#   4. build it through this folder's module (go.mod/go.sum pin every
-#      dependency, minimal.mod/minimal.sum for the minimal build; their
-#      replace points github.com/hashicorp/vault at the copy).
+#      (checked against the hash pinned below, module_sums),
+#   2. copy it to bin/.build/vault-src-$VAULT_VERSION (ignored by git: one per
+#      line, so that two lines can be prepared side by side) and make it
+#      writable,
+#   3. apply $VAULT_VERSION/vault.patch from this folder: the smallest change
+#      that makes it compile against the published sdk and api that its
+#      go.mod pins (the patch's go.mod hunk moves a line to another
+#      published sdk or api where that is the smaller change), plus the
+#      minimal build's cuts,
+#   4. build it through $VAULT_VERSION/'s module (go.mod/go.sum pin every
+#      dependency, minimal.mod/minimal.sum for the default's minimal build;
+#      their replace points github.com/hashicorp/vault at the copy).
 # `build.sh fetch` does 1 to 3 and downloads the build's modules: make run
 # does it while kube-apiserver compiles.
 # No Vault source is kept in git.
@@ -79,7 +95,13 @@ src="$root/bin/.build/vault-src-$VAULT_VERSION"
 
 mode="${1:-build}"
 case "$mode" in
-build) echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: about 3 to 4 min alone on a quiet 2-core machine, about 2 beside the operator after kube-apiserver's build, which compiled 290 of its packages; it peaks at about 2.2 GB of memory)" ;;
+build)
+  if [ "$VAULT_OUT" = vault ]; then
+    echo ">> building vault $VAULT_VERSION, $VAULT_FLAVOR build (first time: about 3 to 4 min alone on a quiet 2-core machine, about 2 beside the operator after kube-apiserver's build, which compiled 290 of its packages; it peaks at about 2.2 GB of memory)"
+  else
+    echo ">> building $VAULT_OUT, $VAULT_FLAVOR build (first time, after bin/vault has filled the build cache: one to two minutes on a quiet 2-core machine, most of it the packages of Vault itself)"
+  fi
+  ;;
 # `make run` fetches while kube-apiserver compiles: the downloads are most of
 # a minute of network and little CPU, and Vault's build then only compiles.
 fetch) echo ">> fetching vault $VAULT_VERSION's source and the modules of its $VAULT_FLAVOR build (no compile yet)" ;;
@@ -127,12 +149,11 @@ if [ "$VAULT_FLAVOR" = minimal ]; then
 fi
 [ "$mode" != prepare ] || exit 0
 
-if [ "$mode" = fetch ]; then
-  # Listing the build's packages downloads the modules that hold them,
-  # sixteen at a time (build.sh's download says why).
-  GOMAXPROCS=16 go list -modfile="$modfile" -tags "$tags" -deps github.com/hashicorp/vault >/dev/null
-  exit 0
-fi
+# Listing the build's packages downloads the modules that hold them,
+# sixteen at a time (build.sh's download says why); when they are all in
+# the module cache already, it takes a second.
+GOMAXPROCS=16 go list -modfile="$modfile" -tags "$tags" -deps github.com/hashicorp/vault >/dev/null
+[ "$mode" != fetch ] || exit 0
 
 echo "   compiling and linking"
 # GOFLAGS are build.sh's: -mod=readonly and kube-apiserver's compile settings.

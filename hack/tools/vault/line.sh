@@ -40,18 +40,21 @@ mods() {
   (cd "$1" && GOFLAGS="$3" go list -modfile="$2" -deps -tags minimal \
     -f '{{with .Module}}{{.Path}} {{.Version}}{{end}}' github.com/hashicorp/vault | sort -u)
 }
-# own: Vault's modules, left at Vault's pins.
-own() { grep -E '^github\.com/hashicorp/vault(-plugin-[^ ]*|/[^ ]*)? ' || true; }
 # behind <line mods> <default mods>: "module line's default's" for the
 # shared modules (not Vault's own) older in the line. sort -V orders
-# releases and pseudo-versions as Go does; not a pre-release against its
-# release, which none of these modules is at.
+# releases and pseudo-versions as Go does, but not a pre-release against
+# its own release: were it wrong, go get would lower that module, and
+# line.sh stops on any lowering.
 behind() {
   join <(own_out <"$1") <(own_out <"$2") | while read -r m a b; do
     [ "$a" != "$b" ] || continue
-    [ "$(printf '%s\n%s\n' "$a" "$b" | sort -V | head -n1)" = "$a" ] && echo "$m $a $b"
+    if [ "$(printf '%s\n%s\n' "$a" "$b" | sort -V | head -n1)" = "$a" ]; then
+      echo "$m $a $b"
+    fi
   done
 }
+# own_out: all but Vault's own modules (github.com/hashicorp/vault, its
+# sdk and api, the plugins), which stay at Vault's pins.
 own_out() { grep -vE '^github\.com/hashicorp/vault(-plugin-[^ ]*|/[^ ]*)? ' || true; }
 
 mods "$here/$default" minimal.mod -mod=readonly >"$tmp/default"
