@@ -80,7 +80,7 @@ vault: ## Build one Vault line: bin/vault (VAULT_VERSION, the default) or, with 
 	@case " $(VAULT_VERSIONS) " in *" $(VAULT_LINE) "*) ;; *) echo "make vault: VAULT_LINE=$(VAULT_LINE) is not a line of pkg/vault/tested-versions.txt ($(VAULT_VERSIONS))" >&2; exit 2;; esac
 	@$(MAKE) --no-print-directory $(if $(filter $(VAULT_VERSION),$(VAULT_LINE)),$(VAULT),$(BIN)/vault-$(VAULT_LINE))
 vaults: ## Build every Vault line of pkg/vault/tested-versions.txt: bin/vault and bin/vault-<version> (first time: about a minute each after bin/vault).
-	@for t in $(VAULT) $(VAULT_LINE_BINS); do $(MAKE) --no-print-directory $$t || exit 1; done
+	@$(MAKE) --no-print-directory -s -j1 $(VAULT) $(VAULT_LINE_BINS)
 
 .PHONY: node-tools
 node-tools: host-packages ## Build only the single-node cluster's tools (kubelet, kube-controller-manager, kube-scheduler, kube-proxy, containerd, runc, CNI plugins, pause image).
