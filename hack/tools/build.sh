@@ -59,7 +59,7 @@ RUNC_VERSION="${RUNC_VERSION:-v1.5.3}"
 CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
 PAUSE_VERSION="${PAUSE_VERSION:-v1}"
 
-tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|vault-fetch|controller-gen|helm|promtool|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause [more tools of hack/tools/k8s]}"
+tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|vault-vX.Y.Z|vault-fetch|controller-gen|helm|promtool|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause [more tools of hack/tools/k8s]}"
 mkdir -p "$BIN"
 
 # Several tools of hack/tools/k8s (the Kubernetes components and etcd) are
