@@ -27,7 +27,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 # Vault: the default line (the last of pkg/vault/tested-versions.txt); the
-# other lines' packages are left as they fall.
+# other lines' own packages fall under the same patterns (github.com/hashicorp/vault/...).
 vault_version="$(grep -v '^[[:space:]]*#' "$root/pkg/vault/tested-versions.txt" | grep . | tail -n1)"
 for d in "vault-src-$vault_version" go-discover-src k8s-apiserver-src; do
   [ -d "$root/bin/.build/$d" ] || {
