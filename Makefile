@@ -85,7 +85,7 @@ RUN_ARGS  ?=
 # The first run builds kube-apiserver and etcd in one go build while Vault's
 # source and modules download (network, little CPU), then Vault beside the
 # operator: both share most of their packages with kube-apiserver (Vault's
-# minimal build through hack/tools/vault/minimal.mod), which are then in the
+# minimal build through hack/tools/vault/v1.21.4/minimal.mod), which are then in the
 # build cache. Built side by side with kube-apiserver, they compiled them a
 # second time. docs/development.md has the times.
 RUN_JOBS  ?= 2
