@@ -62,8 +62,9 @@ for v in "${lines[@]}"; do
   log="$out/$v.log"
   start=$(date +%s)
   set +e
-  # One package at a time: each starts its own servers.
-  VAULT_BIN="$bin" MINIONVAULT_TOOLS_DIR="$BIN" go test -tags integration -count=1 -p 1 -timeout 15m -v \
+  # Two packages at a time, each with its own servers: mostly waiting on
+  # them, not computing.
+  VAULT_BIN="$bin" MINIONVAULT_TOOLS_DIR="$BIN" go test -tags integration -count=1 -p 2 -timeout 15m -v \
     -run "$run" -skip "$skip" ./test/e2e/ ./pkg/acl/ ./test/dev/ >"$log" 2>&1
   rc=$?
   set -e
