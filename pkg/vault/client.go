@@ -94,7 +94,9 @@ func ReadServerInfo(ctx context.Context, cfg Config, obs Observer) (ServerInfo, 
 		return ServerInfo{}, err
 	}
 	defer c.Close()
-	return c.ServerInfo(ctx)
+	// No login: the request goes without a token, as sys/seal-status
+	// needs none (a client that never logged in has no session).
+	return c.serverInfo(ctx, true)
 }
 
 func newClient(cfg Config, obs Observer) (*client, error) {
@@ -208,6 +210,9 @@ type request struct {
 	// an error. A 404 with messages ("no handler for route", a missing
 	// mount) stays an error.
 	absentOK bool
+	// anonymous requests go without a token (c.anon): no session is
+	// needed, none is renewed or logged in for.
+	anonymous bool
 }
 
 type response struct {
@@ -230,15 +235,24 @@ func (c *client) call(ctx context.Context, req request) (*response, error) {
 	relogged := false
 	retries := 0
 	for {
-		s, err := c.session(ctx, req)
-		if err != nil {
-			return nil, err
+		var s *session
+		a := c.anon
+		if req.anonymous {
+			if err := c.open(req); err != nil {
+				return nil, err
+			}
+		} else {
+			var err error
+			if s, err = c.session(ctx, req); err != nil {
+				return nil, err
+			}
+			a = s.api
 		}
-		resp, err := c.send(ctx, s.api, req)
+		resp, err := c.send(ctx, a, req)
 		if err == nil {
 			return resp, nil
 		}
-		if !relogged && isAuthFailure(err) {
+		if !relogged && s != nil && isAuthFailure(err) {
 			relogged = true
 			retry, lerr := c.recoverAuth(ctx, s)
 			if lerr != nil {
@@ -406,7 +420,13 @@ func invalid(op, path string, err error) error { return &Error{Op: op + " " + pa
 // Client methods.
 
 func (c *client) ServerInfo(ctx context.Context) (ServerInfo, error) {
-	req := request{op: OpRead, method: http.MethodGet, path: "sys/seal-status", idempotent: true}
+	return c.serverInfo(ctx, false)
+}
+
+// serverInfo reads sys/seal-status, with the session's token or, when
+// anonymous, without one.
+func (c *client) serverInfo(ctx context.Context, anonymous bool) (ServerInfo, error) {
+	req := request{op: OpRead, method: http.MethodGet, path: "sys/seal-status", idempotent: true, anonymous: anonymous}
 	resp, err := c.call(ctx, req)
 	if err != nil {
 		return ServerInfo{}, err

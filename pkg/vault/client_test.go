@@ -978,3 +978,46 @@ func TestTokenLease(t *testing.T) {
 		t.Errorf("a root token: expires %s, lease %s; want none", exp, lease)
 	}
 }
+
+// TestReadServerInfoWithoutLogin: ReadServerInfo asks sys/seal-status of a
+// Vault whose login fails (sealed, or its token gone), without a token and
+// without logging in; sealed, it answers with no cluster ID; unreachable,
+// it is a transient error. It used to panic: its client had no session,
+// and the request went through the session (a nil pointer), so a
+// connection check that failed to log in to a sealed or unreachable Vault
+// panicked, every time, and was retried with the controller's growing
+// backoff instead of within seconds.
+func TestReadServerInfoWithoutLogin(t *testing.T) {
+	noBackoff(t)
+	var sealed atomic.Bool
+	m := newMockVault(t, func(r mockReq) (int, any) {
+		if r.Path == "sys/seal-status" {
+			if sealed.Load() {
+				return 200, map[string]any{"sealed": true, "version": "1.21.4"}
+			}
+			return 200, map[string]any{"sealed": false, "version": "1.21.4", "cluster_id": "c-1"}
+		}
+		return 0, nil
+	})
+	m.set(func(m *mockVault) {
+		m.loginErr = func(mockReq) (int, any) { return 503, map[string]any{"errors": []string{"Vault is sealed"}} }
+	})
+	obs := &recorder{}
+	info, err := ReadServerInfo(context.Background(), m.approleConfig(), obs)
+	if err != nil || info.ClusterID != "c-1" || info.Version != "1.21.4" {
+		t.Fatalf("ReadServerInfo = %+v, %v", info, err)
+	}
+	sealed.Store(true)
+	if info, err = ReadServerInfo(context.Background(), m.approleConfig(), obs); err != nil || info.ClusterID != "" || info.Version != "1.21.4" {
+		t.Fatalf("sealed: ReadServerInfo = %+v, %v", info, err)
+	}
+	for _, r := range m.requests() {
+		if r.Path != "sys/seal-status" || r.Token != "" {
+			t.Errorf("request %s %s with token %q: want only seal-status, without a token", r.Method, r.Path, r.Token)
+		}
+	}
+	m.srv.Close()
+	if _, err := ReadServerInfo(context.Background(), m.approleConfig(), obs); err == nil || !Transient(err) {
+		t.Errorf("unreachable: err = %v, want a transient error", err)
+	}
+}
