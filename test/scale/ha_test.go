@@ -815,6 +815,15 @@ func (r *haRun) ensureStandby(ctx context.Context) error {
 		if _, _, err := r.c.WaitActive(ctx, time.Minute, a); err != nil {
 			return err
 		}
+		// A node that stepped down does not take the HA lock again for
+		// 10 s (Vault's manualStepDownSleepPeriod): should raft elect it
+		// at the next disturbance, Vault would have no active node until
+		// then. The disturbances measured come after that.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(11 * time.Second):
+		}
 	}
 	return fmt.Errorf("%s stays the active node after 5 step-downs", r.c.Nodes[r.opNode].ID)
 }
