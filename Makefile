@@ -245,6 +245,26 @@ bench-scale: build $(KUBE_APISERVER) $(ETCD) $(VAULT) ## The operator (its own p
 	SCALE_COMMAND="make bench-scale BENCH_N='$(BENCH_N)' BENCH_SHAPES='$(BENCH_SHAPES)'$(if $(BENCH_PHASES), BENCH_PHASES='$(BENCH_PHASES)')$(if $(filter-out 1,$(BENCH_ROUNDS)), BENCH_ROUNDS='$(BENCH_ROUNDS)')$(if $(BENCH_BASELINE), BENCH_BASELINE='$(BENCH_BASELINE)')" \
 	go test -tags integration -run='^$$' -bench='^BenchmarkScale$$' -benchtime=1x -timeout=0 -v ./test/scale
 
+# make bench-ha: the operator against a three-node Vault HA cluster on raft
+# (localenv.Cluster), pointed at its active-following proxy and at a
+# standby node: a converge and three template rollouts, undisturbed and
+# with the active node SIGKILLed, a node restarted sealed, a step-down;
+# the report goes to stdout and bin/scale/ha.md. BENCH_HA_N bindings per
+# fleet; BENCH_HA_MODES active, standby or both; BENCH_HA_SEALED how long
+# the restarted node stays sealed; BENCH_HA_PERF raft's
+# performance_multiplier (default Vault's, 5).
+BENCH_HA_N      ?= 1000
+BENCH_HA_MODES  ?= both
+BENCH_HA_SEALED ?= 20s
+BENCH_HA_PERF   ?=
+
+.PHONY: bench-ha
+bench-ha: build $(KUBE_APISERVER) $(ETCD) $(VAULT) ## The operator through Vault HA failovers (SIGKILL, sealed restart, step-down) at BENCH_HA_N bindings: time to Ready, calls, duplicates, lost writes.
+	SCALE_HA_N='$(BENCH_HA_N)' SCALE_HA_MODES='$(BENCH_HA_MODES)' SCALE_HA_SEALED='$(BENCH_HA_SEALED)' SCALE_HA_PERF='$(BENCH_HA_PERF)' \
+	SCALE_OUT=$(BIN)/scale MINIONVAULT_BIN=$(BIN)/minionvault MINIONVAULT_TOOLS_DIR=$(BIN) \
+	SCALE_COMMAND="make bench-ha BENCH_HA_N='$(BENCH_HA_N)' BENCH_HA_MODES='$(BENCH_HA_MODES)' BENCH_HA_SEALED='$(BENCH_HA_SEALED)'$(if $(BENCH_HA_PERF), BENCH_HA_PERF='$(BENCH_HA_PERF)')" \
+	go test -tags integration -run='^$$' -bench='^BenchmarkHA$$' -benchtime=1x -timeout=0 -v ./test/scale
+
 ##@ Help
 
 .PHONY: help

@@ -50,19 +50,31 @@ func (c *Connections) gated(name, key string) error {
 }
 
 // retryAfter is when the connection controller checks a failing
-// connection again: soon at first, then every maxRetry at most, so that
-// its bindings resume within seconds of Vault healing while a dead token
-// costs a few requests per interval, not one per binding.
+// connection again. A Vault that does not answer, is sealed or answers 5xx
+// (an HA cluster electing a new active node, a node restarted sealed) is
+// checked every minRetry: such a check costs a refused connection or two
+// requests Vault answers without work, and its bindings resume within
+// minRetry of Vault healing (with the checks spread out to maxRetry, the
+// HA tests measured 3 to 5 s between Vault answering again and the first
+// binding's request). A refused token is checked soon at first, then every
+// maxRetry at most: a dead token costs a few logins per interval, not one
+// per binding. Never later than the check interval.
 func (c *Connections) retryAfter(name string, interval time.Duration) time.Duration {
 	c.mu.Lock()
-	n := c.gates[name].fails
+	g := c.gates[name]
 	c.mu.Unlock()
-	d := 2 * time.Second << min(max(n-1, 0), 3)
+	d := minRetry << min(max(g.fails-1, 0), 3)
+	if g.err != nil && shared.Classify(g.err) == vault.ClassTransient {
+		d = minRetry
+	}
 	return min(d, maxRetry, interval)
 }
 
-// maxRetry bounds retryAfter.
-const maxRetry = 10 * time.Second
+// minRetry and maxRetry bound retryAfter.
+const (
+	minRetry = 2 * time.Second
+	maxRetry = 10 * time.Second
+)
 
 // record remembers a check's verdict on the connection's client at key:
 // a failure of Vault or of the credentials closes the gate, anything else

@@ -1,6 +1,7 @@
 package connection
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -8,11 +9,13 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// A failing connection is checked again soon, then less often, never
-// beyond maxRetry or its check interval; a pass starts over.
+// A connection whose token is refused is checked again soon, then less
+// often, never beyond maxRetry or its check interval; a pass starts over.
+// One whose Vault does not answer, is sealed or fails (an election) is
+// checked every minRetry, never beyond its check interval.
 func TestRetryAfterBacksOff(t *testing.T) {
 	c := &Connections{}
-	fail := &vault.Error{Op: "read sys/health", StatusCode: 503}
+	fail := &vault.Error{Op: "login auth/token/lookup-self", StatusCode: 403, Messages: []string{"permission denied"}}
 	var got []time.Duration
 	for range 7 {
 		c.record("v", "k", time.Now(), fail)
@@ -29,5 +32,24 @@ func TestRetryAfterBacksOff(t *testing.T) {
 	c.record("v", "k", time.Now(), fail)
 	if d := c.retryAfter("v", time.Minute); d != 2*time.Second {
 		t.Errorf("after a pass: %v", d)
+	}
+
+	for _, unavailable := range []error{
+		&vault.Error{Op: "read sys/health", StatusCode: 503, Messages: []string{"Vault is sealed"}},
+		&vault.Error{Op: "login auth/token/lookup-self", StatusCode: 500, Messages: []string{"local node not active but active cluster node not found"}},
+		&vault.Error{Op: "login auth/token/lookup-self", Err: errors.New("dial tcp 127.0.0.1:8200: connect: connection refused")},
+	} {
+		c := &Connections{}
+		got = nil
+		for range 6 {
+			c.record("v", "k", time.Now(), unavailable)
+			got = append(got, c.retryAfter("v", time.Minute))
+		}
+		if !slices.Equal(got, []time.Duration{minRetry, minRetry, minRetry, minRetry, minRetry, minRetry}) {
+			t.Errorf("%v: retries %v, want every %s", unavailable, got, minRetry)
+		}
+		if d := c.retryAfter("v", time.Second); d != time.Second {
+			t.Errorf("%v, with a 1s check interval: %v", unavailable, d)
+		}
 	}
 }

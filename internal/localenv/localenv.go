@@ -25,6 +25,10 @@
 // without cleaning up (a -timeout panic, SIGKILL, a second Ctrl-C), by a
 // small watchdog process that notices the process is gone.
 //
+// With Options.VaultCluster Vault is an HA cluster of several servers on
+// integrated storage (raft) behind an active-following proxy, to kill,
+// restart sealed and step down (cluster.go, activeproxy.go).
+//
 // With Options.Node the environment is also a real single-node cluster
 // (containerd, runc, CNI, the kubelet, kube-controller-manager,
 // kube-scheduler, kube-proxy): see Node in node.go, and test/node.
@@ -116,6 +120,12 @@ type Options struct {
 	// VaultHost is the address the Vault dev server listens on. Default:
 	// 127.0.0.1, or the node's address with Node.
 	VaultHost string
+	// VaultCluster, with Nodes of 2 or more (3 is what users run), starts
+	// a Vault HA cluster on integrated storage (raft) instead of a dev
+	// server (see Cluster): Env.Vault.Addr is then its active-following
+	// address and Env.Vault.Cluster its nodes. Not with USE_EXISTING_VAULT
+	// (ignored: the cluster is started here).
+	VaultCluster ClusterOptions
 }
 
 // Env is a started environment.
@@ -214,7 +224,13 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			vaultHost = env.Node.IP
 		}
 	}
-	if !opts.NoVault {
+	switch {
+	case opts.NoVault:
+	case opts.VaultCluster.Nodes > 0:
+		if env.Vault, err = startCluster(ctx, dir, toolsDir, vaultHost, opts.VaultCluster, opts.StartTimeout, env.watchdog, getenv); err != nil {
+			return env, err
+		}
+	default:
 		if env.Vault, err = startVault(ctx, dir, toolsDir, vaultHost, opts.StartTimeout, env.watchdog, getenv); err != nil {
 			return env, err
 		}

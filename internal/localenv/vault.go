@@ -23,24 +23,60 @@ import (
 )
 
 // Vault is a Vault server for tests and local runs: a dev server started by Start (in
-// memory, unsealed, kv-v2 at secret/), or an existing one
+// memory, unsealed, kv-v2 at secret/), an HA cluster on raft
+// (Options.VaultCluster: see Cluster), or an existing one
 // (USE_EXISTING_VAULT=true). Either way the AppRole auth method is enabled
 // at AppRoleMount.
 type Vault struct {
-	// Addr is the server's URL, such as http://127.0.0.1:40123.
+	// Addr is the server's URL, such as http://127.0.0.1:40123; for a
+	// cluster, its active-following address (Cluster.Proxy).
 	Addr string
-	// RootToken is a root token (the dev server's, or VAULT_TOKEN).
+	// RootToken is a root token (the dev server's, the cluster's
+	// initialisation's, or VAULT_TOKEN).
 	RootToken string
 	// Client talks to Addr with RootToken.
 	Client *vaultapi.Client
-	// Log is the dev server's log file ("" for an existing Vault).
+	// Log is the dev server's log file (a cluster's first node's; "" for
+	// an existing Vault).
 	Log string
 	// Bin is the server binary started ("" for an existing Vault):
-	// MINIONVAULT_VAULT_BIN, or the tools folder's vault.
+	// VAULT_BIN, or the tools folder's vault.
 	Bin string
+	// Cluster is the HA cluster behind Addr (nil for a dev server or an
+	// existing Vault): its nodes, to kill, restart, unseal or step down.
+	Cluster *Cluster
 
 	cmd    *exec.Cmd
 	exited chan struct{}
+	dir    string // the dev server's working folder
+}
+
+// EnableFileAudit enables a file audit device at path name with options
+// besides file_path, and returns the files it writes: a dev server's one,
+// in its folder; a cluster's one per node, in each node's folder (audit
+// devices are replicated configuration, and each node writes its own file
+// of the requests it handles as the active node: count all of them).
+func (v *Vault) EnableFileAudit(ctx context.Context, name string, options map[string]string) ([]string, error) {
+	var files []string
+	var path string
+	switch {
+	case v.Cluster != nil:
+		path = name + ".log" // relative: in each node's working folder
+		files = v.Cluster.AuditLogs(path)
+	case v.dir != "":
+		path = filepath.Join(v.dir, name+".log")
+		files = []string{path}
+	default:
+		return nil, errors.New("localenv: a file audit device of an existing Vault: its files are not here")
+	}
+	opts := map[string]string{"file_path": path}
+	for k, val := range options {
+		opts[k] = val
+	}
+	if err := v.Client.Sys().EnableAuditWithOptionsWithContext(ctx, name, &vaultapi.EnableAuditOptions{Type: "file", Options: opts}); err != nil {
+		return nil, fmt.Errorf("enabling the file audit device %s: %w", name, err)
+	}
+	return files, nil
 }
 
 // OperatorPolicyName is the name OperatorToken writes the operator's
@@ -168,7 +204,7 @@ func launchVault(ctx context.Context, bin, dir, home, host string, port int, tim
 		return nil, fmt.Errorf("localenv: starting %s: %w", bin, err)
 	}
 	wd.adopt(cmd.Process.Pid)
-	v := &Vault{Addr: "http://" + addr, RootToken: token, Log: logPath, Bin: bin, cmd: cmd, exited: make(chan struct{})}
+	v := &Vault{Addr: "http://" + addr, RootToken: token, Log: logPath, Bin: bin, cmd: cmd, exited: make(chan struct{}), dir: dir}
 	go func() {
 		_ = cmd.Wait()
 		close(v.exited)
@@ -244,8 +280,8 @@ func (v *Vault) connect(ctx context.Context) error {
 		return fmt.Errorf("localenv: vault client: %w", err)
 	}
 	c.SetToken(v.RootToken)
-	if v.cmd != nil {
-		c.ClearNamespace() // a dev server has no namespaces, whatever VAULT_NAMESPACE says
+	if v.cmd != nil || v.Cluster != nil {
+		c.ClearNamespace() // a server of ours has no namespaces, whatever VAULT_NAMESPACE says
 	}
 	v.Client = c
 
@@ -265,9 +301,13 @@ func (v *Vault) connect(ctx context.Context) error {
 	return nil
 }
 
-// stop ends a dev server: SIGTERM to its process group, SIGKILL after 10 s.
-// An existing Vault is left alone.
+// stop ends a dev server: SIGTERM to its process group, SIGKILL after 10 s
+// (a cluster: its proxy, and each node so). An existing Vault is left alone.
 func (v *Vault) stop() error {
+	if v != nil && v.Cluster != nil {
+		v.Cluster.stop()
+		return nil
+	}
 	if v == nil || v.cmd == nil || v.cmd.Process == nil {
 		return nil
 	}

@@ -35,10 +35,12 @@ import (
 
 // The environment, its options and its Vault: see internal/localenv.
 type (
-	Env     = localenv.Env
-	Options = localenv.Options
-	Vault   = localenv.Vault
-	Node    = localenv.Node
+	Env            = localenv.Env
+	Options        = localenv.Options
+	Vault          = localenv.Vault
+	Node           = localenv.Node
+	Cluster        = localenv.Cluster
+	ClusterOptions = localenv.ClusterOptions
 )
 
 // Environment variables and the AppRole mount: see internal/localenv.

@@ -66,6 +66,17 @@ func (c *client) method() string {
 // canLogin: a static token cannot be replaced, only renewed.
 func (c *client) canLogin() bool { return c.cfg.Auth.Token == "" }
 
+// open returns ErrClosed once the client is closed (for requests that
+// need no session).
+func (c *client) open(req request) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return &Error{Op: req.op + " " + req.path, Err: ErrClosed}
+	}
+	return nil
+}
+
 // session returns the session to send req with, after renewing the token or
 // logging in again when that is due.
 func (c *client) session(ctx context.Context, req request) (*session, error) {

@@ -94,7 +94,9 @@ func ReadServerInfo(ctx context.Context, cfg Config, obs Observer) (ServerInfo, 
 		return ServerInfo{}, err
 	}
 	defer c.Close()
-	return c.ServerInfo(ctx)
+	// No login: the request goes without a token, as sys/seal-status
+	// needs none (a client that never logged in has no session).
+	return c.serverInfo(ctx, true)
 }
 
 func newClient(cfg Config, obs Observer) (*client, error) {
@@ -113,10 +115,8 @@ func newClient(cfg Config, obs Observer) (*client, error) {
 		obs:       obs,
 		transport: base,
 		http: &http.Client{
-			Transport: rt,
-			// The api library follows Vault's redirects itself (once, and
-			// never from https to http).
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			Transport:     rt,
+			CheckRedirect: followRedirect,
 		},
 		timeout: cfg.Timeout,
 		now:     time.Now,
@@ -164,12 +164,40 @@ func validateConfig(cfg Config) error {
 	return nil
 }
 
+// followRedirect is the HTTP client's redirect policy. A standby of a Vault
+// HA cluster that cannot forward a request to the active node (the active
+// node just changed, its cluster port not answering yet) answers 307 with
+// the active node's address. net/http follows that once with the same
+// method and body (retryablehttp's requests have GetBody). The api
+// library's own following is off (DisableRedirects): it sends a raw
+// write's body again as "null" (ResetJSONBody marshals the request's
+// Obj, which WriteRaw leaves nil), and Vault takes that for a write of
+// nothing and answers success: role and entity writes made during a
+// step-down were acknowledged and lost (the HA tests found it). Never more
+// than one redirect, never from https to http, and never one that would
+// change the method (net/http turns a PUT answered 301 or 302 into a GET):
+// those answers are returned as they are, and send makes them an error.
+func followRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	switch {
+	case len(via) > 1:
+		return http.ErrUseLastResponse
+	case req.Method != first.Method:
+		return http.ErrUseLastResponse
+	case first.URL.Scheme == "https" && req.URL.Scheme != "https":
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
 // newAPI returns an api client on the shared HTTP client that sends token.
 func (c *client) newAPI(token string) (*api.Client, error) {
 	a, err := api.NewClient(&api.Config{
 		Address:    c.cfg.Address,
 		HttpClient: c.http,
 		MaxRetries: 0, // see maxReadRetries
+		// net/http follows redirects (followRedirect), not the api library.
+		DisableRedirects: true,
 		// Timeout 0: call() bounds every attempt with its own context.
 	})
 	if err != nil {
@@ -208,6 +236,9 @@ type request struct {
 	// an error. A 404 with messages ("no handler for route", a missing
 	// mount) stays an error.
 	absentOK bool
+	// anonymous requests go without a token (c.anon): no session is
+	// needed, none is renewed or logged in for.
+	anonymous bool
 }
 
 type response struct {
@@ -230,15 +261,24 @@ func (c *client) call(ctx context.Context, req request) (*response, error) {
 	relogged := false
 	retries := 0
 	for {
-		s, err := c.session(ctx, req)
-		if err != nil {
-			return nil, err
+		var s *session
+		a := c.anon
+		if req.anonymous {
+			if err := c.open(req); err != nil {
+				return nil, err
+			}
+		} else {
+			var err error
+			if s, err = c.session(ctx, req); err != nil {
+				return nil, err
+			}
+			a = s.api
 		}
-		resp, err := c.send(ctx, s.api, req)
+		resp, err := c.send(ctx, a, req)
 		if err == nil {
 			return resp, nil
 		}
-		if !relogged && isAuthFailure(err) {
+		if !relogged && s != nil && isAuthFailure(err) {
 			relogged = true
 			retry, lerr := c.recoverAuth(ctx, s)
 			if lerr != nil {
@@ -310,6 +350,12 @@ func (c *client) send(ctx context.Context, a *api.Client, req request) (*respons
 		return nil, c.newError(req, code, nil, err)
 	}
 	out := &response{status: resp.StatusCode}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// A redirect followRedirect did not follow: whether Vault did
+		// anything is unknown (nothing, as a rule), and the request is
+		// tried again later (Transient).
+		return nil, c.newError(req, resp.StatusCode, nil, fmt.Errorf("Vault redirected the request to %s, which was not followed", resp.Header.Get("Location")))
+	}
 	if resp.StatusCode == http.StatusNoContent {
 		return out, nil
 	}
@@ -406,7 +452,13 @@ func invalid(op, path string, err error) error { return &Error{Op: op + " " + pa
 // Client methods.
 
 func (c *client) ServerInfo(ctx context.Context) (ServerInfo, error) {
-	req := request{op: OpRead, method: http.MethodGet, path: "sys/seal-status", idempotent: true}
+	return c.serverInfo(ctx, false)
+}
+
+// serverInfo reads sys/seal-status, with the session's token or, when
+// anonymous, without one.
+func (c *client) serverInfo(ctx context.Context, anonymous bool) (ServerInfo, error) {
+	req := request{op: OpRead, method: http.MethodGet, path: "sys/seal-status", idempotent: true, anonymous: anonymous}
 	resp, err := c.call(ctx, req)
 	if err != nil {
 		return ServerInfo{}, err

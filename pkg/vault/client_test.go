@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -1012,5 +1013,158 @@ func TestTokensOfEveryShapeAreRedacted(t *testing.T) {
 				t.Errorf("error %q: the token is not redacted", err)
 			}
 		})
+	}
+}
+
+// TestReadServerInfoWithoutLogin: ReadServerInfo asks sys/seal-status of a
+// Vault whose login fails (sealed, or its token gone), without a token and
+// without logging in; sealed, it answers with no cluster ID; unreachable,
+// it is a transient error. It used to panic: its client had no session,
+// and the request went through the session (a nil pointer), so a
+// connection check that failed to log in to a sealed or unreachable Vault
+// panicked, every time, and was retried with the controller's growing
+// backoff instead of within seconds.
+func TestReadServerInfoWithoutLogin(t *testing.T) {
+	noBackoff(t)
+	var sealed atomic.Bool
+	m := newMockVault(t, func(r mockReq) (int, any) {
+		if r.Path == "sys/seal-status" {
+			if sealed.Load() {
+				return 200, map[string]any{"sealed": true, "version": "1.21.4"}
+			}
+			return 200, map[string]any{"sealed": false, "version": "1.21.4", "cluster_id": "c-1"}
+		}
+		return 0, nil
+	})
+	m.set(func(m *mockVault) {
+		m.loginErr = func(mockReq) (int, any) { return 503, map[string]any{"errors": []string{"Vault is sealed"}} }
+	})
+	obs := &recorder{}
+	info, err := ReadServerInfo(context.Background(), m.approleConfig(), obs)
+	if err != nil || info.ClusterID != "c-1" || info.Version != "1.21.4" {
+		t.Fatalf("ReadServerInfo = %+v, %v", info, err)
+	}
+	sealed.Store(true)
+	if info, err = ReadServerInfo(context.Background(), m.approleConfig(), obs); err != nil || info.ClusterID != "" || info.Version != "1.21.4" {
+		t.Fatalf("sealed: ReadServerInfo = %+v, %v", info, err)
+	}
+	for _, r := range m.requests() {
+		if r.Path != "sys/seal-status" || r.Token != "" {
+			t.Errorf("request %s %s with token %q: want only seal-status, without a token", r.Method, r.Path, r.Token)
+		}
+	}
+	m.srv.Close()
+	if _, err := ReadServerInfo(context.Background(), m.approleConfig(), obs); err == nil || !Transient(err) {
+		t.Errorf("unreachable: err = %v, want a transient error", err)
+	}
+}
+
+// standbyOf is a Vault standby that forwards nothing: it answers every
+// request with code (307, as Vault does when it cannot forward) and the
+// active node's address for it.
+func standbyOf(t *testing.T, active *mockVault, code int) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", active.srv.URL+r.URL.RequestURI())
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestAStandbysRedirectKeepsTheBody: a write that a standby redirects to
+// the active node (307) arrives there with its body, the login's too. The
+// api library's own following sent a raw write's body again as "null",
+// which Vault takes for a write of nothing and answers with success: in
+// the HA tests, role and entity writes made while the active node stepped
+// down were acknowledged, and lost.
+func TestAStandbysRedirectKeepsTheBody(t *testing.T) {
+	active := newMockVault(t, func(r mockReq) (int, any) {
+		switch {
+		case r.Method == http.MethodPut && r.Path == "auth/salt-minions/role/web01":
+			return 204, nil
+		case r.Method == http.MethodPut && r.Path == "identity/entity/name/salt_minion_web01":
+			return 200, map[string]any{"data": map[string]any{"id": "e-1", "name": "salt_minion_web01"}}
+		}
+		return 0, nil
+	})
+	standby := standbyOf(t, active, http.StatusTemporaryRedirect)
+	cfg := active.approleConfig()
+	cfg.Address = standby.URL
+	c := mustNew(t, cfg, nil)
+	ctx := context.Background()
+	if err := c.WriteRole(ctx, "salt-minions", "web01", map[string]any{"token_policies": []string{"saltstack/web01", "wave_3"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WriteEntityByName(ctx, "salt_minion_web01", map[string]string{"wave": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	var login, role, entity map[string]any
+	for _, r := range active.requests() {
+		switch r.Path {
+		case "auth/approle/login":
+			login = r.Body
+		case "auth/salt-minions/role/web01":
+			role = r.Body
+		case "identity/entity/name/salt_minion_web01":
+			entity = r.Body
+		}
+	}
+	if login["role_id"] != "role-id-1" || login["secret_id"] == nil {
+		t.Errorf("the login arrived with %v", login)
+	}
+	if fmt.Sprint(role["token_policies"]) != "[saltstack/web01 wave_3]" {
+		t.Errorf("the role write arrived with %v, want its token_policies", role)
+	}
+	if md, _ := entity["metadata"].(map[string]any); md["wave"] != "3" {
+		t.Errorf("the entity write arrived with %v, want its metadata", entity)
+	}
+}
+
+// TestARedirectThatWouldChangeTheMethodIsNotFollowed: net/http would turn
+// a PUT answered 302 into a GET; such a redirect is not followed, and the
+// write fails as transient (tried again), nothing reaching the target.
+func TestARedirectThatWouldChangeTheMethodIsNotFollowed(t *testing.T) {
+	active := newMockVault(t, nil)
+	active.set(func(m *mockVault) { m.valid["s.static"] = true })
+	standby := standbyOf(t, active, http.StatusFound)
+	// The token's lookup is a GET, which a 302 leaves a GET: followed.
+	c := mustNew(t, Config{Address: standby.URL, Auth: Auth{Token: "s.static"}}, nil)
+	before := len(active.requests())
+	err := c.WriteRole(context.Background(), "salt-minions", "web01", map[string]any{"token_ttl": 60})
+	var ve *Error
+	if err == nil || !errors.As(err, &ve) || ve.StatusCode != http.StatusFound || !Transient(err) {
+		t.Fatalf("WriteRole through a 302: %v, want a transient error with status 302", err)
+	}
+	if got := active.requests()[before:]; len(got) != 0 {
+		t.Errorf("the target got %+v", got)
+	}
+}
+
+// TestFollowRedirect: once, with the method, never from https to http.
+func TestFollowRedirect(t *testing.T) {
+	req := func(method, url string) *http.Request {
+		r, err := http.NewRequest(method, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	put := req(http.MethodPut, "https://vault.example.com/v1/x")
+	tests := []struct {
+		name   string
+		next   *http.Request
+		via    []*http.Request
+		follow bool
+	}{
+		{"307 to the active node", req(http.MethodPut, "https://10.0.0.2:8200/v1/x"), []*http.Request{put}, true},
+		{"a second redirect", req(http.MethodPut, "https://10.0.0.3:8200/v1/x"), []*http.Request{put, put}, false},
+		{"to http", req(http.MethodPut, "http://10.0.0.2:8200/v1/x"), []*http.Request{put}, false},
+		{"a PUT made a GET", req(http.MethodGet, "https://10.0.0.2:8200/v1/x"), []*http.Request{put}, false},
+	}
+	for _, tc := range tests {
+		if err := followRedirect(tc.next, tc.via); (err == nil) != tc.follow {
+			t.Errorf("%s: followRedirect = %v, want follow %v", tc.name, err, tc.follow)
+		}
 	}
 }

@@ -231,7 +231,8 @@ var ErrClosed = errors.New("vault client closed")
 
 // Transient reports whether retrying later can help: transport errors,
 // answers that cannot be read (ErrIncompleteResponse, whatever their
-// status), 5xx, 429, and 412 (eventual consistency), as opposed to
+// status), 5xx, 429, 412 (eventual consistency) and a redirect that was not
+// followed (3xx: a standby's, see followRedirect), as opposed to
 // 400/403/404 and ErrInvalid.
 func Transient(err error) bool {
 	if errors.Is(err, ErrInvalid) {
@@ -244,7 +245,10 @@ func Transient(err error) bool {
 	if !errors.As(err, &ve) {
 		return true
 	}
-	return ve.StatusCode == 0 || ve.StatusCode >= 500 || ve.StatusCode == 429 || ve.StatusCode == 412
+	// A redirect not followed (a standby's to the active node, when it
+	// would change the method or downgrade to http) is Vault's HA state.
+	redirect := ve.StatusCode >= 300 && ve.StatusCode < 400
+	return ve.StatusCode == 0 || ve.StatusCode >= 500 || ve.StatusCode == 429 || ve.StatusCode == 412 || redirect
 }
 
 // Denied reports whether Vault refused the operator's own token, or its

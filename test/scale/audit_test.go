@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,84 @@ func fileSize(path string) (int64, error) {
 		return 0, err
 	}
 	return st.Size(), nil
+}
+
+// auditLogs are the files of Vault's file audit device: a dev server's
+// one, or one per node of an HA cluster (each node writes the requests it
+// handles as the active node to its own file). Offsets into them go
+// together, one per file; a file not written yet is empty.
+type auditLogs []string
+
+// auditOffsets are the sizes of auditLogs' files at one moment.
+type auditOffsets []int64
+
+// offsets are the files' sizes now (0 for one not there yet: a node that
+// was never active).
+func (a auditLogs) offsets() (auditOffsets, error) {
+	out := make(auditOffsets, len(a))
+	for i, p := range a {
+		n, err := fileSize(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// read counts the responses between two offsets by actor, over every
+// file (readVaultAudit).
+func (a auditLogs) read(from, to auditOffsets, accessors map[string]string) (map[string]*tally, error) {
+	out := map[string]*tally{}
+	for _, actor := range accessors {
+		out[actor] = newTally()
+	}
+	for i, p := range a {
+		if to[i] == from[i] {
+			continue
+		}
+		got, err := readVaultAudit(p, from[i], to[i], accessors)
+		if err != nil {
+			return nil, err
+		}
+		for actor, t := range got {
+			out[actor].merge(t)
+		}
+	}
+	return out, nil
+}
+
+// calls lists the responses to actor between two offsets over every
+// file, in time order (vaultCalls).
+func (a auditLogs) calls(from, to auditOffsets, accessors map[string]string, actor string) ([]vaultCall, error) {
+	var out []vaultCall
+	for i, p := range a {
+		if to[i] == from[i] {
+			continue
+		}
+		got, err := vaultCalls(p, from[i], to[i], accessors, actor)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out, nil
+}
+
+// merge adds u's counts to t.
+func (t *tally) merge(u *tally) {
+	t.Reads += u.Reads
+	t.Writes += u.Writes
+	for k, v := range u.By {
+		t.By[k] += v
+	}
+	for k, v := range u.Failed {
+		t.Failed[k] += v
+	}
 }
 
 // vaultAuditEntry is what the harness reads of a Vault file audit device

@@ -43,7 +43,9 @@ type world struct {
 	root, floorVault *vaultapi.Client
 	// kubeconfig of the operator's own user.
 	kubeconfig string
-	vaultAudit string
+	// vaultAudit are the files of Vault's file audit device: one per
+	// node of an HA cluster.
+	vaultAudit auditLogs
 	// accessors maps the Vault token accessors to the actor, users the
 	// Kubernetes user names.
 	accessors, users map[string]string
@@ -52,10 +54,17 @@ type world struct {
 
 // setUp starts the servers and prepares everything but the operator.
 func setUp(ctx context.Context) (w *world, err error) {
+	return setUpWith(ctx, localenv.ClusterOptions{})
+}
+
+// setUpWith is setUp with Vault an HA cluster when cluster has nodes (the
+// connection then reaches its active-following address).
+func setUpWith(ctx context.Context, cluster localenv.ClusterOptions) (w *world, err error) {
 	env, err := localenv.Start(ctx, localenv.Options{
 		// The measure needs servers of our own: no USE_EXISTING_*.
 		IgnoreEnv:       true,
 		KubeAuditPolicy: kubeAuditPolicy(operatorUser, floorUser),
+		VaultCluster:    cluster,
 	})
 	if err != nil {
 		return nil, err
@@ -69,12 +78,11 @@ func setUp(ctx context.Context) (w *world, err error) {
 
 	// Vault: a file audit device with the accessors in clear, the floor's
 	// AppRole mount, and the two tokens.
-	w.vaultAudit = filepath.Join(env.Dir, "vault-audit.log")
-	if err := w.root.Sys().EnableAuditWithOptionsWithContext(ctx, "file", &vaultapi.EnableAuditOptions{
-		Type: "file", Options: map[string]string{"file_path": w.vaultAudit, "hmac_accessor": "false"},
-	}); err != nil {
+	files, err := env.Vault.EnableFileAudit(ctx, "vault-audit", map[string]string{"hmac_accessor": "false"})
+	if err != nil {
 		return nil, fmt.Errorf("enabling the vault audit log: %w", err)
 	}
+	w.vaultAudit = files
 	if err := w.root.Sys().EnableAuthWithOptionsWithContext(ctx, floorMount, &vaultapi.EnableAuthOptions{Type: "approle"}); err != nil {
 		return nil, fmt.Errorf("enabling approle at %s: %w", floorMount, err)
 	}
@@ -155,7 +163,18 @@ func setUp(ctx context.Context) (w *world, err error) {
 	if err := w.admin.Create(ctx, tokenConnection(env.Vault.Addr)); err != nil {
 		return nil, err
 	}
-	if w.pids, err = serverPIDs(env.Dir, servers); err != nil {
+	names := servers
+	if cluster.Nodes > 0 {
+		// Several vault processes, each restarted under a new PID by the
+		// HA runs: their CPU is not followed.
+		names = map[string]string{}
+		for exe, label := range servers {
+			if label != "vault" {
+				names[exe] = label
+			}
+		}
+	}
+	if w.pids, err = serverPIDs(env.Dir, names); err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -102,7 +102,7 @@ func (h *harness) failover(ctx context.Context, r *phaseResult) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	from, err := fileSize(h.w.vaultAudit)
+	from, err := h.w.vaultAudit.offsets()
 	if err != nil {
 		return 0, err
 	}
@@ -145,11 +145,11 @@ func (h *harness) failover(ctx context.Context, r *phaseResult) (time.Duration, 
 		return f.AllReconciled, err
 	}
 	f.ReadyLow = h.track.lowest()
-	to, err := fileSize(h.w.vaultAudit)
+	to, err := h.w.vaultAudit.offsets()
 	if err != nil {
 		return f.AllReconciled, err
 	}
-	calls, err := vaultCalls(h.w.vaultAudit, from, to, h.w.accessors, "operator")
+	calls, err := h.w.vaultAudit.calls(from, to, h.w.accessors, "operator")
 	if err != nil {
 		return f.AllReconciled, err
 	}

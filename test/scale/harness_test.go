@@ -221,10 +221,11 @@ type harness struct {
 
 // snap is the state of the counters at a point in time.
 type snap struct {
-	cpu               map[string]float64
-	etcdUpdates       float64
-	vaultOff, kubeOff int64
-	metrics           samples
+	cpu         map[string]float64
+	etcdUpdates float64
+	vaultOff    auditOffsets
+	kubeOff     int64
+	metrics     samples
 }
 
 func (h *harness) snapshot(ctx context.Context) (snap, error) {
@@ -256,7 +257,7 @@ func (h *harness) snapshot(ctx context.Context) (snap, error) {
 	if s.etcdUpdates, err = h.w.etcdUpdates(ctx); err != nil {
 		return s, err
 	}
-	if s.vaultOff, err = fileSize(h.w.vaultAudit); err != nil {
+	if s.vaultOff, err = h.w.vaultAudit.offsets(); err != nil {
 		return s, err
 	}
 	if s.kubeOff, err = fileSize(h.w.env.KubeAuditLog); err != nil {
@@ -276,7 +277,7 @@ func (h *harness) measure(ctx context.Context, start snap, r *phaseResult) error
 	for k, v := range end.cpu {
 		r.CPU[k] = v - start.cpu[k]
 	}
-	va, err := readVaultAudit(h.w.vaultAudit, start.vaultOff, end.vaultOff, h.w.accessors)
+	va, err := h.w.vaultAudit.read(start.vaultOff, end.vaultOff, h.w.accessors)
 	if err != nil {
 		return err
 	}
@@ -315,7 +316,7 @@ func (h *harness) settle(ctx context.Context) (time.Duration, bool) {
 	kube := &kubeActivity{path: h.w.env.KubeAuditLog}
 	kube.off, _ = fileSize(kube.path)
 	state := func() string {
-		a, _ := fileSize(h.w.vaultAudit)
+		a, _ := h.w.vaultAudit.offsets()
 		b := kube.calls()
 		var rec float64
 		if h.op != nil {

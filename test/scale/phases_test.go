@@ -517,7 +517,7 @@ func (h *harness) templateChange(ctx context.Context, r *phaseResult) (time.Dura
 	h.track.setPredicate(func(b *v1alpha1.MinionBinding) bool {
 		return readyCurrent(b) && b.Status.Entity != nil && b.Status.Entity.Metadata[changedKey] == changedValue
 	})
-	from, err := fileSize(h.w.vaultAudit)
+	from, err := h.w.vaultAudit.offsets()
 	if err != nil {
 		return 0, err
 	}
@@ -581,12 +581,12 @@ func (r *rollout) String() string {
 
 // rolloutSince reads the operator's writes of class in Vault's audit log
 // from the offset from, taken before the template update sent at t0.
-func (h *harness) rolloutSince(from int64, t0 time.Time, class string) (*rollout, error) {
-	to, err := fileSize(h.w.vaultAudit)
+func (h *harness) rolloutSince(from auditOffsets, t0 time.Time, class string) (*rollout, error) {
+	to, err := h.w.vaultAudit.offsets()
 	if err != nil {
 		return nil, err
 	}
-	calls, err := vaultCalls(h.w.vaultAudit, from, to, h.w.accessors, "operator")
+	calls, err := h.w.vaultAudit.calls(from, to, h.w.accessors, "operator")
 	if err != nil {
 		return nil, err
 	}
@@ -616,7 +616,7 @@ func rolloutOf(calls []vaultCall, class string, t0 time.Time) *rollout {
 // sample of the policies in Vault has the new body. The operator should
 // read and write each changed policy once, and read no binding's objects.
 func (h *harness) policyChange(ctx context.Context, r *phaseResult) (time.Duration, error) {
-	from, err := fileSize(h.w.vaultAudit)
+	from, err := h.w.vaultAudit.offsets()
 	if err != nil {
 		return 0, err
 	}

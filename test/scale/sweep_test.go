@@ -55,7 +55,7 @@ func (h *harness) sweep(ctx context.Context, r *phaseResult) (time.Duration, err
 		return 0, err
 	}
 	defer func() { _ = h.sweepExtras(context.Background(), extras, true) }()
-	from, err := fileSize(h.w.vaultAudit)
+	from, err := h.w.vaultAudit.offsets()
 	if err != nil {
 		return 0, err
 	}
@@ -69,11 +69,11 @@ func (h *harness) sweep(ctx context.Context, r *phaseResult) (time.Duration, err
 	}
 	res := &sweepResult{Interval: interval, Extras: extras}
 	err = poll(ctx, 2*time.Second, interval+interval/2+time.Minute, func() (bool, error) {
-		to, err := fileSize(h.w.vaultAudit)
+		to, err := h.w.vaultAudit.offsets()
 		if err != nil {
 			return false, err
 		}
-		calls, err := vaultCalls(h.w.vaultAudit, from, to, h.w.accessors, "operator")
+		calls, err := h.w.vaultAudit.calls(from, to, h.w.accessors, "operator")
 		if err != nil {
 			return false, err
 		}

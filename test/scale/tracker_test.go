@@ -33,6 +33,16 @@ type tracker struct {
 	// low is the fewest bindings that satisfied the predicate at once
 	// since it was set.
 	low int
+	// observe, when set, sees every binding as it comes (under mu): the
+	// HA runs watch every condition a binding goes through.
+	observe func(*v1alpha1.MinionBinding)
+}
+
+// setObserver makes f see every binding the watch delivers from now on.
+func (t *tracker) setObserver(f func(*v1alpha1.MinionBinding)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.observe = f
 }
 
 // startTracker starts an informer on the MinionBindings of ns; it runs
@@ -71,6 +81,9 @@ func (t *tracker) upsert(o any) {
 	}
 	t.mu.Lock()
 	t.objs[b.Name] = b
+	if t.observe != nil {
+		t.observe(b)
+	}
 	if t.pred(b) {
 		t.ok[b.Name] = true
 	} else {
