@@ -43,7 +43,31 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Before anything else logs: controller-runtime's root logger, asked
+	// 30 s after start-up and still unset (servers slow to start on a
+	// loaded machine), discards everything for good, and a later SetLogger
+	// changes nothing. The tests that read the operator's log (events
+	// emitted, secrets never logged) would then read nothing.
+	sink := zapcore.AddSync(&operatorLog)
+	if os.Getenv("E2E_VERBOSE") != "" {
+		sink = zapcore.NewMultiWriteSyncer(sink, zapcore.AddSync(os.Stderr))
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.DebugLevel), zap.WriteTo(sink)))
+	if err := logReachesOperatorLog(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	testenv.Main(m, testenv.Options{})
+}
+
+// logReachesOperatorLog checks that a line logged through controller-runtime
+// lands in operatorLog: every check of the log depends on it.
+func logReachesOperatorLog() error {
+	ctrl.Log.WithName("e2e").Info("operator log captured", "probe", "e2e-log-probe")
+	if !strings.Contains(operatorLog.String(), "e2e-log-probe") {
+		return errors.New("e2e: controller-runtime's logger does not write to operatorLog: the checks of the operator's log would read nothing")
+	}
+	return nil
 }
 
 // writeCounter counts Vault calls that change something.
@@ -105,8 +129,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-var operatorOnce sync.Once
-
 // start runs the operator in-process until the test ends, with a Vault
 // token of exactly the operator policy.
 func start(t testing.TB) *suite {
@@ -137,15 +159,6 @@ func startWith(t testing.TB, options func(*cli.SetupOptions)) *suite {
 	})
 	must(t, err)
 
-	operatorOnce.Do(func() {
-		// Every log line goes to operatorLog, where the tests look for
-		// leaked secrets; the terminal sees them with E2E_VERBOSE.
-		sink := zapcore.AddSync(&operatorLog)
-		if os.Getenv("E2E_VERBOSE") != "" {
-			sink = zapcore.NewMultiWriteSyncer(sink, zapcore.AddSync(os.Stderr))
-		}
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.DebugLevel), zap.WriteTo(sink)))
-	})
 	s.runOperator(t)
 	// Whichever operator runs at the end (restarts replace it) is stopped.
 	t.Cleanup(func() { s.stopOperator() })

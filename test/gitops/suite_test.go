@@ -23,6 +23,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// First: controller-runtime's root logger, still unset when asked 30 s
+	// after start-up (slow servers on a loaded machine), discards every
+	// line for good, whatever is set later.
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.DebugLevel), zap.WriteTo(&operatorLog)))
 	testenv.Main(m, testenv.Options{})
 }
 
@@ -51,16 +55,11 @@ func (b *syncBuffer) tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-var loggerOnce sync.Once
-
 // startOperator runs the real operator (cli.Setup, all three controllers)
 // in this process against the test's API server until stop is called or
 // the test ends. stop waits for the manager to return.
 func startOperator(t *testing.T, env *testenv.Env) (stop func()) {
 	t.Helper()
-	loggerOnce.Do(func() {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.DebugLevel), zap.WriteTo(&operatorLog)))
-	})
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
