@@ -111,6 +111,12 @@ func haHeader(cfg haConfig, command string, started time.Time, host string) stri
 	fmt.Fprintf(&b, "- Vault: three nodes of the tools' vault on integrated storage (raft), performance_multiplier %s, every node a voter before each operation; modes %v\n", perf, cfg.modes)
 	fmt.Fprintf(&b, "- N=%d bindings per fleet; %d parallel creators; operator `--concurrency=%d` (its own process, leader election on); the disturbance when %.0f %% of the fleet is Ready with the operation; a restarted node stays sealed %s from its kill\n",
 		cfg.n, cfg.creators, cfg.concurrency, cfg.disturbAt*100, cfg.sealedFor)
+	if os.Getenv("SCALE_HA_DEBUG") != "" {
+		fmt.Fprintf(&b, "- the operator logged at debug level (SCALE_HA_DEBUG): why each binding was compared with Vault\n")
+	}
+	if cfg.parallel {
+		fmt.Fprintf(&b, "- the modes ran at once, each on its own servers\n")
+	}
 	return b.String()
 }
 
