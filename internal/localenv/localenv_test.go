@@ -179,7 +179,14 @@ func TestAdoptChildrenByFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-mine.Process.Pid, syscall.SIGKILL); _ = mine.Wait() })
-	wd.adoptChildren(dir)
+	// A folder whose name starts with this one's is another's.
+	twin := exec.Command("/bin/sh", "-c", "sleep 300", dir+"2/etcd")
+	twin.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := twin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-twin.Process.Pid, syscall.SIGKILL); _ = twin.Wait() })
+	wd.adoptChildren(dir + string(filepath.Separator))
 	wd.mu.Lock()
 	got := append([]int(nil), wd.pgids...)
 	wd.mu.Unlock()
