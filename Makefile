@@ -85,7 +85,7 @@ RUN_ARGS  ?=
 # The first run builds kube-apiserver and etcd in one go build while Vault's
 # source and modules download (network, little CPU), then Vault beside the
 # operator: both share most of their packages with kube-apiserver (Vault's
-# minimal build through hack/tools/vault/minimal.mod), which are then in the
+# minimal build through hack/tools/vault/v1.21.4/minimal.mod), which are then in the
 # build cache. Built side by side with kube-apiserver, they compiled them a
 # second time. docs/development.md has the times.
 RUN_JOBS  ?= 2
@@ -144,7 +144,7 @@ lint: ## go vet, and gofmt must have nothing to say.
 ##@ Test
 
 .PHONY: test
-test: host-packages lint verify-generated verify-chart unit fuzz vectors integration ## Everything CI runs (builds the test tools first).
+test: host-packages lint verify-generated verify-chart unit fuzz vectors integration compat ## Everything CI runs (builds the test tools first).
 
 .PHONY: host-packages
 host-packages: ## The node's two host packages (libseccomp headers, nft): installed as root with apt, otherwise named.
@@ -188,6 +188,14 @@ fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).
 	$(call fuzz-target,FuzzParseHeader,./pkg/ownership,100000x)
 	$(call fuzz-target,FuzzParseIssueParams,./internal/saltmaster,50000x)
 	$(call fuzz-target,FuzzMasterCheck,./internal/mastercheck,20000x)
+
+# The compatibility suite: the same tests against every Vault line the
+# project supports (pkg/vault/tested-versions.txt, built by `make vaults`),
+# one server at a time, with a table of each line's result and time in
+# bin/compat/report.md (docs/compatibility.md).
+.PHONY: compat
+compat: integration-tools ## The compatibility suite against every tested Vault line; COMPAT_LINES="v1.19.5 v1.20.4" for some.
+	@BIN=$(BIN) hack/compat.sh
 
 .PHONY: vectors
 vectors: build ## Also run the vectors through the project's reference runner, when ../shared has it.

@@ -10,6 +10,11 @@ TOOLS_MODULES := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))/tools
 KUBERNETES_VERSION     ?= v1.37.2
 ETCD_VERSION           ?= v3.7.0
 VAULT_VERSION          ?= v1.21.4
+# Every Vault line the project builds and tests (pkg/vault/tested-versions.txt,
+# oldest first, the last the default: VAULT_VERSION, bin/vault). The others
+# are built into bin/vault-<version> by `make vaults`.
+VAULT_VERSIONS := $(shell grep -v '^[[:space:]]*\#' $(dir $(lastword $(MAKEFILE_LIST)))../pkg/vault/tested-versions.txt)
+VAULT_LINES    := $(filter-out $(VAULT_VERSION),$(VAULT_VERSIONS))
 CONTROLLER_GEN_VERSION := v0.23.0
 # github.com/prometheus/prometheus's module version (Prometheus 3.x's Go
 # module tag): promtool, for the alerting rules of config/prometheus.
@@ -26,6 +31,7 @@ KUBE_APISERVER := $(BIN)/kube-apiserver
 ETCD           := $(BIN)/etcd
 KUBECTL        := $(BIN)/kubectl
 VAULT          := $(BIN)/vault
+VAULT_LINE_BINS := $(addprefix $(BIN)/vault-,$(VAULT_LINES))
 CONTROLLER_GEN := $(BIN)/controller-gen
 # The chart's tests (charts/minion-vault-operator) and `make chart`'s check.
 HELM           := $(BIN)/helm
@@ -64,6 +70,18 @@ tools: $(TOOLS) ## Build what is missing or stale of kube-apiserver, etcd, kubec
 .PHONY: kubectl
 kubectl: $(KUBECTL) ## Build bin/kubectl (to explore what `make run` starts).
 
+# `make vault VAULT_LINE=v1.19.5`: one Vault line (bin/vault-v1.19.5; the
+# default line, VAULT_VERSION, is bin/vault). `make vaults`: every line of
+# pkg/vault/tested-versions.txt, one after the other (each build uses both
+# cores; two at once would only share them and double the memory).
+VAULT_LINE ?= $(VAULT_VERSION)
+.PHONY: vault vaults
+vault: ## Build one Vault line: bin/vault (VAULT_VERSION, the default) or, with VAULT_LINE=vX.Y.Z, bin/vault-vX.Y.Z.
+	@case " $(VAULT_VERSIONS) " in *" $(VAULT_LINE) "*) ;; *) echo "make vault: VAULT_LINE=$(VAULT_LINE) is not a line of pkg/vault/tested-versions.txt ($(VAULT_VERSIONS))" >&2; exit 2;; esac
+	@$(MAKE) --no-print-directory $(if $(filter $(VAULT_VERSION),$(VAULT_LINE)),$(VAULT),$(BIN)/vault-$(VAULT_LINE))
+vaults: ## Build every Vault line of pkg/vault/tested-versions.txt: bin/vault and bin/vault-<version> (first time: about a minute each after bin/vault).
+	@$(MAKE) --no-print-directory -s -j1 $(VAULT) $(VAULT_LINE_BINS)
+
 .PHONY: node-tools
 node-tools: host-packages ## Build only the single-node cluster's tools (kubelet, kube-controller-manager, kube-scheduler, kube-proxy, containerd, runc, CNI plugins, pause image).
 	@$(call k8s-batch,kubelet kube-controller-manager kube-scheduler kube-proxy)
@@ -72,16 +90,18 @@ node-tools: host-packages ## Build only the single-node cluster's tools (kubelet
 # test/node installs `make image`'s image with `make build-installer`'s
 # dist/install.yaml on the node. First kube-apiserver and etcd (one go build)
 # while Vault's modules download, as `make run` does; then two at a time:
-# Vault, and the Kubernetes node components and kubectl in one go build (they
+# every Vault line one after the other (`make vaults`, for the compatibility
+# suite), and the Kubernetes node components and kubectl in one go build (they
 # share most of their packages with kube-apiserver and each other), then the
 # tools of other modules (helm among them: test/chart and test/node test
 # the chart with it).
 .PHONY: integration-tools
 integration-tools: host-packages ## Build what the integration suites need: the tools, the image and dist/install.yaml.
 	@$(MAKE) --no-print-directory -j2 k8s-servers vault-fetch
-	@$(MAKE) --no-print-directory -j2 $(VAULT) k8s-node-tools $(CONTAINERD) $(RUNC) $(CNI_PLUGINS) $(PAUSE_IMAGE) $(HELM) image
+	@$(MAKE) --no-print-directory -j2 vaults k8s-node-tools $(CONTAINERD) $(RUNC) $(CNI_PLUGINS) $(PAUSE_IMAGE) $(HELM) image
 	@$(MAKE) --no-print-directory build-installer
 	@$(TOOLS_MODULES)/vault/align.sh --check
+	@$(TOOLS_MODULES)/vault/line.sh --check
 	@$(TOOLS_MODULES)/tool-only.sh --check
 
 # tool-built,TOOL: a shell test, true when bin/TOOL is built and up to date.
@@ -118,7 +138,7 @@ integration: integration-tools ## Integration suites against a real API server, 
 
 .PHONY: tools-clean
 tools-clean: ## Remove the built tools, their stamps and the Vault build folder.
-	rm -rf $(TOOLS) $(IMAGE_BUILDER) $(BIN)/.stamp-* $(BIN)/.build $(BIN)/containerd-shim-runc-v2 $(BIN)/ctr $(BIN)/cni
+	rm -rf $(TOOLS) $(VAULT_LINE_BINS) $(IMAGE_BUILDER) $(BIN)/.stamp-* $(BIN)/.build $(BIN)/containerd-shim-runc-v2 $(BIN)/ctr $(BIN)/cni
 
 # first-build-notice,TOOLS: before a build, name the tools of TOOLS that
 # will be built and about how long that takes the first time, so that a
@@ -172,9 +192,22 @@ $(ETCD): $(call tool-stamp,etcd,$(ETCD_VERSION)) ;
 $(call tool-stamp,etcd,$(ETCD_VERSION)): $(K8S_INPUTS) $(call tool-force,$(ETCD)) | $(KUBE_APISERVER)
 	@BIN=$(BIN) ETCD_VERSION=$(ETCD_VERSION) $(TOOLS_MODULES)/build.sh etcd
 
+# A Vault line's inputs: the scripts that build it, go-discover's patch and the
+# version's folder (go.mod, go.sum, vault.patch).
+vault-inputs = $(wildcard $(TOOLS_MODULES)/source.sh $(TOOLS_MODULES)/vault/build.sh $(TOOLS_MODULES)/vault/go-discover-minimal.patch $(TOOLS_MODULES)/vault/$(1)/*)
+
 $(VAULT): $(call tool-stamp,vault,$(VAULT_VERSION)) ;
-$(call tool-stamp,vault,$(VAULT_VERSION)): $(wildcard $(TOOLS_MODULES)/vault/*) $(call tool-force,$(VAULT))
+$(call tool-stamp,vault,$(VAULT_VERSION)): $(call vault-inputs,$(VAULT_VERSION)) $(call tool-force,$(VAULT))
 	@BIN=$(BIN) VAULT_VERSION=$(VAULT_VERSION) $(TOOLS_MODULES)/build.sh vault
+
+# The other Vault lines: bin/vault-<version>, each with its own stamp
+# (.stamp-vault-<version>-line), rebuilt when its inputs change.
+define vault-line
+$$(BIN)/vault-$(1): $$(call tool-stamp,vault-$(1),line) ;
+$$(call tool-stamp,vault-$(1),line): $$(call vault-inputs,$(1)) $$(call tool-force,$$(BIN)/vault-$(1))
+	@BIN=$$(BIN) $$(TOOLS_MODULES)/build.sh vault-$(1)
+endef
+$(foreach v,$(VAULT_LINES),$(eval $(call vault-line,$(v))))
 
 $(CONTROLLER_GEN): $(call tool-stamp,controller-gen,$(CONTROLLER_GEN_VERSION)) ;
 $(call tool-stamp,controller-gen,$(CONTROLLER_GEN_VERSION)): $(TOOLS_MODULES)/controller-gen/go.mod $(TOOLS_MODULES)/controller-gen/go.sum $(call tool-force,$(CONTROLLER_GEN))

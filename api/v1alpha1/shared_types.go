@@ -27,10 +27,26 @@ const (
 	// saltext-vault's stock policy, or AppRole parameters unlike the
 	// template's). Present only while true; it does not change Ready.
 	DriftRecurringCondition = "DriftRecurring"
+
+	// UntestedVersionCondition is True on a VaultConnection whose Vault
+	// reports a version the project does not test (pkg/vault's
+	// tested-versions.txt, docs/compatibility.md): another release of a
+	// tested line (UntestedReleaseReason) or a line the project does not
+	// build (UntestedLineReason). Present only while true; work goes on and
+	// Ready is unchanged.
+	UntestedVersionCondition = "UntestedVersion"
 )
 
 // Condition reasons, in CamelCase as metav1.Condition requires.
 const (
+	// UntestedReleaseReason: the Vault's line is tested, at another
+	// release (UntestedVersion=True).
+	UntestedReleaseReason = "UntestedRelease"
+
+	// UntestedLineReason: no release of the Vault's line is tested
+	// (UntestedVersion=True).
+	UntestedLineReason = "UntestedLine"
+
 	// SucceededReason: the desired state was applied (Ready=True).
 	SucceededReason = "Succeeded"
 

@@ -174,3 +174,48 @@ func TestDriftIsSaidWhole(t *testing.T) {
 		t.Errorf("12 changed keys: %q", why)
 	}
 }
+
+// A role read carries fields the operator never writes: Vault's own
+// (local_secret_ids, token_no_default_policy, the deprecated policies,
+// period and bound_cidr_list), OpenBao's token_strictly_bind_ip (since
+// OpenBao 2.0, sdk/helper/tokenutil PopulateTokenData), Vault
+// Enterprise's alias_metadata (sdk v0.21.0 tokenutil: the field is
+// Enterprise-only), and whatever a later server adds. None of them is
+// drift, whatever its value or shape; a field the operator writes still
+// is.
+func TestRoleFieldsNotWrittenAreNotDrift(t *testing.T) {
+	desired := []render.Param{
+		{Name: "bind_secret_id", Value: true}, {Name: "secret_id_num_uses", Value: int64(1)},
+		{Name: "token_num_uses", Value: int64(10)}, {Name: "token_policies", Value: []string{"salt_role_web"}},
+	}
+	base := func() map[string]any {
+		return map[string]any{"bind_secret_id": true, "secret_id_num_uses": json.Number("1"),
+			"token_num_uses": json.Number("10"), "token_policies": []any{"salt_role_web"}}
+	}
+	tests := []struct {
+		name  string
+		extra map[string]any
+		drift string // "" for none
+	}{
+		{"OpenBao's token_strictly_bind_ip, off", map[string]any{"token_strictly_bind_ip": false}, ""},
+		{"OpenBao's token_strictly_bind_ip, on", map[string]any{"token_strictly_bind_ip": true}, ""},
+		{"Vault Enterprise's alias_metadata", map[string]any{"alias_metadata": map[string]any{"team": "salt"}}, ""},
+		{"alias_metadata null", map[string]any{"alias_metadata": nil}, ""},
+		{"Vault's fields the operator leaves", map[string]any{"local_secret_ids": false, "token_no_default_policy": false,
+			"policies": []any{"salt_role_web"}, "period": json.Number("0"), "bound_cidr_list": nil, "secret_id_bound_cidrs": nil, "token_type": "default"}, ""},
+		{"a field a later server adds, of any shape", map[string]any{"token_future_knob": map[string]any{"nested": []any{1, "x"}}}, ""},
+		{"an unknown field beside a real difference", map[string]any{"token_strictly_bind_ip": true, "token_num_uses": json.Number("5")}, "token_num_uses is 5, want 10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			actual := base()
+			for k, v := range tt.extra {
+				actual[k] = v
+			}
+			differs, why := roleDiffers(desired, actual)
+			if differs != (tt.drift != "") || why != tt.drift {
+				t.Errorf("roleDiffers = %v %q, want %q", differs, why, tt.drift)
+			}
+		})
+	}
+}

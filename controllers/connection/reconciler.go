@@ -64,6 +64,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	defer func() {
 		conn.Status.ObservedGeneration = conn.Generation
 		shared.SetConditions(conn, o)
+		r.versionReported(conn)
 		r.events(conn, before)
 		if err := shared.PatchStatus(ctx, r.Client, conn, statusBefore, connectionStatus); err != nil {
 			retErr = errors.Join(retErr, err)

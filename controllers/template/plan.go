@@ -47,7 +47,7 @@ func planNames(w policyWork, order []string, observed map[string]observedPolicy,
 			continue
 		}
 		want, wanted := w.desired[name]
-		v := ownership.DecidePolicy(self, ownership.PolicyFacts{Found: o.found, Actual: o.hcl, Wanted: wanted, Want: want, Adopt: adopt})
+		v := ownership.DecidePolicy(self, ownership.PolicyFacts{Name: name, Found: o.found, Actual: o.hcl, Wanted: wanted, Want: want, Adopt: adopt})
 		actions = append(actions, policyAction{kind: v.Decision, name: name, body: v.Body, before: o.hcl, found: o.found, wanted: wanted})
 	}
 	return actions

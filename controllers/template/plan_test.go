@@ -265,10 +265,11 @@ func TestPolicyPlannerPlansWhatTheSyncDoes(t *testing.T) {
 	if !slices.Equal(got, want) || !slices.Equal(pp.NotOwned, []string{"t_foreign"}) || len(pp.Warnings) != 0 {
 		t.Errorf("plan %q, not owned %q, warnings %q; want %q", got, pp.NotOwned, pp.Warnings, want)
 	}
-	// Every policy in Vault read once (root aside; default and the six
-	// above), the plan's discovery and reads together, and t_new, absent.
-	if n := v.Calls("ReadPolicy"); n != 8 {
-		t.Errorf("%d policy reads, want 8", n)
+	// Every policy in Vault read once (the built-in root and default
+	// aside: the six above), the plan's discovery and reads together, and
+	// t_new, absent.
+	if n := v.Calls("ReadPolicy"); n != 7 {
+		t.Errorf("%d policy reads, want 7", n)
 	}
 	if err := pp.Execute(ctx, v); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/singleflight"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -50,7 +51,9 @@ func (p *policyPass) record(a policyAction) {
 		} else {
 			p.absent = append(p.absent, a.name)
 		}
-	case ownership.PolicyAbsent:
+	case ownership.PolicyAbsent, ownership.PolicyBuiltin:
+		// A built-in policy is nobody's: not the template's, and not
+		// someone else's to report.
 		p.absent = append(p.absent, a.name)
 	}
 }
@@ -381,8 +384,12 @@ func headersIn(ctx context.Context, vc vault.Client, match func(ownership.Policy
 		}()
 	}
 	for _, n := range names {
-		if _, ok := desired[strings.ToLower(n)]; ok || n == "root" {
-			// root carries no header and cannot be read as a document.
+		if _, ok := desired[strings.ToLower(n)]; ok || acl.IsBuiltin(n) {
+			// A built-in policy (root, default, Vault 2's
+			// default-ceiling, ...) is never the template's, whatever
+			// header an administrator gave it: not read, so never
+			// discovered as owned, so never deleted. root carries no
+			// header and cannot be read as a document anyway.
 			continue
 		}
 		next <- n

@@ -4,6 +4,7 @@
 #   hack/tools/build.sh kube-apiserver|kubectl|etcd|vault|controller-gen|promtool|image-builder|helm
 #   hack/tools/build.sh kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause
 #   hack/tools/build.sh kube-apiserver etcd ...   (tools of hack/tools/k8s: one go build)
+#   hack/tools/build.sh vault-vX.Y.Z              (another Vault line: bin/vault-vX.Y.Z)
 #   hack/tools/build.sh vault-fetch               (Vault's source and modules, no compile)
 #
 # The second line is the single-node cluster of internal/localenv (test/node).
@@ -58,7 +59,7 @@ RUNC_VERSION="${RUNC_VERSION:-v1.5.3}"
 CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.10.0}"
 PAUSE_VERSION="${PAUSE_VERSION:-v1}"
 
-tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|vault-fetch|controller-gen|helm|promtool|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause [more tools of hack/tools/k8s]}"
+tool="${1:?usage: build.sh kube-apiserver|kubectl|etcd|vault|vault-vX.Y.Z|vault-fetch|controller-gen|helm|promtool|image-builder|kubelet|kube-controller-manager|kube-scheduler|kube-proxy|containerd|runc|cni|pause [more tools of hack/tools/k8s]}"
 mkdir -p "$BIN"
 
 # Several tools of hack/tools/k8s (the Kubernetes components and etcd) are
@@ -83,9 +84,14 @@ if [ ${#k8s_tools[@]} -gt 0 ]; then
   label="${label// /, }"
 fi
 
-# stamp <tool> <version>: record a finished build, dropping stamps of other versions.
+# stamp <tool> <version>: record a finished build, dropping stamps of other
+# versions. bin/vault's (.stamp-vault-<version>) are not those of the other
+# Vault lines' bin/vault-<version> (.stamp-vault-<version>-line).
 stamp() {
-  rm -f "$BIN/.stamp-$1-"*
+  local f
+  for f in "$BIN/.stamp-$1-"*; do
+    [[ "$1" == vault && "$f" == *-line ]] || rm -f "$f"
+  done
   touch "$BIN/.stamp-$1-$2"
 }
 
@@ -323,6 +329,14 @@ vault)
   VAULT_VERSION="$VAULT_VERSION" BIN="$BIN" "$here/vault/build.sh"
   stamp vault "$VAULT_VERSION"
   finish vault "$VAULT_VERSION"
+  ;;
+vault-v*)
+  # Another Vault line (pkg/vault/tested-versions.txt) than bin/vault's:
+  # bin/vault-<version>, its minimal build (`make vaults`).
+  v="${tool#vault-}"
+  VAULT_VERSION="$v" VAULT_OUT="$tool" BIN="$BIN" "$here/vault/build.sh"
+  stamp "$tool" line
+  finish "$tool" "$v"
   ;;
 vault-fetch)
   VAULT_VERSION="$VAULT_VERSION" BIN="$BIN" "$here/vault/build.sh" fetch

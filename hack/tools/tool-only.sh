@@ -26,7 +26,10 @@ export PATH="/usr/local/go/bin:$PATH" GOWORK=off LC_ALL=C GOFLAGS=-mod=readonly
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-for d in vault-src go-discover-src k8s-apiserver-src; do
+# Vault: the default line (the last of pkg/vault/tested-versions.txt); the
+# other lines' own packages fall under the same patterns (github.com/hashicorp/vault/...).
+vault_version="$(grep -v '^[[:space:]]*#' "$root/pkg/vault/tested-versions.txt" | grep . | tail -n1)"
+for d in "vault-src-$vault_version" go-discover-src k8s-apiserver-src; do
   [ -d "$root/bin/.build/$d" ] || {
     echo "tool-only.sh: build the tools first (make integration-tools): bin/.build/$d is missing" >&2
     exit 1
@@ -41,7 +44,7 @@ deps() { go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "$@"; }
 {
   (cd "$here/k8s" && CGO_ENABLED=0 deps go.etcd.io/etcd/server/v3 \
     k8s.io/kubernetes/cmd/{kube-apiserver,kubectl,kubelet,kube-controller-manager,kube-scheduler,kube-proxy})
-  (cd "$here/vault" && CGO_ENABLED=0 deps -modfile=minimal.mod -tags minimal github.com/hashicorp/vault)
+  (cd "$here/vault/$vault_version" && CGO_ENABLED=0 deps -modfile=minimal.mod -tags minimal github.com/hashicorp/vault)
   (cd "$here/containerd" && CGO_ENABLED=0 deps github.com/containerd/containerd/v2/cmd/{containerd,containerd-shim-runc-v2,ctr})
   (cd "$here/runc" && CGO_ENABLED=1 deps -tags "seccomp urfave_cli_no_docs" github.com/opencontainers/runc)
   (cd "$here/cni" && CGO_ENABLED=0 deps github.com/containernetworking/plugins/plugins/{main/bridge,main/loopback,ipam/host-local})

@@ -16,6 +16,7 @@ type DriftReport struct {
 	Minions  []MinionDrift `json:"minions"`
 	Verify   *VerifyReport `json:"verify,omitempty"`
 	Warnings []string      `json:"warnings,omitempty"`
+	Vault    VaultRules    `json:"vault"`
 }
 
 // DriftSummary counts the minions with extra and with missing access.
@@ -105,7 +106,7 @@ func byRole(f *Fleet) *Fleet {
 func Drift(offline, online *Fleet, extra []string) DriftReport {
 	alignWithVault(offline, online)
 	d := Diff(byRole(offline), online, extra)
-	r := DriftReport{Minions: []MinionDrift{}, Summary: DriftSummary{Minions: d.Summary.Minions, Extra: d.Summary.Gaining, Missing: d.Summary.Losing, Paths: d.Summary.Paths}}
+	r := DriftReport{Minions: []MinionDrift{}, Vault: online.Rules(), Summary: DriftSummary{Minions: d.Summary.Minions, Extra: d.Summary.Gaining, Missing: d.Summary.Losing, Paths: d.Summary.Paths}}
 	for _, w := range offline.warnings {
 		r.Warnings = append(r.Warnings, "manifests: "+w)
 	}

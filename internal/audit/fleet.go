@@ -40,10 +40,19 @@ type Fleet struct {
 	// bindings counts the MinionBindings the manifests hold, admitted or
 	// not: a fleet of none is an error (nothing to audit).
 	bindings int
-	// Online only: the Vault version whose rules apply, the minion mount's
-	// accessor, and the client that read the fleet.
-	version, accessor string
-	client            *vaultapi.Client
+	// rules are the Vault version's whose rules apply, and where the
+	// version comes from.
+	rules VaultRules
+	// Online only: the minion mount's and the token mount's accessors,
+	// the client that read the fleet, and Vault's policy names (sanitised
+	// name to name as listed).
+	accessor, tokenAccessor string
+	client                  *vaultapi.Client
+	policyNames             map[string]string
+	// docsMu guards docs and extraDocs when audit drift reads more
+	// policies (policyText); extraDocs are those, nil for one Vault lacks.
+	docsMu    sync.Mutex
+	extraDocs map[string]*string
 }
 
 // Minion is one minion of a fleet: its token policies, entity and alias
@@ -64,6 +73,9 @@ type Minion struct {
 	// there is none yet), its alias metadata as the last login left it.
 	roleID string
 	live   *acl.Entity
+	// groupIDs are the entity's groups, direct then inherited, until
+	// their reads fill subject.Groups.
+	groupIDs []string
 }
 
 // LeftOut is a binding of the manifests that the fleet leaves out, and
@@ -94,7 +106,9 @@ const (
 
 // Options say how a fleet of manifests is evaluated.
 type Options struct {
-	// VaultVersion is the Vault version whose rules apply (acl.ModeForVersion).
+	// VaultVersion is the Vault version whose rules apply
+	// (acl.ModeForVersion), as --vault-version gives it; "" is the
+	// default, the newest version the project tests.
 	VaultVersion string
 	// Accessor is the mount accessor of the minions' AppRole mount, for
 	// {{identity.entity.aliases.<accessor>...}}.
@@ -103,9 +117,13 @@ type Options struct {
 
 type loadOptions struct {
 	Options
-	// vaultDocs (audit drift): the policies Vault holds, for those the
+	// rules, when set, are the rules to apply instead of VaultVersion's
+	// (audit drift: the online fleet's).
+	rules *VaultRules
+	// vault (audit drift): the online fleet, whose Vault has the policies
+	// for those the
 	// minions name that are neither rendered nor a file, and for default.
-	vaultDocs map[string]string
+	vault *Fleet
 	// manifests, when set, parses a file content once for several fleets.
 	manifests *offline.ManifestCache
 	// unprepared leaves every minion's prep nil (audit diff prepares each
@@ -154,7 +172,7 @@ func LoadDiff(base, head []string, o Options) (*Fleet, *Fleet, error) {
 // accessor, and Vault's text of the policies that are neither rendered nor
 // a file.
 func LoadForDrift(paths []string, online *Fleet) (*Fleet, error) {
-	return loadFleet(paths, loadOptions{Options: Options{VaultVersion: online.version, Accessor: online.accessor}, vaultDocs: online.docs})
+	return loadFleet(paths, loadOptions{Options: Options{Accessor: online.accessor}, rules: &online.rules, vault: online})
 }
 
 // maxMissingNamed is how many absent policies get a warning each; more are
@@ -165,9 +183,14 @@ const maxMissingNamed = 5
 // through the operator's admission gate, then prepares the minions with
 // the policy documents.
 func loadFleet(paths []string, o loadOptions) (*Fleet, error) {
-	mode, err := acl.ModeForVersion(o.VaultVersion)
-	if err != nil {
-		return nil, err
+	var rules VaultRules
+	if o.rules != nil {
+		rules = *o.rules
+	} else {
+		var err error
+		if rules, err = vaultRules(o.VaultVersion, VersionFromFlag); err != nil {
+			return nil, err
+		}
 	}
 	in, err := offline.ReadManifests(paths, o.manifests)
 	if err != nil {
@@ -177,8 +200,14 @@ func loadFleet(paths []string, o loadOptions) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{byID: map[string]*Minion{}, docs: map[string]string{}}
-	f.addPolicyFiles(files, o.vaultDocs)
+	f := &Fleet{byID: map[string]*Minion{}, docs: map[string]string{}, rules: rules}
+	if w := rules.untestedWarning(); w != "" && o.rules == nil {
+		// (audit drift: the online fleet says it)
+		f.warnings = append(f.warnings, w)
+	}
+	if err := f.addPolicyFiles(files, o.vault); err != nil {
+		return nil, err
+	}
 	// Found before admit lets the bindings go, said after the templates'
 	// warnings, where the audit has always said them.
 	unknown := unknownTemplates(in)
@@ -190,10 +219,12 @@ func loadFleet(paths []string, o loadOptions) (*Fleet, error) {
 		f.warnings = append(f.warnings, u.warning)
 		f.leftOut = append(f.leftOut, u)
 	}
-	if o.vaultDocs != nil {
-		f.addVaultDocs(o.vaultDocs)
+	if o.vault != nil {
+		if err := f.addVaultDocs(o.vault); err != nil {
+			return nil, err
+		}
 	}
-	f.ev, err = acl.New(f.docs, acl.Options{Mode: mode})
+	f.ev, err = acl.New(f.docs, acl.Options{Mode: rules.mode})
 	if err != nil {
 		return nil, err
 	}
@@ -204,18 +235,25 @@ func loadFleet(paths []string, o loadOptions) (*Fleet, error) {
 
 // addPolicyFiles takes the policy files' texts, and the default policy
 // from Vault or as Vault ships it when no file holds it.
-func (f *Fleet) addPolicyFiles(files, vaultDocs map[string]string) {
+func (f *Fleet) addPolicyFiles(files map[string]string, vault *Fleet) error {
 	for name, text := range files {
 		f.docs[name] = text
 	}
-	if text, ok := vaultDocs["default"]; ok && f.docs["default"] == "" {
-		f.docs["default"] = text
-		f.warnings = append(f.warnings, "policy \"default\" is Vault's text (no default.hcl among the files)")
+	if vault != nil && f.docs["default"] == "" {
+		text, ok, err := vault.policyText(context.Background(), "default")
+		if err != nil {
+			return err
+		}
+		if ok {
+			f.docs["default"] = text
+			f.warnings = append(f.warnings, "policy \"default\" is Vault's text (no default.hcl among the files)")
+		}
 	}
 	if _, ok := f.docs["default"]; !ok {
 		f.docs["default"] = acl.DefaultPolicy
-		f.warnings = append(f.warnings, "policy \"default\" is Vault 1.21.4's shipped text (no default.hcl among the files): an edited default policy is not seen")
+		f.warnings = append(f.warnings, "policy \"default\" is the text Vault ships (the same from 1.15.6 to 1.21.4; no default.hcl among the files): an edited default policy is not seen")
 	}
+	return nil
 }
 
 // unknownTemplates says which bindings are left out for a template that is
@@ -361,14 +399,18 @@ func (f *Fleet) addDocuments(res *render.Result, name string, files, from map[st
 
 // addVaultDocs takes Vault's text of the policies the minions name that
 // are neither rendered nor a file (audit drift).
-func (f *Fleet) addVaultDocs(vaultDocs map[string]string) {
+func (f *Fleet) addVaultDocs(vault *Fleet) error {
 	var fromVault []string
 	for _, m := range f.minions {
 		for _, n := range m.subject.PolicyNames() {
 			if _, ok := f.docs[n]; ok {
 				continue
 			}
-			if text, ok := vaultDocs[n]; ok {
+			text, ok, err := vault.policyText(context.Background(), n)
+			if err != nil {
+				return err
+			}
+			if ok {
 				f.docs[n] = text
 				fromVault = append(fromVault, n)
 			}
@@ -376,8 +418,13 @@ func (f *Fleet) addVaultDocs(vaultDocs map[string]string) {
 	}
 	slices.Sort(fromVault)
 	for _, n := range fromVault {
+		if b, ok := acl.Builtin(n); ok {
+			f.warnings = append(f.warnings, fmt.Sprintf("policy %q is the built-in policy of %s: Vault's text is used on both sides", n, b.Servers))
+			continue
+		}
 		f.warnings = append(f.warnings, fmt.Sprintf("policy %q is neither rendered by a template nor among the policy files: Vault's text is used on both sides", n))
 	}
+	return nil
 }
 
 // prepare prepares every minion (audit diff's only finds their absent
@@ -385,6 +432,7 @@ func (f *Fleet) addVaultDocs(vaultDocs map[string]string) {
 func (f *Fleet) prepare() {
 	var missing []string
 	seenMissing := map[string]bool{}
+	var builtins []string
 	for _, m := range f.minions {
 		var absent []string
 		if m.unprepared != nil {
@@ -395,11 +443,22 @@ func (f *Fleet) prepare() {
 			absent = m.prep.Missing()
 		}
 		for _, n := range absent {
-			if !seenMissing[n] {
-				seenMissing[n] = true
-				missing = append(missing, n)
+			if seenMissing[n] {
+				continue
 			}
+			seenMissing[n] = true
+			if acl.IsBuiltin(n) {
+				// The server's own (Vault 2's default-ceiling): not
+				// someone else's, only a text the audit lacks.
+				builtins = append(builtins, n)
+				continue
+			}
+			missing = append(missing, n)
 		}
+	}
+	slices.Sort(builtins)
+	for _, n := range builtins {
+		f.warnings = append(f.warnings, builtinAbsent(n))
 	}
 	slices.Sort(missing)
 	if len(missing) <= maxMissingNamed {
@@ -416,6 +475,15 @@ func (f *Fleet) prepare() {
 	}
 	f.warnings = append(f.warnings, fmt.Sprintf("%d policies are neither rendered by a template nor among the policy files: treated as absent (Vault skips unknown policies): %s and %d more",
 		len(missing), strings.Join(named, ", "), len(missing)-maxMissingNamed))
+}
+
+// builtinAbsent says that a built-in policy the minions carry has no text
+// here: the server makes it (it is nobody's, not someone else's), the
+// offline audit ships only default's text.
+func builtinAbsent(n string) string {
+	b, _ := acl.Builtin(n)
+	return fmt.Sprintf("policy %q is the built-in policy of %s, whose text the offline audit does not ship: treated as absent (as a server without it skips it); give Vault's text (vault policy read %s) as %s.hcl among the policy files to count it",
+		n, b.Servers, n, n)
 }
 
 // unpreparedMinion is what an offline subject is made of.
@@ -596,6 +664,14 @@ func (f *Fleet) Empty(what string) error {
 	}
 	l := f.leftOut[0]
 	return fmt.Errorf("%s: none of the %d MinionBindings is admitted: nothing to audit (%s: %s: %s)", what, f.bindings, l.Binding, l.Reason, l.Message)
+}
+
+// Rules are the Vault version's whose rules the fleet is evaluated with.
+func (f *Fleet) Rules() VaultRules {
+	if f.rules.Version == "" && f.ev != nil {
+		return rulesOfMode(f.ev.Mode())
+	}
+	return f.rules
 }
 
 // Minions are the fleet's minions, by minion ID.

@@ -328,6 +328,14 @@ func diffMarkdown(w io.Writer, r DiffReport) error {
 		body.WriteString("\n</details>\n")
 	}
 
+	// The rules of the version, collapsed: what a reviewer of a version
+	// upgrade needs, nobody else.
+	fmt.Fprintf(&body, "\n<details><summary>%s</summary>\n\n", text(r.Vault.Title()))
+	for _, rule := range r.Vault.Rules {
+		fmt.Fprintf(&body, "- %s\n", text(rule))
+	}
+	body.WriteString("\n</details>\n")
+
 	// The details take what is left, row by row; the head and the cut
 	// note are written last but counted first.
 	head := headline(r)
@@ -420,7 +428,7 @@ func headline(r DiffReport) string {
 	} else {
 		b.WriteString("## ✅ Vault access: no minion gains access\n\n")
 	}
-	fmt.Fprintf(&b, "**%s of %s minions gain access, %s lose access** (%s paths compared; `minionvault audit diff`).\n",
-		thousands(s.Gaining), thousands(s.Minions), thousands(s.Losing), thousands(s.Paths))
+	fmt.Fprintf(&b, "**%s of %s minions gain access, %s lose access** (%s paths compared; ACL rules of Vault %s; `minionvault audit diff`).\n",
+		thousands(s.Gaining), thousands(s.Minions), thousands(s.Losing), thousands(s.Paths), text(r.Vault.Version))
 	return b.String()
 }

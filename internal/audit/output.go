@@ -113,6 +113,9 @@ func writeDiffJSON(w io.Writer, r DiffReport) error {
 			return err
 		}
 	}
+	if err := part(",\n  \"vault\": ", r.Vault, "  "); err != nil {
+		return err
+	}
 	bw.WriteString("\n}\n")
 	return bw.Flush()
 }
@@ -164,6 +167,7 @@ func whoCanTable(w io.Writer, r WhoCanReport) {
 		}
 	}
 	warnings(w, r.Warnings)
+	r.Vault.table(w)
 }
 
 func whatCanTable(w io.Writer, r WhatCanReport) {
@@ -194,7 +198,10 @@ func whatCanTable(w io.Writer, r WhatCanReport) {
 			pols = append(pols, s.Policy)
 		}
 		c := strings.Join(p.Capabilities, ",")
-		if p.Constrained {
+		switch {
+		case p.Constrained && p.ParametersNote != "":
+			c += " (with parameter constraints; " + p.ParametersNote + ")"
+		case p.Constrained:
 			c += " (with parameter constraints)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Pattern, p.Kind, c, strings.Join(pols, ","))
@@ -204,6 +211,7 @@ func whatCanTable(w io.Writer, r WhatCanReport) {
 		fmt.Fprintf(w, "dropped: %s %q: %s\n", d.Policy, d.Pattern, d.Reason)
 	}
 	warnings(w, r.Warnings)
+	r.Vault.table(w)
 }
 
 func diffTable(w io.Writer, r DiffReport) {
@@ -228,6 +236,7 @@ func diffTable(w io.Writer, r DiffReport) {
 	}
 	_ = tw.Flush()
 	warnings(w, r.Warnings)
+	r.Vault.table(w)
 }
 
 // change is a path's change as +gained -lost.
@@ -302,6 +311,7 @@ func checkTable(w io.Writer, r CheckReport) {
 		_ = tw.Flush()
 	}
 	warnings(w, r.Warnings)
+	r.Vault.table(w)
 }
 
 func warnings(w io.Writer, ws []string) {
@@ -337,6 +347,7 @@ func driftTable(w io.Writer, r DriftReport) {
 		verifyTable(w, v)
 	}
 	warnings(w, r.Warnings)
+	r.Vault.table(w)
 }
 
 func pillarTable(w io.Writer, r PillarReport) {
@@ -361,6 +372,7 @@ func pillarTable(w io.Writer, r PillarReport) {
 		}
 	}
 	warnings(w, r.Warnings)
+	r.Vault.table(w)
 }
 
 func verifyTable(w io.Writer, v *VerifyReport) {

@@ -13,6 +13,7 @@ type PillarReport struct {
 	Paths      int                `json:"paths"`
 	Unreadable []UnreadablePillar `json:"unreadable"`
 	Warnings   []string           `json:"warnings,omitempty"`
+	Vault      VaultRules         `json:"vault"`
 }
 
 // UnreadablePillar is a pillar path the Salt master's ext_pillar reads as
@@ -58,7 +59,7 @@ func pillarReadPath(pillar string, versions map[string]int) string {
 // saltext's ext_pillar reads it (versions: the KV version of a mount,
 // 2 unless said), against the minion's own token.
 func Pillar(f *Fleet, versions map[string]int) PillarReport {
-	r := PillarReport{Minions: len(f.minions), Unreadable: []UnreadablePillar{}, Warnings: f.warnings}
+	r := PillarReport{Minions: len(f.minions), Unreadable: []UnreadablePillar{}, Warnings: f.warnings, Vault: f.Rules()}
 	for _, m := range f.minions {
 		for _, p := range m.pillarPaths {
 			r.Paths++

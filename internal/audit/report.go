@@ -25,6 +25,9 @@ type WhoCanReport struct {
 	Count      WhoCanCount    `json:"count"`
 	Minions    []MinionAccess `json:"minions"`
 	Warnings   []string       `json:"warnings,omitempty"`
+	// Vault names the Vault version whose rules answered (every report
+	// has it).
+	Vault VaultRules `json:"vault"`
 }
 
 // WhoCanCount is the count line: how many minions match of how many.
@@ -133,7 +136,7 @@ func (q WhoCanQuery) matches(d acl.Decision) bool {
 // the others too.
 func WhoCan(f *Fleet, q WhoCanQuery) WhoCanReport {
 	p, all := q.Path, q.All
-	r := WhoCanReport{Path: p, Logical: q.Logical, Operation: q.Operation, Minions: []MinionAccess{}, Warnings: f.warnings}
+	r := WhoCanReport{Path: p, Logical: q.Logical, Operation: q.Operation, Minions: []MinionAccess{}, Warnings: f.warnings, Vault: f.Rules()}
 	switch {
 	case q.KV != nil:
 		r.Capability = strings.Join(q.KV.Need.Names(), " or ")
@@ -177,13 +180,14 @@ type WhatCanReport struct {
 	Dropped  []acl.Dropped     `json:"droppedRules,omitempty"`
 	Rendered []acl.Rendered    `json:"renderedRules,omitempty"`
 	Warnings []string          `json:"warnings,omitempty"`
+	Vault    VaultRules        `json:"vault"`
 }
 
 // WhatCan is a minion's policies, its patterns after templating (with the
 // rules dropped for it and why), and its capabilities on paths, explained.
 func WhatCan(f *Fleet, m *Minion, paths []string) WhatCanReport {
 	r := WhatCanReport{Minion: m.id, Role: m.role, Binding: m.binding, Policies: m.prep.Names(), Missing: m.prep.Missing(),
-		Patterns: m.prep.Patterns(), Dropped: m.prep.Dropped(), Rendered: m.prep.Rendered(), Warnings: f.warnings}
+		Patterns: m.prep.Patterns(), Dropped: m.prep.Dropped(), Rendered: m.prep.Rendered(), Warnings: f.warnings, Vault: f.Rules()}
 	if r.Patterns == nil {
 		r.Patterns = []acl.PatternView{}
 	}
@@ -217,6 +221,7 @@ type DiffReport struct {
 	Refused  []LeftOut    `json:"refused,omitempty"`
 	Minions  []MinionDiff `json:"minions"`
 	Warnings []string     `json:"warnings,omitempty"`
+	Vault    VaultRules   `json:"vault"`
 }
 
 // DiffSummary counts the minions that gain and lose access, and the
@@ -428,7 +433,7 @@ func Diff(base, head *Fleet, extra []string) DiffReport {
 
 // diffFleetsWith is Diff with up to workers goroutines.
 func diffFleetsWith(base, head *Fleet, extra []string, workers int) DiffReport {
-	r := DiffReport{Minions: []MinionDiff{}}
+	r := DiffReport{Minions: []MinionDiff{}, Vault: head.Rules()}
 	// The head's bindings left out are said up front (Refused), not
 	// again among the warnings.
 	said := map[string]bool{}
@@ -648,6 +653,7 @@ type CheckReport struct {
 	Rules      int         `json:"rules"`
 	Violations []Violation `json:"violations"`
 	Warnings   []string    `json:"warnings,omitempty"`
+	Vault      VaultRules  `json:"vault"`
 }
 
 // Violation is one minion holding what a rule forbids.
@@ -679,7 +685,7 @@ func (a Allow) allows(m *Minion) bool {
 // is a rule that says nothing valid, or no rule at all (a gate must not
 // pass on nothing).
 func Check(f *Fleet, rules Rules) (CheckReport, error) {
-	r := CheckReport{Rules: len(rules.Rules), Violations: []Violation{}, Warnings: f.warnings}
+	r := CheckReport{Rules: len(rules.Rules), Violations: []Violation{}, Warnings: f.warnings, Vault: f.Rules()}
 	if len(rules.Rules) == 0 {
 		return r, errors.New("no rules: nothing to check")
 	}

@@ -97,12 +97,9 @@ func driftPaths(offline, online *Fleet, extra []string) []string {
 // evaluator with sys/capabilities on paths and each minion's own paths.
 func verifyFleet(ctx context.Context, f *Fleet, v VerifyOptions, paths []string) (*VerifyReport, error) {
 	c := f.client
-	auths, err := c.Sys().ListAuthWithContext(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing auth mounts: %w", err)
-	}
-	tm, ok := auths["token/"]
-	if !ok {
+	// The token mount's accessor, from the auth mounts the online fleet
+	// listed.
+	if f.tokenAccessor == "" {
 		return nil, errors.New("no token auth mount")
 	}
 	if v.Seed == 0 {
@@ -123,7 +120,7 @@ func verifyFleet(ctx context.Context, f *Fleet, v VerifyOptions, paths []string)
 	slices.Sort(order)
 	for _, i := range order {
 		m := eligible[i]
-		vm, ds, err := verifyMinion(ctx, c, f, m, tm.Accessor, v.Role, paths)
+		vm, ds, err := verifyMinion(ctx, c, f, m, f.tokenAccessor, v.Role, paths)
 		if err != nil {
 			return nil, err
 		}

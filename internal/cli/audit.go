@@ -15,6 +15,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/internal/audit"
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
 // Exit codes of audit diff and audit check.
@@ -32,7 +33,7 @@ type auditOptions struct {
 	online       bool
 	minionMount  string
 	// versionSet: --vault-version was given (online, the server's own
-	// version applies otherwise).
+	// version applies otherwise; offline, the newest tested version).
 	versionSet bool
 }
 
@@ -66,12 +67,16 @@ Sentinel policies or control groups. See docs/audit.md.`,
 	pf := cmd.PersistentFlags()
 	pf.StringArrayVarP(&o.files, "filename", "f", nil, "manifest or policy file, or folder (repeatable; folders: *.yaml, *.yml, *.json, *.hcl)")
 	pf.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml (diff: also markdown, a pull-request comment)")
-	pf.StringVar(&o.vaultVersion, "vault-version", "1.21.4", "Vault version whose rules apply (1.21.6 and later drop templated values with * or +)")
+	pf.StringVar(&o.vaultVersion, "vault-version", vault.NewestTested(), "Vault version whose ACL rules apply (default: with --vault the server's own, else the newest version the project tests); the report names it and the rules it implies")
 	pf.StringVar(&o.accessor, "approle-accessor", "auth_approle_offline", "mount accessor of the minions' AppRole mount, for {{identity.entity.aliases.<accessor>...}}")
 	pf.BoolVar(&o.online, "vault", false, "read the fleet from Vault (VAULT_ADDR, VAULT_TOKEN; read rights only) instead of manifests: a minion is a role of --minion-mount")
 	pf.StringVar(&o.minionMount, "minion-mount", "approle", "the minions' AppRole auth mount, with --vault")
-	cmd.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		o.versionSet = cmd.Flags().Changed("vault-version")
+		if o.versionSet {
+			return audit.ParseVaultVersion(o.vaultVersion)
+		}
+		return nil
 	}
 	cmd.AddCommand(newAuditWhoCanCmd(o, stdout), newAuditWhatCanCmd(o, stdout), newAuditDiffCmd(o, stdout), newAuditCheckCmd(o, stdout), newAuditDriftCmd(o, stdout), newAuditPillarCmd(o, stdout))
 	return cmd
@@ -85,14 +90,12 @@ func (o *auditOptions) validate() error {
 	return fmt.Errorf("--output must be table, json or yaml, not %q", o.output)
 }
 
-// load reads the fleet of the manifests in paths, or with --vault Vault's.
-func (o *auditOptions) load(paths []string) (*audit.Fleet, error) {
+// load reads the fleet of the manifests in paths, or with --vault Vault's:
+// every role of the minion mount, or only those of minions when set (what-can
+// reads the one it explains).
+func (o *auditOptions) load(paths []string, minions ...string) (*audit.Fleet, error) {
 	if o.online {
-		version := ""
-		if o.versionSet {
-			version = o.vaultVersion
-		}
-		return audit.LoadOnline(context.Background(), o.minionMount, version)
+		return audit.LoadOnlineWith(context.Background(), audit.OnlineOptions{Mount: o.minionMount, Version: o.version(), Roles: minions})
 	}
 	if len(paths) == 0 {
 		return nil, errors.New("no manifests: give -f FILE or folder")
@@ -121,9 +124,18 @@ func (o *auditOptions) loadSome(paths []string) (*audit.Fleet, error) {
 	return f, nil
 }
 
+// version is --vault-version when given, else "" (the default: the
+// server's own version online, the newest tested one offline).
+func (o *auditOptions) version() string {
+	if o.versionSet {
+		return o.vaultVersion
+	}
+	return ""
+}
+
 // offline is how the fleets of manifests are evaluated.
 func (o *auditOptions) offline() audit.Options {
-	return audit.Options{VaultVersion: o.vaultVersion, Accessor: o.accessor}
+	return audit.Options{VaultVersion: o.version(), Accessor: o.accessor}
 }
 
 func newAuditWhoCanCmd(o *auditOptions, stdout io.Writer) *cobra.Command {
@@ -214,12 +226,15 @@ Exit status: 0, or 2 on an error (an unknown minion).`,
 					return err
 				}
 			}
-			f, err := o.load(o.files)
+			f, err := o.load(o.files, args[0])
 			if err != nil {
 				return err
 			}
 			m := f.Minion(args[0])
 			if m == nil {
+				if o.online {
+					return fmt.Errorf("no role %q on the minion mount %s", args[0], o.minionMount)
+				}
 				return fmt.Errorf("no minion %q among the manifests", args[0])
 			}
 			return audit.Write(stdout, o.output, audit.WhatCan(f, m, append(args[1:], extra...)))

@@ -58,11 +58,7 @@ one side only, 2 an error, 3 --verify found a disagreement with Vault
 				return errors.New("--verify must be 0 or more")
 			}
 			ctx := context.Background()
-			version := ""
-			if o.versionSet {
-				version = o.vaultVersion
-			}
-			online, err := audit.LoadOnline(ctx, o.minionMount, version)
+			online, err := audit.LoadOnline(ctx, o.minionMount, o.version())
 			if err != nil {
 				return err
 			}

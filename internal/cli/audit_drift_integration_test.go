@@ -30,7 +30,8 @@ path "sys/policies/acl/*" { capabilities = ["read"] }
 path "sys/auth" { capabilities = ["read"] }
 path "auth/%MOUNT%/role" { capabilities = ["list"] }
 path "auth/%MOUNT%/role/*" { capabilities = ["read"] }
-path "identity/lookup/entity" { capabilities = ["update"] }
+path "identity/entity/id" { capabilities = ["list"] }
+path "identity/entity/id/*" { capabilities = ["read"] }
 path "identity/group/id/*" { capabilities = ["read"] }
 `
 

@@ -170,7 +170,8 @@ path "sys/policies/acl/*" { capabilities = ["read"] }
 path "sys/auth" { capabilities = ["read"] }
 path "auth/` + testenv.AppRoleMount + `/role" { capabilities = ["list"] }
 path "auth/` + testenv.AppRoleMount + `/role/*" { capabilities = ["read"] }
-path "identity/lookup/entity" { capabilities = ["update"] }
+path "identity/entity/id" { capabilities = ["list"] }
+path "identity/entity/id/*" { capabilities = ["read"] }
 path "identity/group/id/*" { capabilities = ["read"] }
 `
 	if err := root.Sys().PutPolicyWithContext(ctx, "audit-reader", reader); err != nil {

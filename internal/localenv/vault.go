@@ -39,6 +39,9 @@ type Vault struct {
 	// Log is the dev server's log file (a cluster's first node's; "" for
 	// an existing Vault).
 	Log string
+	// Bin is the server binary started ("" for an existing Vault):
+	// VAULT_BIN, or the tools folder's vault.
+	Bin string
 	// Cluster is the HA cluster behind Addr (nil for a dev server or an
 	// existing Vault): its nodes, to kill, restart, unseal or step down.
 	Cluster *Cluster
@@ -201,7 +204,7 @@ func launchVault(ctx context.Context, bin, dir, home, host string, port int, tim
 		return nil, fmt.Errorf("localenv: starting %s: %w", bin, err)
 	}
 	wd.adopt(cmd.Process.Pid)
-	v := &Vault{Addr: "http://" + addr, RootToken: token, Log: logPath, cmd: cmd, exited: make(chan struct{}), dir: dir}
+	v := &Vault{Addr: "http://" + addr, RootToken: token, Log: logPath, Bin: bin, cmd: cmd, exited: make(chan struct{}), dir: dir}
 	go func() {
 		_ = cmd.Wait()
 		close(v.exited)

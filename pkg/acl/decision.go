@@ -57,6 +57,12 @@ func (d Decision) Constrained() bool {
 	return d.Caps&Deny == 0 && d.hit.constrained()
 }
 
+// Parameters reports allowed_parameters or denied_parameters among the
+// deciding pattern's constraints.
+func (d Decision) Parameters() bool {
+	return d.Caps&Deny == 0 && d.hit.parameters()
+}
+
 // Pattern is the deciding pattern as written ("" when none).
 func (d Decision) Pattern() string {
 	if e := d.hit.first(); e != nil {
@@ -110,6 +116,10 @@ func (h hit) caps() Caps {
 
 func (h hit) constrained() bool {
 	return (h.a != nil && h.a.constrained) || (h.b != nil && h.b.constrained)
+}
+
+func (h hit) parameters() bool {
+	return (h.a != nil && h.a.parameters) || (h.b != nil && h.b.parameters)
 }
 
 func (p *Prepared) exact(path string) hit {

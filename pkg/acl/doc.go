@@ -1,7 +1,9 @@
-// Package acl evaluates Vault ACL decisions offline, the way Vault v1.21.4
-// answers sys/capabilities: the policy parser, identity templating, the
-// exact / prefix / segment-wildcard stores and the priority rules between
-// patterns, with an explanation of which pattern decided and why.
+// Package acl evaluates Vault ACL decisions offline, the way Vault answers
+// sys/capabilities: the policy parser, identity templating, the exact /
+// prefix / segment-wildcard stores and the priority rules between patterns,
+// with an explanation of which pattern decided and why. The rules are
+// v1.21.4's unless Options.Mode says otherwise: ModeForVersion gives the
+// behaviours of any release where releases differ.
 //
 // The rules it follows, with their place in Vault's source, are set out in
 // the project's ACL specification (shared/spec/acl.md). The package is pure:

@@ -42,7 +42,8 @@ type Evaluator struct {
 }
 
 // New parses the documents (name to HCL text). An error names the first
-// document Vault would refuse, in name order.
+// document Vault would refuse, in name order; the mode says whether an
+// attribute set twice is refused (Vault 1.21 and later) or accepted.
 func New(docs map[string]string, opts Options) (*Evaluator, error) {
 	e := &Evaluator{opts: opts, policies: make(map[string]*Policy, len(docs)), compiled: map[string]*base{}}
 	names := make([]string, 0, len(docs))
@@ -51,7 +52,7 @@ func New(docs map[string]string, opts Options) (*Evaluator, error) {
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		p, err := Parse(n, docs[n])
+		p, err := ParseMode(n, docs[n], opts.Mode)
 		if err != nil {
 			return nil, fmt.Errorf("policy %q: %w", n, err)
 		}
@@ -137,7 +138,7 @@ func (e *Evaluator) compile(loaded []string, rootSeen bool) *base {
 			}
 			path := strings.TrimPrefix(r.Pattern, "/")
 			k, _ := classify(path) // Parse refused the errors
-			b.set.add(k, path, Source{Policy: p.Name, Pattern: r.Pattern, Path: path, Line: r.Line, Caps: r.Caps}, r.Constrained)
+			b.set.add(k, path, Source{Policy: p.Name, Pattern: r.Pattern, Path: path, Line: r.Line, Caps: r.Caps}, r.Constrained, r.Parameters)
 		}
 		if p.Templated {
 			b.templated = append(b.templated, p)

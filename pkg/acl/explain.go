@@ -204,7 +204,11 @@ func (p *Prepared) Explain(path string) Explanation {
 		}
 	}
 	if d.Constrained() {
-		x.Caveats = append(x.Caveats, fmt.Sprintf("%q carries parameter constraints (allowed, denied or required parameters, wrapping TTL, MFA or control group) that capabilities do not show", x.Pattern))
+		c := fmt.Sprintf("%q carries parameter constraints (allowed, denied or required parameters, wrapping TTL, MFA or control group) that capabilities do not show", x.Pattern)
+		if d.Parameters() {
+			c += "; of allowed_parameters and denied_parameters, " + p.mode.ParametersNote()
+		}
+		x.Caveats = append(x.Caveats, c)
 	}
 	if g := d.Caps.Granted(); g != 0 && g&Sudo == 0 && RootProtected(path) {
 		x.Caveats = append(x.Caveats, "a root-protected path: a real request also needs sudo, which these capabilities lack")
@@ -213,7 +217,7 @@ func (p *Prepared) Explain(path string) Explanation {
 		x.Caveats = append(x.Caveats, "capabilities evaluate a list here, with the fallback to the path without its trailing /; a real read of this path does not fall back")
 	}
 	if Uncleaned(path) {
-		x.Caveats = append(x.Caveats, "the path has //, . or .. segments: capabilities evaluate it as it is, a real request is refused since Vault 1.21.5")
+		x.Caveats = append(x.Caveats, p.mode.UncleanedCaveat())
 	}
 	for _, dr := range p.dropped {
 		if relevant(dr.Pattern, clean) {
@@ -225,7 +229,7 @@ func (p *Prepared) Explain(path string) Explanation {
 			continue
 		}
 		if r.Glob {
-			x.Caveats = append(x.Caveats, fmt.Sprintf("templated rule %q of policy %q rendered to %q: a value brought a * or +, which Vault 1.21.6 and later drop", r.Pattern, r.Policy, r.Path))
+			x.Caveats = append(x.Caveats, fmt.Sprintf("templated rule %q of policy %q rendered to %q: %s", r.Pattern, r.Policy, r.Path, p.mode.GlobCaveat()))
 		}
 		if r.Slash {
 			x.Caveats = append(x.Caveats, fmt.Sprintf("templated rule %q of policy %q rendered to %q: a value brought a /, dropped where deny_slash_in_templated_paths is set", r.Pattern, r.Policy, r.Path))
@@ -257,8 +261,11 @@ type PatternView struct {
 	Kind         string   `json:"kind"`
 	Capabilities []string `json:"capabilities"`
 	Constrained  bool     `json:"constrained,omitempty"`
-	Sources      []Source `json:"sources"`
-	caps         Caps
+	// ParametersNote is set when the constraints include allowed or
+	// denied parameters: how the Vault version matches a list value.
+	ParametersNote string   `json:"parametersNote,omitempty"`
+	Sources        []Source `json:"sources"`
+	caps           Caps
 }
 
 // Caps is the pattern's merged bitmap.
@@ -275,8 +282,12 @@ func (p *Prepared) Patterns() []PatternView {
 	view := func(h hit) {
 		e := h.first()
 		c := h.caps()
-		out = append(out, PatternView{Pattern: e.pattern(), Kind: e.kind.String(), Capabilities: c.Names(),
-			Constrained: c&Deny == 0 && h.constrained(), Sources: h.sources(), caps: c})
+		v := PatternView{Pattern: e.pattern(), Kind: e.kind.String(), Capabilities: c.Names(),
+			Constrained: c&Deny == 0 && h.constrained(), Sources: h.sources(), caps: c}
+		if c&Deny == 0 && h.parameters() {
+			v.ParametersNote = p.mode.ParametersNote()
+		}
+		out = append(out, v)
 	}
 	type store struct {
 		k        kind

@@ -19,6 +19,7 @@ func TestExplain(t *testing.T) {
 		rule        string // substring
 		caveat      string // substring of one caveat
 		overPattern string
+		version     string // the Vault version (default: the zero Mode, v1.21.4's)
 	}{
 		{name: "glob deny lost to exact allow (row 5)",
 			docs: map[string]string{"a": rule("secret/*", "deny"), "b": rule("secret/foo", "read")},
@@ -46,20 +47,36 @@ func TestExplain(t *testing.T) {
 		{name: "glob value (row 32)",
 			docs:   map[string]string{"p": rule("secret/{{identity.entity.metadata.glob}}", "read")},
 			entity: minion("web01", map[string]string{"glob": "a*"}),
-			path:   "secret/abc", pattern: "secret/a*", policies: []string{"p"}, caveat: "Vault 1.21.6 and later drop"},
+			path:   "secret/abc", pattern: "secret/a*", policies: []string{"p"}, caveat: "1.21.6, 2.0.1 and later drop"},
 		{name: "parameter constraints",
 			docs: map[string]string{"p": "path \"secret/x\" {\n  capabilities = [\"create\"]\n  allowed_parameters = { \"a\" = [] }\n}\n"},
 			path: "secret/x", pattern: "secret/x", policies: []string{"p"}, caveat: "parameter constraints"},
+		{name: "allowed_parameters, element by element since 1.21.0",
+			docs: map[string]string{"p": "path \"secret/x\" {\n  capabilities = [\"create\"]\n  allowed_parameters = { \"a\" = [\"x\"] }\n}\n"},
+			path: "secret/x", pattern: "secret/x", policies: []string{"p"}, caveat: "checked element by element (Vault 1.21.0 and later)"},
+		{name: "allowed_parameters, a whole list before 1.21.0", version: "1.20.4",
+			docs: map[string]string{"p": "path \"secret/x\" {\n  capabilities = [\"create\"]\n  allowed_parameters = { \"a\" = [\"x\"] }\n}\n"},
+			path: "secret/x", pattern: "secret/x", policies: []string{"p"}, caveat: "must equal a listed value whole (before Vault 1.21.0)"},
 		{name: "root-protected path without sudo",
 			docs: map[string]string{"p": rule("sys/auth/*", "read", "update")},
 			path: "sys/auth/approle", pattern: "sys/auth/*", policies: []string{"p"}, caveat: "also needs sudo"},
 		{name: "uncleaned path (row 21)",
 			docs: map[string]string{"p": rule("secret/+/x", "read")},
-			path: "secret//x", pattern: "secret/+/x", policies: []string{"p"}, caveat: "refused since Vault 1.21.5"},
+			path: "secret//x", pattern: "secret/+/x", policies: []string{"p"}, caveat: "served here, but Vault 1.21.5 and later refuse it"},
+		{name: "uncleaned path refused since 1.21.5", version: "1.21.5",
+			docs: map[string]string{"p": rule("secret/+/x", "read")},
+			path: "secret/./x", pattern: "secret/+/x", policies: []string{"p"}, caveat: "a real request is refused (Vault 1.21.5 and later)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ev, err := New(c.docs, Options{})
+			var mode Mode
+			if c.version != "" {
+				var err error
+				if mode, err = ModeForVersion(c.version); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ev, err := New(c.docs, Options{Mode: mode})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,6 +127,27 @@ func TestPatterns(t *testing.T) {
 	}
 	if d := p.Dropped(); len(d) != 1 || d[0].Policy != "b" {
 		t.Fatalf("dropped %+v", d)
+	}
+}
+
+// A pattern with allowed or denied parameters carries the version's note
+// on list values; other constraints (wrapping TTLs) do not.
+func TestPatternsParametersNote(t *testing.T) {
+	docs := map[string]string{"p": "path \"a\" {\n  capabilities = [\"create\"]\n  denied_parameters = { \"x\" = [\"y\"] }\n}\n" +
+		"path \"b\" {\n  capabilities = [\"create\"]\n  min_wrapping_ttl = \"1s\"\n}\n"}
+	for v, want := range map[string]string{"1.21.0": "element by element", "1.20.4": "whole"} {
+		mode, err := ModeForVersion(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := New(docs, Options{Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ev.Prepare(Subject{TokenPolicies: []string{"p"}}).Patterns()
+		if len(got) != 2 || !got[0].Constrained || !strings.Contains(got[0].ParametersNote, want) || !got[1].Constrained || got[1].ParametersNote != "" {
+			t.Fatalf("%s: %+v", v, got)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl"
 	"github.com/hashicorp/hcl/hcl/ast"
+	hclparser "github.com/hashicorp/hcl/hcl/parser"
 )
 
 // Policy is one ACL policy document as Vault stores it after a successful
@@ -33,6 +34,9 @@ type Rule struct {
 	// or a control group: things a real request checks and
 	// sys/capabilities never shows.
 	Constrained bool
+	// Parameters is set when the constraints include allowed_parameters
+	// or denied_parameters (whose list matching changed in Vault 1.21.0).
+	Parameters bool
 	// Templated is set when Pattern contains a template directive.
 	Templated bool
 }
@@ -79,10 +83,22 @@ var (
 	}
 )
 
-// Parse parses a policy document as Vault does when it is written
-// (vault/policy.go ParseACLPolicy): an error is a document Vault refuses.
-// The name is sanitised as the policy store does (lower case, trimmed).
-func Parse(name, text string) (p *Policy, err error) {
+// Parse parses a policy document as Vault 1.21 and later does when it is
+// written (vault/policy.go ParseACLPolicy): an error is a document Vault
+// refuses. The name is sanitised as the policy store does (lower case,
+// trimmed). An attribute set twice in one block is refused, as Vault 1.21
+// and 2.0 refuse it unless VAULT_ALLOW_PENDING_REMOVAL_DUPLICATE_HCL_ATTRIBUTES
+// is set, and as Vault 2.1 always does (DuplicateAttributeError).
+func Parse(name, text string) (*Policy, error) { return ParseMode(name, text, Mode{}) }
+
+// ParseMode parses a policy document as the Vault release of mode does
+// when it is written. With mode.AllowDuplicateAttributes it parses as
+// Vault 1.20 and earlier (and OpenBao) do, where an attribute set twice is
+// accepted and decoded as HCL decodes it (lists joined, the last scalar
+// kept): Vault 1.20's helper/random/parser.go
+// ParseAndCheckForDuplicateHclAttributes accepts it with a warning, and
+// before 1.20 the parser did not check.
+func ParseMode(name, text string, mode Mode) (p *Policy, err error) {
 	// The HCL library panics on some malformed tokens; Vault's HTTP layer
 	// would turn that into an error, so do we.
 	defer func() {
@@ -90,8 +106,17 @@ func Parse(name, text string) (p *Policy, err error) {
 			p, err = nil, fmt.Errorf("failed to parse policy: %v", r)
 		}
 	}()
-	root, err := hcl.Parse(text)
+	var root *ast.File
+	if mode.AllowDuplicateAttributes && !isJSON(text) {
+		root, err = hclparser.ParseDontErrorOnDuplicateKeys([]byte(text))
+	} else {
+		root, err = hcl.Parse(text)
+	}
 	if err != nil {
+		if d := findDuplicate(text); d != nil && strings.Contains(err.Error(), duplicateText) {
+			d.Vault = err.Error()
+			return nil, fmt.Errorf("failed to parse policy: %w", d)
+		}
 		return nil, fmt.Errorf("failed to parse policy: %w", err)
 	}
 	list, ok := root.Node.(*ast.ObjectList)
@@ -109,7 +134,7 @@ func Parse(name, text string) (p *Policy, err error) {
 	}
 	p = &Policy{Name: SanitizeName(name)}
 	for _, item := range list.Filter("path").Items {
-		r, err := parseRule(item)
+		r, err := parseRule(item, mode)
 		if err != nil {
 			return nil, fmt.Errorf("failed to parse policy: %w", err)
 		}
@@ -121,7 +146,7 @@ func Parse(name, text string) (p *Policy, err error) {
 	return p, nil
 }
 
-func parseRule(item *ast.ObjectItem) (Rule, error) {
+func parseRule(item *ast.ObjectItem, mode Mode) (Rule, error) {
 	key := "path"
 	if len(item.Keys) > 0 {
 		s, ok := item.Keys[0].Token.Value().(string)
@@ -164,7 +189,7 @@ func parseRule(item *ast.ObjectItem) (Rule, error) {
 	// ["bogus", "deny"] is not.
 	for _, name := range caps {
 		c, ok := ParseCap(name)
-		if !ok {
+		if !ok || (c == Recover && mode.NoRecover) {
 			return Rule{}, fmt.Errorf("path %q: invalid capability %q", key, name)
 		}
 		if c == Deny {
@@ -179,6 +204,7 @@ func parseRule(item *ast.ObjectItem) (Rule, error) {
 	r.Constrained = pc.AllowedParametersHCL != nil || pc.DeniedParametersHCL != nil ||
 		len(pc.RequiredParametersHCL) > 0 || pc.MinWrappingTTLHCL != nil ||
 		pc.MaxWrappingTTLHCL != nil || len(pc.MFAMethodsHCL) > 0 || pc.ControlGroupHCL != nil
+	r.Parameters = pc.AllowedParametersHCL != nil || pc.DeniedParametersHCL != nil
 	return r, nil
 }
 

@@ -20,7 +20,8 @@ func SplitPaths(s string) []string {
 }
 
 // Uncleaned reports a path with "//", "." or ".." segments: sys/capabilities
-// evaluates it as it is, but since 1.21.5 Vault refuses such a real request.
+// evaluates it as it is, but since 1.21.5 Vault refuses such a real request
+// (Mode.RefuseUncleanedPaths).
 func Uncleaned(path string) bool {
 	path = strings.TrimLeft(path, "/")
 	if strings.Contains(path, "//") {

@@ -38,6 +38,7 @@ type Prepared struct {
 	over     *ruleSet
 	err      error
 	none     bool
+	mode     Mode
 	dropped  []Dropped
 	rendered []Rendered
 }
@@ -45,7 +46,7 @@ type Prepared struct {
 // Prepare renders the subject's templated rules and binds it to the
 // compiled rules of its policy names.
 func (e *Evaluator) Prepare(s Subject) *Prepared {
-	p := &Prepared{names: s.PolicyNames()}
+	p := &Prepared{names: s.PolicyNames(), mode: e.opts.Mode}
 	if s.Entity != nil && s.Entity.Disabled {
 		p.err = ErrInvalidToken
 		return p
@@ -89,7 +90,7 @@ func (e *Evaluator) Prepare(s Subject) *Prepared {
 			}
 			p.rendered = append(p.rendered, Rendered{Policy: pol.Name, Pattern: r.Pattern, Path: path,
 				Glob: info.glob, Slash: info.slash, Time: info.usedTime})
-			over.add(k, path, Source{Policy: pol.Name, Pattern: r.Pattern, Path: path, Line: r.Line, Caps: r.Caps, Templated: true}, r.Constrained)
+			over.add(k, path, Source{Policy: pol.Name, Pattern: r.Pattern, Path: path, Line: r.Line, Caps: r.Caps, Templated: true}, r.Constrained, r.Parameters)
 		}
 	}
 	if !over.empty() {

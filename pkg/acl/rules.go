@@ -30,7 +30,9 @@ type entry struct {
 	key         string
 	caps        Caps
 	constrained bool
-	sources     []Source
+	// parameters: among the constraints, allowed or denied parameters.
+	parameters bool
+	sources    []Source
 
 	// The priority inputs of CheckAllowedFromNonExactPaths.
 	firstWC   int
@@ -76,7 +78,7 @@ func (s *ruleSet) empty() bool {
 
 // add stores one rule whose path is already stripped of its leading "/"
 // and classified. Same store and same key: Vault's merge, deny sticky.
-func (s *ruleSet) add(k kind, path string, src Source, constrained bool) {
+func (s *ruleSet) add(k kind, path string, src Source, constrained, parameters bool) {
 	var store map[string]*entry
 	key := path
 	switch k {
@@ -103,16 +105,17 @@ func (s *ruleSet) add(k kind, path string, src Source, constrained bool) {
 			src.Ignored = true
 		case src.Caps&Deny != 0:
 			e.caps = Deny
-			e.constrained = false
+			e.constrained, e.parameters = false, false
 		default:
 			e.caps |= src.Caps
 			e.constrained = e.constrained || constrained
+			e.parameters = e.parameters || parameters
 		}
 		e.sources = append(e.sources, src)
 		return
 	}
 	e := &entry{kind: k, key: key, caps: src.Caps, constrained: constrained && src.Caps&Deny == 0,
-		sources: []Source{src}}
+		parameters: parameters && src.Caps&Deny == 0, sources: []Source{src}}
 	store[key] = e
 	switch k {
 	case prefixKind:

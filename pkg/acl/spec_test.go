@@ -334,22 +334,94 @@ func TestSpecTimeNowFlagged(t *testing.T) {
 	}
 }
 
+// TestModeForVersion is every version switch across the tested lines
+// (1.15 to 1.21), the patch releases where a switch flips, and 2.x.
 func TestModeForVersion(t *testing.T) {
-	cases := map[string]bool{
-		"1.21.4": false, "v1.21.5": false, "1.21.6": true, "1.21.4+ent": false,
-		"1.20.10": false, "1.20.11": true, "1.19.16": false, "1.19.17": true,
-		"2.0.0": false, "2.0.1": true, "1.18.0": false,
+	// reject: templated * or + dropped; refuse: uncleaned real requests
+	// refused; whole: list parameters matched whole; norec: no recover
+	// capability; dup: an attribute set twice accepted.
+	type want struct{ reject, refuse, whole, norec, dup bool }
+	old := want{whole: true, norec: true, dup: true} // 1.15 to 1.19
+	v120 := want{whole: true, dup: true}             // 1.20.0 to 1.20.10
+	v121 := want{}                                   // 1.21.0 to 1.21.4
+	cases := map[string]want{
+		"1.15.0": old, "1.15.6": old, "v1.16.3": old, "1.17.6": old, "1.18.0": old, "1.18.5": old,
+		"1.19.0": old, "1.19.5": old, "1.19.16": old, "1.19.17": {reject: true, whole: true, norec: true, dup: true},
+		"1.19.17+ent": {reject: true, whole: true, norec: true, dup: true},
+		"1.20.0":      v120, "1.20.4": v120, "1.20.10": v120, "1.20.11": {reject: true, whole: true, dup: true},
+		"1.21.0": v121, "1.21.4": v121, "1.21.4+ent": v121, "1.21.4+minionvault-minimal": v121, "1.21.5-rc1": {refuse: true},
+		"v1.21.5": {refuse: true}, "1.21.6": {reject: true, refuse: true}, "1.22.0": {reject: true, refuse: true},
+		"2.0.0": {refuse: true}, "2.0.1": {reject: true, refuse: true}, "2.1.0": {reject: true, refuse: true},
+		"3.0.0": {reject: true, refuse: true},
 	}
-	for v, want := range cases {
+	for v, w := range cases {
 		m, err := ModeForVersion(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.RejectTemplatedGlobs != want {
-			t.Errorf("%s: reject %v, want %v", v, m.RejectTemplatedGlobs, want)
+		got := want{m.RejectTemplatedGlobs, m.RefuseUncleanedPaths, m.WholeListParameters, m.NoRecover, m.AllowDuplicateAttributes}
+		if got != w || m.DenySlash {
+			t.Errorf("%s: %+v, want %+v", v, got, w)
+		}
+		if strings.ContainsAny(m.Version, "v+-") || len(m.Rules()) < 4 {
+			t.Errorf("%s: version %q, rules %q", v, m.Version, m.Rules())
 		}
 	}
-	if _, err := ModeForVersion("latest"); err == nil {
-		t.Error("want an error for latest")
+	if m, _ := ModeForVersion("v1.21.4+ent"); m.Version != "1.21.4" {
+		t.Errorf("version %q", m.Version)
+	}
+	// The zero Mode is v1.21.4's.
+	if m, _ := ModeForVersion("1.21.4"); !reflect.DeepEqual(m.Rules(), Mode{}.Rules()) {
+		t.Errorf("1.21.4 %q, zero %q", m.Rules(), Mode{}.Rules())
+	}
+	for _, bad := range []string{"latest", "", "1.21", "1.21.x", "1.-1.0", "1.21.4.1"} {
+		if _, err := ModeForVersion(bad); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+}
+
+// A policy Vault refuses in one release and accepts in another: recover
+// before 1.20.0, an attribute set twice from 1.21.0.
+func TestParseByVersion(t *testing.T) {
+	recover := rule("secret/x", "read", "recover")
+	dup := "path \"secret/x\" {\n  capabilities = [\"read\"]\n  capabilities = [\"list\"]\n}\n"
+	cases := []struct {
+		version, doc string
+		ok           bool
+		caps         []string // on secret/x
+	}{
+		{"1.19.5", recover, false, nil},
+		{"1.20.0", recover, true, []string{"read", "recover"}},
+		{"1.21.4", recover, true, []string{"read", "recover"}},
+		{"1.19.5", rule("secret/x", "deny", "recover"), true, []string{"deny"}}, // the walk stops at deny
+		{"1.19.5", dup, true, nil},
+		{"1.20.4", dup, true, nil},
+		{"1.21.0", dup, false, nil},
+		{"1.21.4", dup, false, nil},
+	}
+	for _, c := range cases {
+		mode, err := ModeForVersion(c.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := New(map[string]string{"p": c.doc}, Options{Mode: mode})
+		if (err == nil) != c.ok {
+			t.Errorf("%s %q: error %v, want ok %v", c.version, c.doc, err, c.ok)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		got := ev.Prepare(Subject{TokenPolicies: []string{"p"}}).Check("secret/x").Capabilities()
+		if c.caps != nil && !reflect.DeepEqual(got, c.caps) {
+			t.Errorf("%s %q: %v, want %v", c.version, c.doc, got, c.caps)
+		}
+		if c.caps == nil && len(got) == 0 {
+			t.Errorf("%s %q: no answer", c.version, c.doc)
+		}
+	}
+	if _, err := New(map[string]string{"p": dup}, Options{}); err == nil || !strings.Contains(err.Error(), duplicateText) {
+		t.Errorf("the zero mode (1.21.4): %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package ownership
 import (
 	"strconv"
 	"strings"
+
+	"github.com/minionvault/minion-vault-operator/pkg/acl"
 )
 
 // PolicyOwner is who an ACL policy the operator writes belongs to: a
@@ -96,15 +98,23 @@ const (
 	// PolicyNotOwned: someone else's (no header, another template's or
 	// another cluster's); left alone.
 	PolicyNotOwned
+	// PolicyBuiltin: one of the server's built-in policies (root,
+	// default, Vault 2's default-ceiling, ...: acl.Builtin), which the
+	// server makes and will not delete. Never written, adopted or
+	// deleted, whatever its header says, and not someone else's either:
+	// nothing to report. Admission refuses a template that renders one.
+	PolicyBuiltin
 )
 
 func (d PolicyDecision) String() string {
-	return [...]string{"absent", "keep", "write", "delete", "not-owned"}[d]
+	return [...]string{"absent", "keep", "write", "delete", "not-owned", "builtin"}[d]
 }
 
 // PolicyFacts is what the template controller read of one ACL policy name
 // in Vault and what the template's bindings render for it.
 type PolicyFacts struct {
+	// Name is the policy's name (built-in policies are never touched).
+	Name string
 	// Found: the policy exists in Vault, with the text Actual.
 	Found  bool
 	Actual string
@@ -127,8 +137,12 @@ type PolicyVerdict struct {
 // DecidePolicy says what self may do with one ACL policy name. The header
 // is the record of what a template owns: a policy without self's (or with
 // the previous release's header for self's template, which self rewrites)
-// is never written unless the template adopts it, and never deleted.
+// is never written unless the template adopts it, and never deleted. A
+// built-in policy is never written nor deleted, adopted or not.
 func DecidePolicy(self PolicyOwner, f PolicyFacts) PolicyVerdict {
+	if acl.IsBuiltin(f.Name) {
+		return PolicyVerdict{Decision: PolicyBuiltin}
+	}
 	owner, headed := ParseHeader(f.Actual)
 	ours := f.Found && headed && self.Owns(owner)
 	switch {

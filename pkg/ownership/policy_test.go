@@ -100,6 +100,17 @@ func TestDecidePolicy(t *testing.T) {
 		{"our header edited by hand", PolicyFacts{Found: true, Actual: strings.Replace(ours, "Do not edit", "Edited", 1), Wanted: true, Want: want}, PolicyNotOwned},
 		{"ours, adopt changes nothing", PolicyFacts{Found: true, Actual: ours, Wanted: true, Want: want, Adopt: true}, PolicyKeep},
 		{"not found, whatever text came with it", PolicyFacts{Actual: ours}, PolicyAbsent},
+		// A built-in policy is nobody's: never deleted whatever header it
+		// was given, never written or adopted, never someone else's.
+		{"default with our header, not wanted: not deleted", PolicyFacts{Name: "default", Found: true, Actual: ours}, PolicyBuiltin},
+		{"default-ceiling with our header, not wanted: not deleted", PolicyFacts{Name: "default-ceiling", Found: true, Actual: ours}, PolicyBuiltin},
+		{"default-ceiling wanted and adopted: not written", PolicyFacts{Name: "default-ceiling", Found: true, Actual: want, Wanted: true, Want: want, Adopt: true}, PolicyBuiltin},
+		{"default-ceiling wanted: not someone else's", PolicyFacts{Name: "default-ceiling", Found: true, Actual: want, Wanted: true, Want: want}, PolicyBuiltin},
+		{"Default, as Vault sanitises it", PolicyFacts{Name: " Default", Found: true, Actual: ours}, PolicyBuiltin},
+		{"response-wrapping wanted, absent: not written", PolicyFacts{Name: "response-wrapping", Wanted: true, Want: want}, PolicyBuiltin},
+		{"control-group, not found", PolicyFacts{Name: "control-group"}, PolicyBuiltin},
+		{"root", PolicyFacts{Name: "root", Found: true, Wanted: true, Want: want, Adopt: true}, PolicyBuiltin},
+		{"a name like a built-in is ours as any", PolicyFacts{Name: "default-ceiling-web", Found: true, Actual: ours}, PolicyDelete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

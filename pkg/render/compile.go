@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/parameters"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
@@ -44,26 +45,48 @@ type compiledDoc struct {
 	bodies *bodyCache
 }
 
-// bodyCache maps a document's substituted text to its canonical HCL. It is
-// bounded: past maxBodies texts, bodies are rendered without being kept.
+// bodyCache maps a document's substituted text to its canonical HCL and
+// what Vault would say of it. It is bounded: past maxBodies texts, bodies
+// are rendered (and parsed) without being kept.
 type bodyCache struct {
-	m sync.Map // string -> string
+	m sync.Map // string -> renderedBody
 	n atomic.Int64
+}
+
+// renderedBody is one canonical body and, when Vault would refuse it, why
+// (acl.Parse: what a write of Vault 1.21 and later refuses).
+type renderedBody struct {
+	hcl     string
+	refusal string
 }
 
 const maxBodies = 4096
 
-func (c *bodyCache) get(text string, render func() string) string {
+func (c *bodyCache) get(text string, render func() string) renderedBody {
 	if v, ok := c.m.Load(text); ok {
-		return v.(string)
+		return v.(renderedBody)
 	}
-	body := render()
+	b := renderedBody{hcl: render()}
+	b.refusal = bodyRefusal(b.hcl)
 	if c.n.Load() < maxBodies {
-		if _, loaded := c.m.LoadOrStore(text, body); !loaded {
+		if _, loaded := c.m.LoadOrStore(text, b); !loaded {
 			c.n.Add(1)
 		}
 	}
-	return body
+	return b
+}
+
+// bodyRefusal is why Vault would refuse a rendered body, "" when it would
+// take it: the body goes through the parser the access audit evaluates
+// with (pkg/acl), which refuses what a write to Vault 1.21 and later
+// refuses, duplicate attributes included (Vault 2.1 refuses them
+// whatever its environment says). The canonical writer cannot produce a
+// duplicate; the check keeps it so.
+func bodyRefusal(hcl string) string {
+	if _, err := acl.Parse("", hcl); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 const docSep = "\x00"

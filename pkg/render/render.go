@@ -94,12 +94,16 @@ func (c *Compiled) renderDocuments(d *template.Data, r *Result) error {
 				r.docFields = append(r.docFields, docField{doc: i, name: name, value: f})
 			}
 			rules := c.t.PolicyDocuments[i].Rules
-			body := doc.bodies.get(res.Text, func() string { return policyHCL(rules, parts[1:]) })
+			rendered := doc.bodies.get(res.Text, func() string { return policyHCL(rules, parts[1:]) })
+			body := rendered.hcl
 			if k, ok := seen[name]; ok {
 				if r.PolicyDocuments[k].HCL != body {
 					r.docFields = append(r.docFields, docField{doc: i, name: name, conflict: true})
 				}
 				continue
+			}
+			if rendered.refusal != "" {
+				r.docFields = append(r.docFields, docField{doc: i, name: name, refusal: rendered.refusal})
 			}
 			seen[name] = len(r.PolicyDocuments)
 			r.PolicyDocuments = append(r.PolicyDocuments, RenderedPolicy{Name: name, HCL: body})

@@ -135,4 +135,5 @@ type docField struct {
 	name     string // the concrete policy name
 	value    string // what a field substituted into the document
 	conflict bool   // this name already had a different body
+	refusal  string // why Vault would refuse the body ("" when it takes it)
 }

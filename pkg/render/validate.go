@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 )
@@ -22,6 +23,9 @@ const (
 	ReasonMetadataLimit     Reason = "MetadataLimit"
 	ReasonConflictingPolicy Reason = "ConflictingPolicyBody"
 	ReasonInvalidEntityName Reason = "InvalidEntityName"
+	// ReasonInvalidPolicyDocument: the rendered policy text is one Vault
+	// refuses to store (acl.Parse says why).
+	ReasonInvalidPolicyDocument Reason = "InvalidPolicyDocument"
 )
 
 // Violation is one guard-rail problem: rendering worked, but writing the
@@ -81,15 +85,26 @@ func (c *Compiled) Validate(r *Result) []Violation {
 			vs = append(vs, Violation{ReasonInvalidPolicyName, "policies", fmt.Sprintf("%q %s", p, msg)})
 			continue
 		}
+		if b, ok := acl.Builtin(p); ok && !b.Assignable {
+			// Vault refuses every login whose policies name it ("cannot
+			// assign policy"): the role would never give a token.
+			vs = append(vs, Violation{ReasonInvalidPolicyName, "policies", fmt.Sprintf("%q is the built-in policy of %s that no login may carry: Vault refuses every login of the role (cannot assign policy)", p, b.Servers)})
+			continue
+		}
 		if t.AllowedPolicies != nil && !matchAny(t.AllowedPolicies, p) {
 			vs = append(vs, Violation{ReasonPolicyNotAllowed, "policies", fmt.Sprintf("%q is not in allowedPolicies %q", p, t.AllowedPolicies)})
 		}
 	}
 	for _, d := range r.PolicyDocuments {
 		msg := policyNameProblem(d.Name)
-		if d.Name == "default" {
-			// Vault attaches it to every token: the operator never writes it.
-			msg = "is Vault's default policy, attached to every token"
+		if b, ok := acl.Builtin(d.Name); ok && msg == "" {
+			// The server makes it and never lets it be deleted ("default"
+			// is attached to every token): the operator never writes,
+			// adopts or deletes it, whatever adoptPolicies says.
+			msg = fmt.Sprintf("is the built-in policy of %s: the operator never writes, adopts or deletes it", b.Servers)
+			if b.Name == "default" {
+				msg += " (Vault attaches it to every token)"
+			}
 		}
 		if msg != "" {
 			vs = append(vs, Violation{ReasonInvalidPolicyName, "policyDocuments", fmt.Sprintf("%q %s", d.Name, msg)})
@@ -118,6 +133,10 @@ func (c *Compiled) Validate(r *Result) []Violation {
 		field := fmt.Sprintf("policyDocuments[%d]", f.doc)
 		if f.conflict {
 			vs = append(vs, Violation{ReasonConflictingPolicy, field, fmt.Sprintf("policy %q renders two different bodies", f.name)})
+			continue
+		}
+		if f.refusal != "" {
+			vs = append(vs, Violation{ReasonInvalidPolicyDocument, field, fmt.Sprintf("policy %q is one Vault refuses: %s", f.name, f.refusal)})
 			continue
 		}
 		if msg := widens(f.value); msg != "" {

@@ -63,6 +63,18 @@ func TestValidate(t *testing.T) {
 		{name: "bad ttl", tpl: Template{AppRole: AppRole{SecretIDTTL: "1w"}}, want: []Reason{ReasonInvalidTemplate}},
 		{name: "entity name with slash", tpl: Template{EntityName: "a/{minion}"}, want: []Reason{ReasonInvalidEntityName}},
 		{name: "policy document named default", tpl: Template{PolicyDocuments: doc("default", "s/a")}, want: []Reason{ReasonInvalidPolicyName}},
+		// Built-in policies (docs/compatibility.md): never written,
+		// adopted or deleted; those no login may carry are not assigned.
+		{name: "policy document named default-ceiling", tpl: Template{PolicyDocuments: doc("default-ceiling", "s/a")}, want: []Reason{ReasonInvalidPolicyName}},
+		{name: "policy document named Response-Wrapping", tpl: Template{PolicyDocuments: doc("Response-Wrapping", "s/a")}, want: []Reason{ReasonInvalidPolicyName}},
+		{name: "policy document named control-group", tpl: Template{PolicyDocuments: doc("control-group", "s/a")}, want: []Reason{ReasonInvalidPolicyName}},
+		{name: "policy document named root", tpl: Template{PolicyDocuments: doc("root", "s/a")}, want: []Reason{ReasonInvalidPolicyName}},
+		{name: "policy document named like a built-in", tpl: Template{PolicyDocuments: doc("default-ceiling-web", "s/a")}},
+		{name: "assigning response-wrapping", tpl: Template{Policies: []string{"response-wrapping"}}, want: []Reason{ReasonInvalidPolicyName}},
+		{name: "assigning control-group", tpl: Template{Policies: []string{"control-group"}}, want: []Reason{ReasonInvalidPolicyName}},
+		{name: "assigning default-ceiling is Vault's business", tpl: Template{Policies: []string{"default", "default-ceiling"}}},
+		// A rendered body Vault would refuse is refused before it is written.
+		{name: "a path Vault refuses", tpl: Template{PolicyDocuments: doc("p", "s/a+*")}, want: []Reason{ReasonInvalidPolicyDocument}},
 		{name: "policy document name not allowed", tpl: Template{PolicyDocuments: doc("admin", "s/a"), AllowedPolicies: []string{"salt_role_*"}}, want: []Reason{ReasonPolicyNotAllowed}},
 		{name: "policy document name allowed", tpl: Template{PolicyDocuments: doc("salt_role_{pillar[roles]}", "s/{pillar[roles]}"), AllowedPolicies: []string{"salt_role_*"}}},
 		{name: "glob into entity metadata", tpl: Template{EntityMetadata: []template.KV{kv("roles", "{pillar[evil]}")}}, want: []Reason{ReasonACLPathWidened, ReasonACLPathWidened}},
@@ -115,6 +127,56 @@ func TestGlobMatch(t *testing.T) {
 	for _, c := range cases {
 		if got := globMatch(c.glob, c.name); got != c.want {
 			t.Errorf("globMatch(%q, %q) = %v", c.glob, c.name, got)
+		}
+	}
+}
+
+// The canonical writer never gives an attribute twice, whatever the rules
+// repeat (Vault 2.1 refuses a duplicate attribute always, 1.21 and 2.0
+// unless told otherwise); and were a body to carry one, validation would
+// refuse it naming the policy, the path and the attribute.
+func TestRenderedBodiesHaveNoDuplicateAttributes(t *testing.T) {
+	c := Compile(Template{Policies: []string{}, PolicyDocuments: []PolicyDocument{{Name: "salt_role_{pillar[roles]}", Rules: []Rule{
+		{Path: "salt/data/roles/{pillar[roles]}", Capabilities: []string{"read", "read", "list", "deny"}},
+		{Path: "salt/data/roles/{pillar[roles]}", Capabilities: []string{"list"}, RequiredParameters: []string{"a", "a"},
+			AllowedParameters: []ParameterValues{{Name: "env", Values: []string{"dev"}}, {Name: "Env", Values: []string{"prod"}}},
+			DeniedParameters:  []ParameterValues{{Name: "x"}}, MinWrappingTTL: "1m", MaxWrappingTTL: "1h"},
+	}}}})
+	res, err := c.Render(Binding{MinionID: "m", Grains: mustJSON(t, `{"id":"m"}`), Pillar: mustJSON(t, `{"roles":["web","db"]}`)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := c.Validate(res); len(vs) != 0 {
+		t.Fatalf("violations %v", vs)
+	}
+	if len(res.PolicyDocuments) != 2 {
+		t.Fatalf("documents %+v", res.PolicyDocuments)
+	}
+	for _, d := range res.PolicyDocuments {
+		if msg := bodyRefusal(d.HCL); msg != "" {
+			t.Errorf("%s: %s\n%s", d.Name, msg, d.HCL)
+		}
+	}
+
+	tests := []struct {
+		name, hcl string
+		want      []string // "" when Vault takes it
+	}{
+		{"capabilities twice", "path \"salt/data/roles/web\" {\n  capabilities = [\"list\"]\n  capabilities = [\"read\"]\n}\n",
+			[]string{`path "salt/data/roles/web"`, `attribute "capabilities"`, "set twice"}},
+		{"a parameter twice", "path \"a\" {\n  capabilities = [\"update\"]\n  denied_parameters = {\n    \"x\" = []\n    \"x\" = []\n  }\n}\n",
+			[]string{`path "a"`, `attribute "denied_parameters.x"`}},
+		{"two blocks for one path", "path \"a\" {\n  capabilities = [\"read\"]\n}\npath \"a\" {\n  capabilities = [\"list\"]\n}\n", nil},
+	}
+	for _, tt := range tests {
+		got := bodyRefusal(tt.hcl)
+		if (got == "") != (tt.want == nil) {
+			t.Errorf("%s: refusal %q", tt.name, got)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: refusal %q lacks %q", tt.name, got, w)
+			}
 		}
 	}
 }

@@ -980,6 +980,42 @@ func TestTokenLease(t *testing.T) {
 	}
 }
 
+// The client keeps tokens out of its errors by value, not by shape: a
+// token of any server's shape is redacted alike, Vault's hvs./hvb. ones
+// and the s./b. ones of OpenBao (its default: server-side consistent
+// tokens off, openbao v2.6.2 command/server.go) and of a Vault with
+// disable_ssc_tokens, a namespace's suffix included. Nothing in the
+// operator reads a token's prefix.
+func TestTokensOfEveryShapeAreRedacted(t *testing.T) {
+	for _, tt := range []struct{ shape, token string }{
+		{"Vault service", "hvs.CAESIJyeFmhLYRWVXPJStT3fDP1ZdFkon"},
+		{"OpenBao service", "s.rlNjegSKykWcplOkwsjd8bP9"},
+		{"OpenBao service in a namespace", "s.rlNjegSKykWcplOkwsjd8bP9.aBcDe"},
+		{"Vault batch", "hvb.AAAAAQJ2wq1xBatchToken0123"},
+		{"OpenBao batch", "b.AAAAAQJ2wq1xBatchToken0123"},
+		{"custom ID", "rlNjegSKykWcplOkwsjd8bP9"},
+	} {
+		token := tt.token
+		t.Run(tt.shape, func(t *testing.T) {
+			m := newMockVault(t, func(r mockReq) (int, any) {
+				if r.Path == "auth/token/lookup-self" {
+					return 200, map[string]any{"data": map[string]any{"ttl": 0, "renewable": false}}
+				}
+				// A server that echoes the token it got.
+				return 400, map[string]any{"errors": []string{"bad request, token " + r.Token}}
+			})
+			c := mustNew(t, Config{Address: m.srv.URL, Auth: Auth{Token: token}}, nil)
+			_, err := c.ReadRole(context.Background(), "salt-minions", "web01")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "[redacted]") {
+				t.Errorf("error %q: the token is not redacted", err)
+			}
+		})
+	}
+}
+
 // TestReadServerInfoWithoutLogin: ReadServerInfo asks sys/seal-status of a
 // Vault whose login fails (sealed, or its token gone), without a token and
 // without logging in; sealed, it answers with no cluster ID; unreachable,

@@ -11,7 +11,8 @@ import (
 // once the state is repaired (an alias moved or renamed, a mount enabled
 // again, an entity re-created). They come from Vault 1.21's identity store
 // (vault/identity_store_aliases.go, identity_store_entities.go) and the
-// router; conflict_test.go holds them verbatim.
+// router, and OpenBao's policy store; conflict_test.go holds them
+// verbatim.
 var conflictMessages = []string{
 	"already exists",                // alias for requested entity and mount accessor; alias with combination of mount accessor and name
 	"already has an alias",          // an alias cannot be moved to (or renamed on) an entity that has one on the mount
@@ -21,6 +22,11 @@ var conflictMessages = []string{
 	"invalid alias id",              // the alias was deleted meanwhile
 	"invalid canonical id",          // the entity was deleted meanwhile
 	"entity not found",              // idem ("entity not found from id")
+	// OpenBao: the policy was written with cas_required, and a write
+	// without cas is refused until an administrator clears it (openbao
+	// v2.6.2 vault/policy/policy_store.go setPolicyInternal; the operator
+	// sends no cas). Untested against a real server.
+	"check-and-set parameter required",
 }
 
 // Conflict reports whether Vault refused a request because of its current

@@ -24,6 +24,12 @@ func TestClassify(t *testing.T) {
 		{"entity gone", v400("write identity/entity-alias/id/x", "given 'canonical_id' is not associated with an entity"), ClassConflict},
 		{"alias gone", v400("write identity/entity-alias/id/x", "invalid alias ID provided"), ClassConflict},
 		{"wrapped", fmt.Errorf("writing alias: %w", v400("write identity/entity-alias", "Alias already exists for requested entity and mount accessor")), ClassConflict},
+		// OpenBao v2.6.2's policy store: a policy someone wrote with
+		// cas_required refuses the operator's writes (no cas) until it
+		// is cleared; the same write succeeds then.
+		{"OpenBao policy with cas_required", v400("write sys/policies/acl/salt_role_web", "check-and-set parameter required for this call"), ClassConflict},
+		// Vault's refusal of a built-in policy is the request's.
+		{"Vault's immutable policy", v400("write sys/policies/acl/response-wrapping", `cannot update "response-wrapping" policy`), ClassInvalid},
 		// The request itself.
 		{"bad parameter", v400("write auth/salt-minions/role/web01", `invalid value for "token_type"`), ClassInvalid},
 		{"bad CIDR", v400("write auth/salt-minions/role/web01", "failed to parse token_bound_cidrs: invalid CIDR"), ClassInvalid},

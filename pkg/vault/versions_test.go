@@ -37,6 +37,25 @@ func TestTestedVersionsIsTheFileMakeReads(t *testing.T) {
 	}
 }
 
+// Every tested line can be built: hack/tools/vault has its folder (go.mod,
+// vault.patch) and build.sh pins its module hash (`make vaults`).
+func TestEveryTestedVersionHasItsBuild(t *testing.T) {
+	build, err := os.ReadFile("../../hack/tools/vault/build.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range TestedVersions() {
+		for _, f := range []string{"go.mod", "go.sum", "vault.patch"} {
+			if _, err := os.Stat("../../hack/tools/vault/v" + v + "/" + f); err != nil {
+				t.Errorf("Vault %s: %v (hack/tools/vault/line.sh v%s writes go.mod)", v, err, v)
+			}
+		}
+		if !strings.Contains(string(build), "[v"+v+`]="h1:`) {
+			t.Errorf("Vault %s: hack/tools/vault/build.sh pins no module hash for it (module_sums)", v)
+		}
+	}
+}
+
 func less(a, b Version) bool {
 	return slices.Compare([]int{a.Major, a.Minor, a.Patch}, []int{b.Major, b.Minor, b.Patch}) < 0
 }

@@ -29,6 +29,9 @@ type Metrics struct {
 	bindings      *prometheus.GaugeVec
 	bindingStates *bindingStates
 	connReady     *prometheus.GaugeVec
+	// vaultServer: the version each connection's Vault reports, and how
+	// the project tests it, as labels of a series at 1.
+	vaultServer   *prometheus.GaugeVec
 	tokenExpiry   *prometheus.GaugeVec
 	tokenLease    *prometheus.GaugeVec
 	templateReady *prometheus.GaugeVec
@@ -75,6 +78,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "minionvault_connection_ready",
 			Help: "1 when the VaultConnection's last check passed (Ready), 0 when it failed.",
 		}, []string{"connection"}),
+		vaultServer: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "minionvault_vault_server_info",
+			Help: "1 per connection: the version its Vault reports at the last check, and how the project tests it (tested: release, line or no; docs/compatibility.md).",
+		}, []string{"connection", "version", "tested"}),
 		tokenExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "minionvault_connection_token_expiry_timestamp_seconds",
 			Help: "When the VaultConnection's current Vault token expires (Unix time), as of its last check; absent for a token that never expires.",
@@ -110,6 +117,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.renderFails = register(reg, m.renderFails)
 	m.bindings = register(reg, m.bindings)
 	m.connReady = register(reg, m.connReady)
+	m.vaultServer = register(reg, m.vaultServer)
 	m.tokenExpiry = register(reg, m.tokenExpiry)
 	m.tokenLease = register(reg, m.tokenLease)
 	m.templateReady = register(reg, m.templateReady)
@@ -330,6 +338,16 @@ func (m *Metrics) ConnectionFailed(name string) {
 	m.connReady.WithLabelValues(name).Set(0)
 }
 
+// VaultServer records the version a connection's Vault reports and how
+// the project tests it: one series per connection, the last version's.
+func (m *Metrics) VaultServer(connection, version, tested string) {
+	if m == nil || version == "" {
+		return
+	}
+	m.vaultServer.DeletePartialMatch(prometheus.Labels{"connection": connection})
+	m.vaultServer.WithLabelValues(connection, version, tested).Set(1)
+}
+
 // LostMinions sets how many lost and retained minions the operator keeps
 // in the Vault a connection reaches.
 func (m *Metrics) LostMinions(connection string, lost, retained int) {
@@ -354,6 +372,7 @@ func (m *Metrics) ForgetConnection(name string) {
 		return
 	}
 	m.connReady.DeleteLabelValues(name)
+	m.vaultServer.DeletePartialMatch(prometheus.Labels{"connection": name})
 	m.tokenExpiry.DeleteLabelValues(name)
 	m.tokenLease.DeleteLabelValues(name)
 	m.lostMinions.DeletePartialMatch(prometheus.Labels{"connection": name})

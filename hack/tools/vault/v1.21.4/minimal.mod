@@ -5,7 +5,7 @@ module github.com/minionvault/minion-vault-operator/hack/tools/vault
 
 go 1.26.8
 
-replace github.com/hashicorp/vault v1.21.4 => ../../../bin/.build/vault-src
+replace github.com/hashicorp/vault v1.21.4 => ../../../../bin/.build/vault-src-v1.21.4
 
 // Vault's own replaces, which apply only in its own main module.
 replace github.com/99designs/keyring => github.com/Jeffail/keyring v1.2.3
@@ -535,4 +535,4 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/hashicorp/go-discover => ../../../bin/.build/go-discover-src
+replace github.com/hashicorp/go-discover => ../../../../bin/.build/go-discover-src
