@@ -216,6 +216,9 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 		sc.requeue = wait
 		return nil
 	}
+	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
+		log.Info("Comparing with Vault", "why", r.whyCompare(obj, sk, sc.hash, inv, cur))
+	}
 	known := r.knownRoleID(obj, sk)
 	sent = time.Now()
 	sc.applied, sc.compared = true, known == ""

@@ -178,6 +178,34 @@ func (r *Reconciler) untilCheck(obj *v1alpha1.MinionBinding, sk scheduleKey, has
 	return wait, wait > 0
 }
 
+// whyCompare says why a binding that untilCheck let through is compared
+// with Vault now, for the debug log.
+func (r *Reconciler) whyCompare(obj *v1alpha1.MinionBinding, sk scheduleKey, hash string, inv ownership.Inventory, cur ownership.Placement) string {
+	f := statusFacts(obj)
+	switch {
+	case r.checks == nil:
+		return "no check schedule"
+	case !f.settled:
+		return "status is not Ready for the spec, or a reconcile request is open"
+	case f.appliedHash != hash:
+		return "the rendering differs from the one last applied"
+	case !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) || !inv.Has(cur):
+		return "the placement is not recorded"
+	case len(inv.Stale(&cur)) > 0:
+		return "stale placements to clean up"
+	}
+	r.checks.mu.Lock()
+	d, ok := r.checks.due[sk.key]
+	r.checks.mu.Unlock()
+	switch {
+	case !ok:
+		return "not scheduled"
+	case d.identity != sk.identity:
+		return "the connection's Vault identity changed from " + d.identity + " to " + sk.identity
+	}
+	return "its drift check is due (" + d.at.Format(time.RFC3339) + ")"
+}
+
 // knownRoleID is the role ID of a role known to be as rendered until the
 // binding's check is due (observeCurrent then reads only the entity): as
 // this process found or wrote it, or, for a process that has not checked

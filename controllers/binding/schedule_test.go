@@ -3,6 +3,7 @@ package binding
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -362,5 +363,52 @@ func TestAnIdentityLearnedLaterIsInTheDigest(t *testing.T) {
 	h.reconcile("salt", "web01")
 	if role, _, _ := reads.take(); role != 0 {
 		t.Errorf("a new process's rollout read the role %d times, want 0", role)
+	}
+}
+
+// TestWhyCompare: the debug log's reason for comparing a binding with
+// Vault names the fact that let it through: status, rendering, record,
+// schedule, or the connection's Vault identity.
+func TestWhyCompare(t *testing.T) {
+	now := time.Date(2026, 12, 7, 18, 0, 0, 0, time.UTC)
+	cur := ownership.Placement{Vault: "v", Connection: "c", Mount: "salt-minions", Entity: "salt_minion_web01"}
+	settled := func() *v1alpha1.MinionBinding {
+		b := &v1alpha1.MinionBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "salt", Name: "web01", UID: "u1", Generation: 2}}
+		controllerutil.AddFinalizer(b, v1alpha1.Finalizer)
+		b.Status.ObservedGeneration, b.Status.LastAppliedHash = 2, "h"
+		b.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: v1alpha1.SucceededReason, ObservedGeneration: 2}}
+		return b
+	}
+	sk := scheduleKey{key: types.NamespacedName{Namespace: "salt", Name: "web01"}, uid: "u1", identity: "id1", interval: time.Hour}
+	r := &Reconciler{checks: newCheckSchedule(), clock: func() time.Time { return now }}
+	inv := ownership.Inventory{cur}
+
+	notReady := settled()
+	notReady.Status.Conditions[0].Status = metav1.ConditionFalse
+	tests := []struct {
+		name string
+		obj  *v1alpha1.MinionBinding
+		hash string
+		inv  ownership.Inventory
+		want string
+	}{
+		{"not Ready", notReady, "h", inv, "status is not Ready"},
+		{"a new rendering", settled(), "h2", inv, "the rendering differs"},
+		{"no record", settled(), "h", nil, "the placement is not recorded"},
+		{"stale placement", settled(), "h", ownership.Inventory{cur, {Vault: "v", Connection: "c", Mount: "old", Entity: "e"}}, "stale placements"},
+		{"not scheduled", settled(), "h", inv, "not scheduled"},
+	}
+	for _, tc := range tests {
+		if got := r.whyCompare(tc.obj, sk, tc.hash, tc.inv, cur); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	r.checks.checked(sk.key, sk.uid, "id0", now.Add(time.Minute), knownRole{})
+	if got := r.whyCompare(settled(), sk, "h", inv, cur); got != "the connection's Vault identity changed from id0 to id1" {
+		t.Errorf("identity: %q", got)
+	}
+	r.checks.checked(sk.key, sk.uid, "id1", now.Add(-time.Minute), knownRole{})
+	if got := r.whyCompare(settled(), sk, "h", inv, cur); !strings.HasPrefix(got, "its drift check is due") {
+		t.Errorf("due: %q", got)
 	}
 }

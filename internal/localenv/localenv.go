@@ -365,10 +365,10 @@ wait:
 		case res = <-done:
 			break wait
 		case <-tick.C:
-			e.watchdog.adoptChildren()
+			e.watchdog.adoptChildren(e.Dir + string(filepath.Separator))
 		}
 	}
-	e.watchdog.adoptChildren()
+	e.watchdog.adoptChildren(e.Dir + string(filepath.Separator))
 	if res.err == nil && ctx.Err() != nil {
 		res.err = ctx.Err()
 	}

@@ -108,7 +108,7 @@ func TestWatchdogReleaseKillsAdoptedGroups(t *testing.T) {
 	}
 	s := startSleeper(t)
 	wd.adopt(s.Process.Pid)
-	wd.adoptChildren() // the same sleeper again (on Linux): adopted once
+	wd.adoptChildren("") // the same sleeper again (on Linux): adopted once
 	if len(wd.pgids) != 1 {
 		t.Fatalf("adopted %v, want only the sleeper", wd.pgids)
 	}
@@ -144,7 +144,7 @@ func TestWatchdogsLeaveEachOthersGroupsAlone(t *testing.T) {
 	}
 	defer second.release()
 	other := startSleeper(t)
-	second.adoptChildren()
+	second.adoptChildren("")
 	second.mu.Lock()
 	got := append([]int(nil), second.pgids...)
 	second.mu.Unlock()
@@ -159,6 +159,39 @@ func TestWatchdogsLeaveEachOthersGroupsAlone(t *testing.T) {
 	second.release()
 	if !alive(s.Process.Pid) {
 		t.Fatal("releasing the second watchdog killed the first's sleeper")
+	}
+}
+
+// Two environments starting at once in one process: each adopts, by the
+// command line naming its folder, only its own servers, not those the
+// other started and has not adopted yet.
+func TestAdoptChildrenByFolder(t *testing.T) {
+	dir := t.TempDir()
+	wd, err := startWatchdog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wd.release()
+	other := startSleeper(t) // another environment's server
+	mine := exec.Command("/bin/sh", "-c", "sleep 300", filepath.Join(dir, "etcd"))
+	mine.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := mine.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-mine.Process.Pid, syscall.SIGKILL); _ = mine.Wait() })
+	// A folder whose name starts with this one's is another's.
+	twin := exec.Command("/bin/sh", "-c", "sleep 300", dir+"2/etcd")
+	twin.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := twin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-twin.Process.Pid, syscall.SIGKILL); _ = twin.Wait() })
+	wd.adoptChildren(dir + string(filepath.Separator))
+	wd.mu.Lock()
+	got := append([]int(nil), wd.pgids...)
+	wd.mu.Unlock()
+	if len(got) != 1 || got[0] != mine.Process.Pid {
+		t.Fatalf("adopted %v, want only %d (not %d, which names no folder of this environment)", got, mine.Process.Pid, other.Process.Pid)
 	}
 }
 

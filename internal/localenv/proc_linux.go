@@ -42,3 +42,9 @@ func parseStat(s string) (pid, ppid, pgrp int, ok bool) {
 	pgrp, err3 = strconv.Atoi(fields[2])
 	return pid, ppid, pgrp, err1 == nil && err2 == nil && err3 == nil
 }
+
+// cmdlineMentions reports whether process pid's command line contains s.
+func cmdlineMentions(pid int, s string) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	return err == nil && strings.Contains(string(b), s)
+}

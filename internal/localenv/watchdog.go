@@ -115,14 +115,20 @@ func (w *watchdog) adopt(pgid int) {
 }
 
 // adoptChildren adopts every child of this process that leads its own
-// process group (envtest starts etcd and kube-apiserver that way), except
-// the watchdogs and what other environments' watchdogs look after.
-func (w *watchdog) adoptChildren() {
+// process group (envtest starts etcd and kube-apiserver that way) and
+// whose command line mentions mentioning ("" for any), except the
+// watchdogs and what other environments' watchdogs look after. With the
+// environment's folder as mentioning (envtest's servers name it in their
+// flags), an environment starting while another in the same process starts
+// servers (the HA suite runs two at once) adopts its own servers only, not
+// the other's that its watchdog has not adopted yet (whose Stop would
+// then kill them).
+func (w *watchdog) adoptChildren(mentioning string) {
 	if w == nil {
 		return
 	}
 	for _, pid := range groupLeaderChildren(os.Getpid()) {
-		if pid != w.cmd.Process.Pid {
+		if pid != w.cmd.Process.Pid && (mentioning == "" || cmdlineMentions(pid, mentioning)) {
 			w.adopt(pid)
 		}
 	}

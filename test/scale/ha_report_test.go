@@ -62,6 +62,8 @@ func haChecks(all []*haModeResult) []check {
 				check{Goal: name + ": completes", OK: p.Err == "", Measured: firstLine(p.Err)},
 				check{Goal: name + ": no binding Stalled", OK: len(p.Stalled) == 0, Measured: strings.Join(p.Stalled, "; ")},
 				check{Goal: name + ": no panic in the operator", OK: len(p.Panics) == 0, Measured: strings.Join(p.Panics, "; ")},
+				check{Goal: name + ": the connection's Vault identity unchanged (a change has every binding checked)", OK: p.IdentityChanges == 0,
+					Measured: strings.Join(p.Connection, "; ")},
 				check{Goal: name + ": Vault as rendered, nothing duplicated, every object proven the binding's", OK: len(p.Problems) == 0, Measured: p.Check})
 			base := m.phase("base", p.Op)
 			if p.Fleet == "base" || base == nil || p.Err != "" || base.Err != "" {
@@ -109,6 +111,12 @@ func haHeader(cfg haConfig, command string, started time.Time, host string) stri
 	fmt.Fprintf(&b, "- Vault: three nodes of the tools' vault on integrated storage (raft), performance_multiplier %s, every node a voter before each operation; modes %v\n", perf, cfg.modes)
 	fmt.Fprintf(&b, "- N=%d bindings per fleet; %d parallel creators; operator `--concurrency=%d` (its own process, leader election on); the disturbance when %.0f %% of the fleet is Ready with the operation; a restarted node stays sealed %s from its kill\n",
 		cfg.n, cfg.creators, cfg.concurrency, cfg.disturbAt*100, cfg.sealedFor)
+	if os.Getenv("SCALE_HA_DEBUG") != "" {
+		fmt.Fprintf(&b, "- the operator logged at debug level (SCALE_HA_DEBUG): why each binding was compared with Vault\n")
+	}
+	if cfg.parallel {
+		fmt.Fprintf(&b, "- the modes ran at once, each on its own servers\n")
+	}
 	return b.String()
 }
 
@@ -151,13 +159,22 @@ func haTable(all []*haModeResult, checks []check) string {
 	}
 	b.WriteString("\nwall: from the operation's start (the first binding created, the template updated) until every binding of the fleet was Ready with it and the template Ready for its generation. ×undisturbed: over the same operation of the undisturbed fleet (base) on the same servers, just before. election: from the disturbance (the SIGKILL sent, the step-down answered) until another node answered sys/health as active (polled every 20 ms); proxy: until the active-following proxy sent new connections there. sealed: from the kill until the unseal. back: from the disturbance until Vault answered a token lookup at the operator's address (the proxy, or its standby) again, polled every 50 ms on new connections: the outage the operator sees. resumed: until the operator's first call about a binding's objects after that, in the audit logs. recovery: from the disturbance until every binding was Ready with the operation. Vault R/W per binding: the operator's calls in every node's file audit log, from the start until its calls stopped after the goal; failed: those answered with an error. Ready low: the fewest bindings Ready at once during a rollout. Ready=False seen: bindings that went through Ready=False, by reason. Vault afterwards: fleetcheck over both fleets, as root (duplicates, orphans, missing objects, role or entity not proven the binding's, Vault differing from the rendering, status).\n")
 
-	b.WriteString("\n## Calls per binding by kind\n\n| mode | fleet | operation | Vault (audit logs) | failed |\n|---|---|---|---|---|\n")
+	b.WriteString("\n## Calls per binding by kind\n\nThe operator's Vault calls per binding of the fleet, by kind; failed: answered with an error; other fleet: calls about the other fleet's objects, which the operation leaves as they are (they wait for their drift checks).\n\n| mode | fleet | operation | Vault (audit logs) | failed | other fleet |\n|---|---|---|---|---|---:|\n")
 	for _, m := range all {
 		for _, p := range m.Phases {
 			if p.Vault == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", m.Mode, p.Fleet, p.Op, byKindPer(p.Vault.By, p.N), byKindPer(p.Vault.Failed, 1))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d |\n", m.Mode, p.Fleet, p.Op, byKindPer(p.Vault.By, p.N), byKindPer(p.Vault.Failed, 1), p.OtherFleet)
+		}
+	}
+	b.WriteString("\n## The VaultConnection's status during each disturbed operation\n\n")
+	for _, m := range all {
+		for _, p := range m.Phases {
+			if p.Fleet == "base" || len(p.Connection) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "- %s %s (%s; identity changed %d times): %s\n", m.Mode, p.Op, p.Disturbance, p.IdentityChanges, strings.Join(p.Connection, "; "))
 		}
 	}
 	b.WriteString("\n## The proxy's target over each run\n\n")

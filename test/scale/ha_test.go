@@ -21,7 +21,9 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
@@ -144,6 +146,9 @@ type haPhase struct {
 	// Vault are the operator's calls over every node's audit log, from the
 	// start until the calls stopped after the goal.
 	Vault *tally
+	// OtherFleet counts those about the other fleet's objects, which the
+	// operation does not change (they wait for their drift checks: 0).
+	OtherFleet int
 	// NotReady counts the bindings that went through Ready=False, by
 	// reason; ReadyLow (rollouts) is the fewest bindings Ready at once.
 	NotReady map[string]int `json:",omitempty"`
@@ -157,6 +162,13 @@ type haPhase struct {
 	// ProxyResets are the connections the proxy reset for want of an
 	// active node (active-following mode).
 	ProxyResets int `json:",omitempty"`
+	// Connection lists the VaultConnection's status as it changed during
+	// the operation (polled every 100 ms): its Ready reason, cluster ID
+	// and identity, each with its time from the start. A changed identity
+	// wakes every binding of the connection for a check of everything.
+	Connection []string `json:",omitempty"`
+	// IdentityChanges counts the changes of the connection's identity.
+	IdentityChanges int
 	// Check is fleetcheck's summary afterwards, Problems its problems.
 	Check    string
 	Problems []string `json:",omitempty"`
@@ -294,6 +306,9 @@ func runHAMode(ctx context.Context, cfg haConfig, mode string, res *haModeResult
 	// A label of the mode's own: two modes may run at once (parallel), and
 	// each instance's memory cgroup is named after it.
 	h.setOperator(h.newOperator("operator-" + strings.SplitN(mode, "-", 2)[0]))
+	if os.Getenv("SCALE_HA_DEBUG") != "" {
+		h.op.extraArgs = []string{"--zap-log-level=debug"}
+	}
 	if err := h.op.start(ctx); err != nil {
 		return err
 	}
@@ -553,6 +568,7 @@ func (r *haRun) phase(ctx context.Context, f *haFleet, sc haScenario, disturbed 
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.phaseTimeout)
 	defer cancel()
 	t0 := time.Now()
+	watched := r.watchConnection(pctx, t0, p)
 	started := make(chan error, 1)
 	go func() { started <- r.start(pctx, f, sc) }()
 	disturbDone := make(chan error, 1)
@@ -581,6 +597,8 @@ func (r *haRun) phase(ctx context.Context, f *haFleet, sc haScenario, disturbed 
 	if p.backDone != nil {
 		<-p.backDone
 	}
+	cancel()
+	<-watched
 	if !p.at.IsZero() {
 		p.DisturbedAt = p.at.Sub(t0)
 		p.Recovery = p.Wall - p.DisturbedAt
@@ -596,14 +614,18 @@ func (r *haRun) phase(ctx context.Context, f *haFleet, sc haScenario, disturbed 
 			p.Vault = tallies["operator"]
 		}
 	}
-	if err == nil && p.Back > 0 {
+	if err == nil {
 		var calls []vaultCall
 		if calls, err = r.h.w.vaultAudit.calls(from, to, r.h.w.accessors, "operator"); err == nil {
 			back := p.at.Add(p.Back)
 			for _, c := range calls {
-				if !c.At.Before(back) && slices.Contains(objectClasses, c.Class) {
+				if p.Back > 0 && p.Resumed == 0 && !c.At.Before(back) && slices.Contains(objectClasses, c.Class) {
 					p.Resumed = c.At.Sub(p.at)
-					break
+				}
+				for _, other := range r.fleets {
+					if other != f && strings.Contains(c.Path, other.name+"0") {
+						p.OtherFleet++
+					}
 				}
 			}
 		}
@@ -724,6 +746,56 @@ func (r *haRun) sealedRestart(ctx context.Context, p *haPhase) error {
 	}
 	p.Sealed = time.Since(at)
 	return r.c.Unseal(ctx, node)
+}
+
+// watchConnection records the connection's status as it changes, every
+// update the API server sends (a watch) from t0 until ctx ends (the
+// channel closes then).
+func (r *haRun) watchConnection(ctx context.Context, t0 time.Time, p *haPhase) <-chan struct{} {
+	done := make(chan struct{})
+	var mu sync.Mutex
+	last, identity := "", ""
+	seen := func(o any) {
+		vc, ok := o.(*v1alpha1.VaultConnection)
+		if !ok || vc.Name != connectionName {
+			return
+		}
+		reason := "no Ready"
+		if c := apimeta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ReadyCondition); c != nil {
+			reason = string(c.Status) + " " + c.Reason
+		}
+		st := fmt.Sprintf("%s, cluster %.8s, identity %.8s", reason, vc.Status.ClusterID, vc.Status.Identity)
+		mu.Lock()
+		defer mu.Unlock()
+		if st != last {
+			p.Connection = append(p.Connection, fmt.Sprintf("+%s %s", time.Since(t0).Round(10*time.Millisecond), st))
+			last = st
+		}
+		if identity != "" && vc.Status.Identity != "" && vc.Status.Identity != identity {
+			p.IdentityChanges++
+		}
+		if vc.Status.Identity != "" {
+			identity = vc.Status.Identity
+		}
+	}
+	go func() {
+		defer close(done)
+		c, err := cache.New(r.h.w.adminCfg, cache.Options{Scheme: r.h.w.env.Scheme})
+		if err != nil {
+			p.Connection = append(p.Connection, "watch: "+err.Error())
+			return
+		}
+		inf, err := c.GetInformer(ctx, &v1alpha1.VaultConnection{})
+		if err != nil {
+			p.Connection = append(p.Connection, "watch: "+err.Error())
+			return
+		}
+		_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }})
+		_ = c.Start(ctx) // until ctx ends
+		mu.Lock()
+		defer mu.Unlock()
+	}()
+	return done
 }
 
 // watchBack polls the operator's address with a token lookup every 50 ms
