@@ -15,12 +15,13 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vaultversion"
 )
 
 func TestJudgeVersion(t *testing.T) {
 	newest := vault.NewestTested()
-	nv, _ := vault.ParseVersion(newest)
-	otherPatch := vault.Version{Major: nv.Major, Minor: nv.Minor, Patch: nv.Patch + 7}.String()
+	nv, _ := vaultversion.Parse(newest)
+	otherPatch := vaultversion.Version{Major: nv.Major, Minor: nv.Minor, Patch: nv.Patch + 7}.String()
 	for _, tc := range []struct {
 		version    string
 		known      bool

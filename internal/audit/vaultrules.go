@@ -7,6 +7,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vaultversion"
 )
 
 // Where the Vault version of an audit comes from.
@@ -37,7 +38,7 @@ type VaultRules struct {
 
 // ParseVaultVersion checks a version given by hand (--vault-version).
 func ParseVaultVersion(v string) error {
-	if _, err := vault.ParseVersion(v); err != nil {
+	if _, err := vaultversion.Parse(v); err != nil {
 		return fmt.Errorf("--vault-version %q: not a Vault release such as %s (MAJOR.MINOR.PATCH)", v, vault.NewestTested())
 	}
 	return nil

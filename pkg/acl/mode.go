@@ -1,9 +1,7 @@
 package acl
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
+	"github.com/minionvault/minion-vault-operator/pkg/vaultversion"
 )
 
 // Mode holds the Vault behaviours that changed between releases and that
@@ -68,95 +66,72 @@ type Mode struct {
 // ModeForVersion returns the mode of a Vault version such as "1.21.4",
 // "v1.21.6" or "1.21.4+ent" (a pre-release suffix "-rc1" is dropped).
 func ModeForVersion(version string) (Mode, error) {
-	major, minor, patch, err := parseVersion(version)
+	v, err := vaultversion.Parse(version)
 	if err != nil {
 		return Mode{}, err
 	}
-	at := func(ma, mi, pa int) bool { // version >= ma.mi.pa
-		if major != ma {
-			return major > ma
-		}
-		if minor != mi {
-			return minor > mi
-		}
-		return patch >= pa
-	}
+	// The templated-glob fix came to each supported line in a patch
+	// release of its own; lines after 1.21 (1.22, 2.0.1 and later) have it.
 	var fixed bool
 	switch {
-	case major > 2, major == 2 && (minor > 0 || patch >= 1):
+	case v.Major > 2, v.Major == 2 && (v.Minor > 0 || v.Patch >= 1):
 		fixed = true
-	case major == 1 && minor >= 22:
+	case v.Major == 1 && v.Minor >= 22:
 		fixed = true
-	case major == 1 && minor == 21:
-		fixed = patch >= 6
-	case major == 1 && minor == 20:
-		fixed = patch >= 11
-	case major == 1 && minor == 19:
-		fixed = patch >= 17
+	case v.Major == 1 && v.Minor == 21:
+		fixed = v.Patch >= 6
+	case v.Major == 1 && v.Minor == 20:
+		fixed = v.Patch >= 11
+	case v.Major == 1 && v.Minor == 19:
+		fixed = v.Patch >= 17
 	}
 	return Mode{
-		Version:                  fmt.Sprintf("%d.%d.%d", major, minor, patch),
+		Version:                  v.String(),
 		RejectTemplatedGlobs:     fixed,
-		RefuseUncleanedPaths:     at(1, 21, 5),
-		WholeListParameters:      !at(1, 21, 0),
-		NoRecover:                !at(1, 20, 0),
-		AllowDuplicateAttributes: !at(1, 21, 0),
+		RefuseUncleanedPaths:     v.AtLeast(1, 21, 5),
+		WholeListParameters:      !v.AtLeast(1, 21, 0),
+		NoRecover:                !v.AtLeast(1, 20, 0),
+		AllowDuplicateAttributes: !v.AtLeast(1, 21, 0),
 	}, nil
 }
 
-// parseVersion reads MAJOR.MINOR.PATCH, with an optional "v" and without
-// build metadata or a pre-release suffix.
-func parseVersion(version string) (major, minor, patch int, err error) {
-	v := strings.TrimPrefix(strings.TrimSpace(version), "v")
-	if i := strings.IndexAny(v, "+-"); i >= 0 {
-		v = v[:i]
-	}
-	parts := strings.Split(v, ".")
-	if len(parts) != 3 {
-		return 0, 0, 0, fmt.Errorf("vault version %q: want MAJOR.MINOR.PATCH", version)
-	}
-	var n [3]int
-	for i, p := range parts {
-		x, err := strconv.Atoi(p)
-		if err != nil || x < 0 {
-			return 0, 0, 0, fmt.Errorf("vault version %q: %q is not a number", version, p)
-		}
-		n[i] = x
-	}
-	return n[0], n[1], n[2], nil
+// modeRules are the sentences Rules says: for each behaviour, what the
+// audit names when the mode has it (on) and when it has not (off; "" says
+// nothing).
+var modeRules = []struct {
+	has     func(Mode) bool
+	on, off string
+}{
+	{func(m Mode) bool { return m.RejectTemplatedGlobs },
+		"a templated value with * or + drops its rule (1.19.17, 1.20.11, 1.21.6, 2.0.1 and later)",
+		"a templated value with * or + is spliced into the path and can widen the rule (dropped from 1.19.17, 1.20.11, 1.21.6, 2.0.1)"},
+	{func(m Mode) bool { return m.DenySlash },
+		"a templated value with / drops its rule (deny_slash_in_templated_paths)", ""},
+	{func(m Mode) bool { return m.RefuseUncleanedPaths },
+		"real requests with //, /./ or /../ are refused (1.21.5 and later); sys/capabilities answers them as written",
+		"real requests with //, /./ or /../ are served (refused from 1.21.5)"},
+	{func(m Mode) bool { return m.WholeListParameters },
+		"allowed_parameters and denied_parameters compare a list value whole (element by element from 1.21.0)",
+		"allowed_parameters and denied_parameters check a list value element by element (1.21.0 and later)"},
+	{func(m Mode) bool { return m.NoRecover },
+		"no recover capability: a policy naming it is refused (added in 1.20.0)",
+		"recover is a capability (1.20.0 and later)"},
+	{func(m Mode) bool { return m.AllowDuplicateAttributes },
+		"a policy setting an HCL attribute twice is accepted (refused from 1.21.0)",
+		"a policy setting an HCL attribute twice is refused (1.21.0 and later)"},
 }
 
 // Rules says, one sentence each, how the mode answers where Vault releases
 // differ: what an audit names beside its version.
 func (m Mode) Rules() []string {
 	var out []string
-	if m.RejectTemplatedGlobs {
-		out = append(out, "a templated value with * or + drops its rule (1.19.17, 1.20.11, 1.21.6, 2.0.1 and later)")
-	} else {
-		out = append(out, "a templated value with * or + is spliced into the path and can widen the rule (dropped from 1.19.17, 1.20.11, 1.21.6, 2.0.1)")
-	}
-	if m.DenySlash {
-		out = append(out, "a templated value with / drops its rule (deny_slash_in_templated_paths)")
-	}
-	if m.RefuseUncleanedPaths {
-		out = append(out, "real requests with //, /./ or /../ are refused (1.21.5 and later); sys/capabilities answers them as written")
-	} else {
-		out = append(out, "real requests with //, /./ or /../ are served (refused from 1.21.5)")
-	}
-	if m.WholeListParameters {
-		out = append(out, "allowed_parameters and denied_parameters compare a list value whole (element by element from 1.21.0)")
-	} else {
-		out = append(out, "allowed_parameters and denied_parameters check a list value element by element (1.21.0 and later)")
-	}
-	if m.NoRecover {
-		out = append(out, "no recover capability: a policy naming it is refused (added in 1.20.0)")
-	} else {
-		out = append(out, "recover is a capability (1.20.0 and later)")
-	}
-	if m.AllowDuplicateAttributes {
-		out = append(out, "a policy setting an HCL attribute twice is accepted (refused from 1.21.0)")
-	} else {
-		out = append(out, "a policy setting an HCL attribute twice is refused (1.21.0 and later)")
+	for _, r := range modeRules {
+		switch {
+		case r.has(m):
+			out = append(out, r.on)
+		case r.off != "":
+			out = append(out, r.off)
+		}
 	}
 	return out
 }

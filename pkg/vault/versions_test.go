@@ -2,9 +2,10 @@ package vault
 
 import (
 	"os"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/minionvault/minion-vault-operator/pkg/vaultversion"
 )
 
 func TestTestedVersionsIsTheFileMakeReads(t *testing.T) {
@@ -13,13 +14,13 @@ func TestTestedVersionsIsTheFileMakeReads(t *testing.T) {
 		t.Fatal("no tested versions")
 	}
 	// Oldest first, each parseable: the Makefile and the docs rely on both.
-	var prev Version
+	var prev vaultversion.Version
 	for i, s := range got {
-		v, err := ParseVersion(s)
+		v, err := vaultversion.Parse(s)
 		if err != nil {
 			t.Fatalf("line %d: %v", i, err)
 		}
-		if i > 0 && !less(prev, v) {
+		if i > 0 && prev.Compare(v) >= 0 {
 			t.Errorf("%s listed after %s: want oldest first", v, prev)
 		}
 		prev = v
@@ -56,38 +57,10 @@ func TestEveryTestedVersionHasItsBuild(t *testing.T) {
 	}
 }
 
-func less(a, b Version) bool {
-	return slices.Compare([]int{a.Major, a.Minor, a.Patch}, []int{b.Major, b.Minor, b.Patch}) < 0
-}
-
-func TestParseVersion(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want Version
-		err  bool
-	}{
-		{in: "1.21.4", want: Version{1, 21, 4}},
-		{in: "v1.19.5", want: Version{1, 19, 5}},
-		{in: "1.21.4+minionvault-minimal", want: Version{1, 21, 4}},
-		{in: "1.19.5+ent", want: Version{1, 19, 5}},
-		{in: "2.0.0-rc1", want: Version{2, 0, 0}},
-		{in: " 2.1.0 ", want: Version{2, 1, 0}},
-		{in: "", err: true},
-		{in: "1.21", err: true},
-		{in: "1.x.4", err: true},
-		{in: "1.-1.4", err: true},
-	} {
-		got, err := ParseVersion(tc.in)
-		if (err != nil) != tc.err || got != tc.want {
-			t.Errorf("ParseVersion(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.err)
-		}
-	}
-}
-
 func TestTestingOf(t *testing.T) {
 	newest := NewestTested()
-	nv, _ := ParseVersion(newest)
-	otherPatch := Version{nv.Major, nv.Minor, nv.Patch + 1}.String()
+	nv, _ := vaultversion.Parse(newest)
+	otherPatch := vaultversion.Version{Major: nv.Major, Minor: nv.Minor, Patch: nv.Patch + 1}.String()
 	for _, tc := range []struct {
 		in      string
 		want    Testing

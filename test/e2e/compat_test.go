@@ -19,6 +19,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vaultversion"
 )
 
 // TestCompatibilityRestart is the part of the compatibility suite (`make
@@ -53,7 +54,7 @@ func TestCompatibilityRestart(t *testing.T) {
 		} else {
 			h, err := s.root.Sys().HealthWithContext(ctx)
 			s.must(err)
-			v, err := vault.ParseVersion(h.Version)
+			v, err := vaultversion.Parse(h.Version)
 			s.must(err)
 			want = v.String()
 		}
@@ -64,7 +65,7 @@ func TestCompatibilityRestart(t *testing.T) {
 				return err
 			}
 			reported = vc.Status.VaultVersion
-			if got, err := vault.ParseVersion(reported); err != nil || got.String() != want {
+			if got, err := vaultversion.Parse(reported); err != nil || got.String() != want {
 				return fmt.Errorf("status.vaultVersion %q, want %s (the binary's `vault version`)", reported, want)
 			}
 			if c := apimeta.FindStatusCondition(vc.Status.Conditions, v1alpha1.UntestedVersionCondition); c != nil {
