@@ -146,15 +146,9 @@ func startCluster(ctx context.Context, dir, toolsDir, host string, opts ClusterO
 	if opts.ProxyPoll == 0 {
 		opts.ProxyPoll = 200 * time.Millisecond
 	}
-	bin := getenv(EnvVaultBin)
-	if bin == "" {
-		if toolsDir == "" {
-			return nil, errors.New("localenv: no tools folder: set " + EnvToolsDir + " or " + EnvVaultBin + ", or run inside the repository")
-		}
-		bin = filepath.Join(toolsDir, "vault")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("localenv: vault not found at %s: run `make tools`, or set %s (see docs/development.md)", bin, EnvVaultBin)
+	bin, err := vaultBinary(toolsDir, getenv)
+	if err != nil {
+		return nil, err
 	}
 	c := &Cluster{bin: bin, opts: opts, timeout: timeout, wd: wd, hc: &http.Client{Timeout: 5 * time.Second}}
 	ok := false
@@ -261,20 +255,11 @@ func (c *Cluster) launch(ctx context.Context, n *ClusterNode) error {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
 	}
-	cmd := exec.Command(c.bin, "server", "-config="+cfg)
-	cmd.Dir = n.Dir // a relative audit file_path lands in the node's folder
-	cmd.Env = vaultEnv(home)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("localenv: starting %s: %w", c.bin, err)
+	// In the node's folder, where a relative audit file_path lands.
+	cmd, exited, err := startServer(c.bin, n.Dir, home, logFile, c.wd, "server", "-config="+cfg)
+	if err != nil {
+		return err
 	}
-	c.wd.adopt(cmd.Process.Pid)
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
 	n.mu.Lock()
 	n.cmd, n.exited = cmd, exited
 	n.starts++

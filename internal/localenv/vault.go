@@ -150,15 +150,9 @@ func startVault(ctx context.Context, dir, toolsDir, host string, timeout time.Du
 		return v, nil
 	}
 
-	bin := getenv(EnvVaultBin)
-	if bin == "" {
-		if toolsDir == "" {
-			return nil, errors.New("localenv: no tools folder: set " + EnvToolsDir + " or " + EnvVaultBin + ", or run inside the repository")
-		}
-		bin = filepath.Join(toolsDir, "vault")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("localenv: vault not found at %s: run `make tools`, or set %s (see docs/development.md)", bin, EnvVaultBin)
+	bin, err := vaultBinary(toolsDir, getenv)
+	if err != nil {
+		return nil, err
 	}
 	home := filepath.Join(dir, "vault-home")
 	if err := os.Mkdir(home, 0o700); err != nil {
@@ -166,7 +160,7 @@ func startVault(ctx context.Context, dir, toolsDir, host string, timeout time.Du
 	}
 
 	var v *Vault
-	err := RetryWhilePortTaken(func() error {
+	err = RetryWhilePortTaken(func() error {
 		port, err := freePortOn(host)
 		if err != nil {
 			return err
@@ -175,6 +169,22 @@ func startVault(ctx context.Context, dir, toolsDir, host string, timeout time.Du
 		return err
 	})
 	return v, err
+}
+
+// vaultBinary is the Vault server to start: VAULT_BIN (another line's
+// build, docs/compatibility.md) or the tools folder's default build.
+func vaultBinary(toolsDir string, getenv func(string) string) (string, error) {
+	bin := getenv(EnvVaultBin)
+	if bin == "" {
+		if toolsDir == "" {
+			return "", errors.New("localenv: no tools folder: set " + EnvToolsDir + " or " + EnvVaultBin + ", or run inside the repository")
+		}
+		bin = filepath.Join(toolsDir, "vault")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("localenv: vault not found at %s: run `make tools`, or set %s (see docs/development.md)", bin, EnvVaultBin)
+	}
+	return bin, nil
 }
 
 func launchVault(ctx context.Context, bin, dir, home, host string, port int, timeout time.Duration, wd *watchdog) (*Vault, error) {
@@ -190,25 +200,16 @@ func launchVault(ctx context.Context, bin, dir, home, host string, port int, tim
 	}
 	defer logFile.Close() // the child has its own descriptor
 
-	cmd := exec.Command(bin, "server", "-dev",
+	cmd, exited, err := startServer(bin, dir, home, logFile, wd, "server", "-dev",
 		"-dev-listen-address="+addr,
 		"-dev-root-token-id="+token,
 		"-dev-no-store-token",
 		"-log-level=info",
 	)
-	cmd.Dir = dir
-	cmd.Env = vaultEnv(home)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("localenv: starting %s: %w", bin, err)
+	if err != nil {
+		return nil, err
 	}
-	wd.adopt(cmd.Process.Pid)
-	v := &Vault{Addr: "http://" + addr, RootToken: token, Log: logPath, Bin: bin, cmd: cmd, exited: make(chan struct{}), dir: dir}
-	go func() {
-		_ = cmd.Wait()
-		close(v.exited)
-	}()
+	v := &Vault{Addr: "http://" + addr, RootToken: token, Log: logPath, Bin: bin, cmd: cmd, exited: exited, dir: dir}
 
 	if err := v.waitHealthy(ctx, timeout); err != nil {
 		_ = v.stop()
@@ -223,6 +224,27 @@ func launchVault(ctx context.Context, bin, dir, home, host string, port int, tim
 		return nil, fmt.Errorf("%w%s", err, tails(logPath))
 	}
 	return v, nil
+}
+
+// startServer starts bin with args in dir, in a process group of its own
+// that the watchdog adopts, logging to logFile, with HOME in home (see
+// vaultEnv); exited closes when it ends.
+func startServer(bin, dir, home string, logFile *os.File, wd *watchdog, args ...string) (*exec.Cmd, chan struct{}, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = vaultEnv(home)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("localenv: starting %s: %w", bin, err)
+	}
+	wd.adopt(cmd.Process.Pid)
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	return cmd, exited, nil
 }
 
 // vaultEnv is our environment without VAULT_* variables (they configure the
