@@ -16,8 +16,13 @@
 #                                         failed applies, no needless writes
 #              TestSwitchBetweenTwoConnectionsToOneVault
 #              TestConnections (kubernetes auth)   the Kubernetes auth login
-#              TestSaltMasterBesideTheOperator (A) the Salt master beside the
-#                                         operator, issue-only policy
+#              TestSaltMasterBesideTheOperator     the Salt master beside the
+#                                         operator (its calls replayed): A, the
+#                                         issue-only policy; B, its written
+#                                         policy failing closed; C, saltext's
+#                                         quickstart policy, each fight
+#              TestTenantForgeries       a hostile tenant's forged bindings,
+#                                         annotations, finalizers and status
 #   pkg/acl    TestIntegrationAgreesWithVault      the access audit's
 #                                         evaluator against the server's own
 #                                         sys/capabilities, random cases
@@ -34,11 +39,10 @@ mapfile -t all < <(grep -v '^[[:space:]]*#' pkg/vault/tested-versions.txt | grep
 default="${all[-1]}"
 read -r -a lines <<<"${COMPAT_LINES:-${all[*]}}"
 
-run='^(TestCompatibilityRestart|TestOperator|TestOwnership|TestSwitchBetweenTwoConnectionsToOneVault|TestConnections|TestSaltMasterBesideTheOperator|TestIntegrationAgreesWithVault|TestIntegrationWriteParity|TestIntegrationSpecRows|TestDevOnce)$'
-# Subtests that say nothing of the server's line: the 100-handover loop, the
-# Salt master's scenarios B and C (the operator's refusals), and
+run='^(TestCompatibilityRestart|TestOperator|TestOwnership|TestSwitchBetweenTwoConnectionsToOneVault|TestConnections|TestSaltMasterBesideTheOperator|TestTenantForgeries|TestIntegrationAgreesWithVault|TestIntegrationWriteParity|TestIntegrationSpecRows|TestDevOnce)$'
+# Subtests that say nothing of the server's line: the 100-handover loop and
 # TestConnections' other subtests (Secrets, backoff, metrics, logs).
-skip='^TestOwnership$/^handover|^TestSaltMasterBesideTheOperator$/^[BC]:|^TestConnections$/^(a_rotated|Vault_down|metrics|no_credential)'
+skip='^TestOwnership$/^handover|^TestConnections$/^(a_rotated|Vault_down|metrics|no_credential)'
 
 out="$BIN/compat"
 mkdir -p "$out"

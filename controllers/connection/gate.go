@@ -52,13 +52,17 @@ func (c *Connections) gated(name, key string) error {
 // retryAfter is when the connection controller checks a failing
 // connection again. A Vault that does not answer, is sealed or answers 5xx
 // (an HA cluster electing a new active node, a node restarted sealed) is
-// checked every minRetry: such a check costs a refused connection or two
-// requests Vault answers without work, and its bindings resume within
-// minRetry of Vault healing (with the checks spread out to maxRetry, the
-// HA tests measured 3 to 5 s between Vault answering again and the first
-// binding's request). A refused token is checked soon at first, then every
-// maxRetry at most: a dead token costs a few logins per interval, not one
-// per binding. Never later than the check interval.
+// checked every minRetry for its first fastRetries checks: such a check
+// costs a refused connection or two requests Vault answers without work,
+// and its bindings resume within minRetry of Vault healing (with the
+// checks spread out to maxRetry, the HA tests measured 3 to 5 s between
+// Vault answering again and the first binding's request). A Vault down for
+// longer than an election is then checked every maxRetry: a few such
+// connections checked every 2 s kept the controller's workers busy, and a
+// new connection waited behind them for its first check. A refused token
+// is checked soon at first, then every maxRetry at most: a dead token
+// costs a few logins per interval, not one per binding. Never later than
+// the check interval.
 func (c *Connections) retryAfter(name string, interval time.Duration) time.Duration {
 	c.mu.Lock()
 	g := c.gates[name]
@@ -66,14 +70,20 @@ func (c *Connections) retryAfter(name string, interval time.Duration) time.Durat
 	d := minRetry << min(max(g.fails-1, 0), 3)
 	if g.err != nil && shared.Classify(g.err) == vault.ClassTransient {
 		d = minRetry
+		if g.fails > fastRetries {
+			d = maxRetry
+		}
 	}
 	return min(d, maxRetry, interval)
 }
 
-// minRetry and maxRetry bound retryAfter.
+// minRetry and maxRetry bound retryAfter; fastRetries checks every
+// minRetry (30 s) outlast a raft election with its retries (the HA suite:
+// 8 to 14 s from the active node's loss to a new one answering).
 const (
-	minRetry = 2 * time.Second
-	maxRetry = 10 * time.Second
+	minRetry    = 2 * time.Second
+	maxRetry    = 10 * time.Second
+	fastRetries = 15
 )
 
 // record remembers a check's verdict on the connection's client at key:

@@ -41,12 +41,17 @@ func TestRetryAfterBacksOff(t *testing.T) {
 	} {
 		c := &Connections{}
 		got = nil
-		for range 6 {
+		for range fastRetries + 3 {
 			c.record("v", "k", time.Now(), unavailable)
 			got = append(got, c.retryAfter("v", time.Minute))
 		}
-		if !slices.Equal(got, []time.Duration{minRetry, minRetry, minRetry, minRetry, minRetry, minRetry}) {
-			t.Errorf("%v: retries %v, want every %s", unavailable, got, minRetry)
+		want := slices.Repeat([]time.Duration{minRetry}, fastRetries)
+		want = append(want, maxRetry, maxRetry, maxRetry)
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: retries %v, want every %s %d times, then every %s", unavailable, got, minRetry, fastRetries, maxRetry)
+		}
+		if fastRetries*minRetry < 30*time.Second {
+			t.Errorf("fast checks for %s only: a raft election with its retries takes up to 14 s in the HA suite", fastRetries*minRetry)
 		}
 		if d := c.retryAfter("v", time.Second); d != time.Second {
 			t.Errorf("%v, with a 1s check interval: %v", unavailable, d)

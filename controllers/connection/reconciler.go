@@ -76,10 +76,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	var info vault.ServerInfo
 	var mounts map[string]vault.AuthMount
 	var lease vault.TokenLeaser
+	asked := false // the check reached ServerInfo
 	// The verdict opens or closes the gate of the connection's bindings
 	// and templates (connection_gate.go).
 	err := r.Connections.Probe(ctx, conn.Name, func(vc vault.Client) (err error) {
 		lease, _ = vc.(vault.TokenLeaser)
+		asked = true
 		if info, err = vc.ServerInfo(ctx); err == nil {
 			// ServerInfo needs no token: check that the credentials work too.
 			err = vc.CheckToken(ctx)
@@ -103,9 +105,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	r.Metrics.ConnectionFailed(conn.Name)
 	conn.Status.LastError = shared.Truncate(err.Error())
-	if info.ClusterID == "" && !shared.IsWaiting(err) {
+	if !asked && !shared.IsWaiting(err) {
 		// The login failed before the check could ask (a new process, a
 		// token that died with the Vault it was made in): ask without one.
+		// Not when the check asked and Vault did not answer: asking again
+		// doubles the wait on a Vault that hangs, while this controller's
+		// workers serve every connection.
 		if si, serr := r.Connections.ServerInfo(ctx, conn); serr == nil {
 			info = si
 		}

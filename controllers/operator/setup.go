@@ -118,7 +118,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if o.Connections {
 		if err := (&connection.Reconciler{Client: mgr.GetClient(), Recorder: recorder, Connections: conns, Metrics: metrics}).
-			SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
+			SetupWithManager(mgr, opts); err != nil {
 			return err
 		}
 		sweep := o.LostSweep

@@ -59,8 +59,18 @@ func TestVaultRestartWithLostState(t *testing.T) {
 		}
 		return nil
 	})
+	// The connection's first check has recorded the Vault that is about to
+	// lose everything: bindings do not wait for it, the event does.
 	oldConn := &v1alpha1.VaultConnection{}
-	s.must(s.c.Get(ctx, types.NamespacedName{Name: "restart-vault"}, oldConn))
+	eventually(t, 30*time.Second, "the connection's status naming its Vault", func() error {
+		if err := s.c.Get(ctx, types.NamespacedName{Name: "restart-vault"}, oldConn); err != nil {
+			return err
+		}
+		if oldConn.Status.ClusterID == "" || oldConn.Status.Identity == "" {
+			return fmt.Errorf("cluster ID %q, identity %q", oldConn.Status.ClusterID, oldConn.Status.Identity)
+		}
+		return nil
+	})
 
 	v.restart(t)
 	restarted := time.Now()
