@@ -159,7 +159,7 @@ func newOperatorCmd() *cobra.Command {
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof endpoints, for profiling (0 disables it; bind it to loopback only)")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader, for more than one replica")
 	f.StringVar(&o.LeaderNamespace, "leader-election-namespace", "", "namespace of the leader-election lease (default: the pod's)")
-	f.IntVar(&o.Concurrency, "concurrency", 4, "bindings reconciled in parallel")
+	f.IntVar(&o.Concurrency, "concurrency", 4, "bindings, templates and connections reconciled in parallel (each kind its own workers)")
 	f.StringVar(&o.WatchNamespace, "watch-namespace", "", "only reconcile MinionBindings in this namespace (default: all)")
 	f.StringVar(&o.LabelSelector, "watch-label-selector", "", "only reconcile MinionBindings matching this label selector (sharding)")
 	f.DurationVar(&o.Interval, "default-interval", time.Hour, "drift resync interval for templates that set none")
