@@ -126,9 +126,15 @@ func runImport(o importOptions, stdout, stderr io.Writer) error {
 		if _, err := stdout.Write(buf.Bytes()); err != nil {
 			return err
 		}
-	} else if err := os.WriteFile(o.output, buf.Bytes(), 0o600); err != nil {
+	} else {
+		// The output's folder is made, as helm template --output-dir does.
+		if err := os.MkdirAll(filepath.Dir(o.output), 0o755); err != nil {
+			return err
+		}
 		// 0600: bindings carry pillar data.
-		return err
+		if err := os.WriteFile(o.output, buf.Bytes(), 0o600); err != nil {
+			return err
+		}
 	}
 	masterWarnings, err := writeMasterSide(o, in.Config, buf.Bytes())
 	if err != nil {
@@ -188,6 +194,9 @@ func writeMasterSide(o importOptions, config []importer.File, stream []byte) ([]
 	}
 	masterConfig, err := mastercheck.Config(m, t)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	for name, data := range map[string][]byte{mastercheck.MasterConfigFile: masterConfig, mastercheck.MasterPolicyFile: mastercheck.Policy(t)} {

@@ -177,12 +177,31 @@ func TestImportCommand(t *testing.T) {
 		"bad grains":      {"import", "-c", cfg, "--grains", cfg},
 		"bad name":        {"import", "-c", cfg, "--template-name", "Bad_Name"},
 		"no vault config": {"import", "-c", writeFile(t, dir, "empty.yaml", "interface: 0.0.0.0\n")},
-		"unwritable":      {"import", "-c", cfg, "-o", filepath.Join(dir, "no", "such", "dir.yaml")},
+		"unwritable":      {"import", "-c", cfg, "-o", filepath.Join(cfg, "under-a-file", "out.yaml")},
 	} {
 		stdout, stderr, code := runMain(args...)
 		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "minionvault import: ") {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", name, code, stdout, stderr)
 		}
+	}
+}
+
+// An output in a folder that does not exist yet: the folder is made, and
+// the master's files land beside the manifests.
+func TestImportMakesTheOutputFolder(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "vault.yaml", "server: {url: 'https://v:8200'}\nauth: {method: token, token: TOKEN-SECRET}\n")
+	out := filepath.Join(dir, "out", "nested", "manifests.yaml")
+	if stdout, stderr, code := runMain("import", "-c", cfg, "--template-name", "t", "--connection", "c", "-o", out); code != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	text, err := os.ReadFile(out)
+	if err != nil || !strings.Contains(string(text), "kind: MinionTemplate") {
+		t.Fatalf("%s: %v\n%s", out, err, text)
+	}
+	entries, err := os.ReadDir(filepath.Dir(out))
+	if err != nil || len(entries) < 2 {
+		t.Errorf("%s holds %v (%v): want the manifests and the master's files", filepath.Dir(out), entries, err)
 	}
 }
 
