@@ -78,16 +78,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	var lease vault.TokenLeaser
 	asked := false // the check reached ServerInfo
 	// The verdict opens or closes the gate of the connection's bindings
-	// and templates (connection_gate.go).
-	err := r.Connections.Probe(ctx, conn.Name, func(vc vault.Client) (err error) {
+	// and templates (connection_gate.go). Each request is sent once: a
+	// failing check is itself checked again within seconds (retryAfter),
+	// and the workers serve every connection.
+	check := vault.WithoutRetries(ctx)
+	err := r.Connections.Probe(check, conn.Name, func(vc vault.Client) (err error) {
 		lease, _ = vc.(vault.TokenLeaser)
 		asked = true
-		if info, err = vc.ServerInfo(ctx); err == nil {
+		if info, err = vc.ServerInfo(check); err == nil {
 			// ServerInfo needs no token: check that the credentials work too.
-			err = vc.CheckToken(ctx)
+			err = vc.CheckToken(check)
 		}
 		if err == nil {
-			mounts, err = vc.AuthMounts(ctx)
+			mounts, err = vc.AuthMounts(check)
 		}
 		return err
 	})
@@ -111,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		// Not when the check asked and Vault did not answer: asking again
 		// doubles the wait on a Vault that hangs, while this controller's
 		// workers serve every connection.
-		if si, serr := r.Connections.ServerInfo(ctx, conn); serr == nil {
+		if si, serr := r.Connections.ServerInfo(check, conn); serr == nil {
 			info = si
 		}
 	}

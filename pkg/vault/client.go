@@ -30,6 +30,23 @@ const DefaultTimeout = 30 * time.Second
 // retry after a fresh login, below.
 const maxReadRetries = 2
 
+// noRetriesKey marks a context whose requests are sent once.
+type noRetriesKey struct{}
+
+// WithoutRetries is ctx with the read retries off: for a caller that
+// retries on its own schedule, as the connection check does (every 2 s
+// while Vault is unavailable), so that a Vault gone or hanging holds the
+// caller for one attempt, not three with pauses between them. The single
+// retry after a fresh login stays.
+func WithoutRetries(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noRetriesKey{}, true)
+}
+
+func retriesAllowed(ctx context.Context) bool {
+	off, _ := ctx.Value(noRetriesKey{}).(bool)
+	return !off
+}
+
 // readBackoff is the pause before read retry n (1, 2, ...); a variable so
 // that tests need not wait.
 var readBackoff = func(n int) time.Duration {
@@ -292,7 +309,7 @@ func (c *client) call(ctx context.Context, req request) (*response, error) {
 		if Conflict(err) && strings.Contains(strings.ToLower(err.Error()), "invalid mount accessor") {
 			c.forgetAccessors()
 		}
-		if req.idempotent && retries < maxReadRetries && Transient(err) && ctx.Err() == nil {
+		if req.idempotent && retries < maxReadRetries && Transient(err) && ctx.Err() == nil && retriesAllowed(ctx) {
 			retries++
 			t := time.NewTimer(readBackoff(retries))
 			select {

@@ -261,6 +261,16 @@ func TestReadsRetryWritesDoNot(t *testing.T) {
 	if n := m.count("", "sys/policies/acl/w"); n != 1 {
 		t.Errorf("write sent %d times, want 1 (no retry)", n)
 	}
+
+	// A caller that retries on its own schedule (the connection check)
+	// sends each read once.
+	fails.Store(5)
+	if _, _, err := c.ReadPolicy(WithoutRetries(ctx), "r"); err == nil {
+		t.Fatal("read with five 500s succeeded")
+	}
+	if n := m.count(http.MethodGet, "sys/policies/acl/r"); n != 1 {
+		t.Errorf("read without retries sent %d times, want 1", n)
+	}
 }
 
 func TestObserverCountsEveryRequest(t *testing.T) {

@@ -31,6 +31,12 @@ func TestAHangingVaultDelaysNoOtherConnection(t *testing.T) {
 	ctx := context.Background()
 
 	hang := hangingListener(t)
+	// Gone: later tests count the requests to Vaults that do not answer.
+	t.Cleanup(func() {
+		for _, name := range []string{"hang-vault", "healthy-vault", "gone-vault-0", "gone-vault-1", "gone-vault-2", "gone-vault-3", "gone-vault-4", "gone-vault-5"} {
+			_ = s.c.Delete(ctx, &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	})
 	s.must(s.c.Create(ctx, tokenConnection("hang-vault", "http://"+hang.addr(), "vault-token")))
 	var gone []string
 	for i := range 6 {
