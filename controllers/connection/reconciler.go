@@ -86,6 +86,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		lease, _ = vc.(vault.TokenLeaser)
 		asked = true
 		if info, err = vc.ServerInfo(check); err == nil {
+			err = unsealed(info)
+		}
+		if err == nil {
 			// ServerInfo needs no token: check that the credentials work too.
 			err = vc.CheckToken(check)
 		}
@@ -162,6 +165,28 @@ func (r *Reconciler) reports(conn *v1alpha1.VaultConnection, info vault.ServerIn
 	if info.Version != "" {
 		st.VaultVersion = info.Version
 	}
+}
+
+// errNoClusterID: sys/seal-status names no cluster ID, as a sealed (or
+// not initialised) Vault answers. A check must not pass on such an answer:
+// a node unsealed between it and the token lookup passes the lookup and
+// sys/auth (it answers unsealed a few milliseconds after sys/unseal is
+// sent, and the lookup used to be retried for up to ~0.75 s), and status
+// took an empty cluster ID and an identity made of it, then the next
+// check the real ones back: two identity changes, each one comparing every
+// binding and template of the connection with Vault (a read storm after a
+// sealed restart of the standby an HA benchmark's operator pointed at).
+// Not a *vault.Error: transient, so the gate stays closed and the
+// connection is checked again within minRetry.
+var errNoClusterID = errors.New("sys/seal-status names no cluster ID: Vault is sealed or not initialised")
+
+// unsealed refuses what a sealed Vault says of itself (no cluster ID): the
+// identity a passing check records must name the Vault it checked.
+func unsealed(info vault.ServerInfo) error {
+	if info.ClusterID == "" {
+		return fmt.Errorf("checking Vault %s: %w", info.Version, errNoClusterID)
+	}
+	return nil
 }
 
 // connected records a passing check in status: Vault's version and
