@@ -22,7 +22,10 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// TestSealedStandbyAnswers restarts a standby sealed, unseals it, and asks
+// BenchmarkSealedStandbyAnswers (a diagnostic of Vault, not of the
+// operator, so a benchmark: `go test -tags integration -run '^$' -bench
+// SealedStandbyAnswers -benchtime 1x ./internal/localenv/`) restarts a
+// standby sealed, unseals it, and asks
 // it, from the kill until well after the unseal, what the connection check
 // asks (sys/seal-status, auth/token/lookup-self, sys/auth) and sys/health:
 // raw requests every 50 ms, and the operator's own check (pkg/vault's
@@ -33,10 +36,8 @@ import (
 // passing) are counted. PROBE_ROUNDS, PROBE_GAP (between seal-status and
 // the lookup), PROBE_PERIOD (between checks; 2s is the operator's retry),
 // PROBE_RETRIES (the check's requests retried as pkg/vault does by default).
-func TestSealedStandbyAnswers(t *testing.T) {
-	if os.Getenv("PROBE_SEALED") == "" {
-		t.Skip("a diagnostic: PROBE_SEALED=1 runs it")
-	}
+func BenchmarkSealedStandbyAnswers(b *testing.B) {
+	var t testing.TB = b
 	rounds := 1
 	if s := os.Getenv("PROBE_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)
@@ -74,7 +75,7 @@ type probeAnswer struct {
 	note   string
 }
 
-func probeSealedRestart(t *testing.T, ctx context.Context, c *Cluster, sb int, token string, round int) {
+func probeSealedRestart(t testing.TB, ctx context.Context, c *Cluster, sb int, token string, round int) {
 	n := c.Nodes[sb]
 	steadyAcc := map[string]string{}
 	var auth struct {
