@@ -129,6 +129,14 @@ func (s *checkSchedule) knownRoleID(key types.NamespacedName, uid types.UID, ide
 	return d.role.roleID
 }
 
+// entry is the binding's place in the schedule, as it stands.
+func (s *checkSchedule) entry(key types.NamespacedName) (scheduled, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.due[key]
+	return d, ok
+}
+
 // forget drops the binding: its next reconcile reads Vault (a failure,
 // its deletion).
 func (s *checkSchedule) forget(key types.NamespacedName) {
@@ -194,9 +202,7 @@ func (r *Reconciler) whyCompare(obj *v1alpha1.MinionBinding, sk scheduleKey, has
 	case len(inv.Stale(&cur)) > 0:
 		return "stale placements to clean up"
 	}
-	r.checks.mu.Lock()
-	d, ok := r.checks.due[sk.key]
-	r.checks.mu.Unlock()
+	d, ok := r.checks.entry(sk.key)
 	switch {
 	case !ok:
 		return "not scheduled"
