@@ -76,7 +76,7 @@ type bindingScope struct {
 	conn    string
 	vault   string // the Vault written to (ownership.VaultKey)
 	hash    string
-	// actions is the plan (binding_plan.go), done what was executed
+	// actions is the plan (plan.go), done what was executed
 	// of it: events, status and metrics are derived from them.
 	actions []vaultAction
 	done    []vaultAction
