@@ -183,7 +183,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 func bindingStatus(b *v1alpha1.MinionBinding) *v1alpha1.MinionBindingStatus { return &b.Status }
 
 // reconcile admits the binding, then brings Vault to what it renders to.
-// Every refusal and failure is returned as an error; outcomeFor sorts them.
+// Every refusal and failure is returned as an error; OutcomeFor sorts them.
 func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding, sc *bindingScope) error {
 	a, err := admit.Admit(ctx, r.Client, r.Templates, obj)
 	sc.tpl, sc.result = a.Template, a.Result

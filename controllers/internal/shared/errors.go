@@ -13,9 +13,9 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// The operator's errors, and the one table (outcomeFor) that turns any
+// The operator's errors, and the one table (OutcomeFor) that turns any
 // error into what a reconcile reports and whether it is retried. Every
-// reconciler, the cleanup paths and the CLI's plan go through outcomeFor,
+// reconciler, the cleanup paths and the CLI's plan go through OutcomeFor,
 // so a given failure means the same thing wherever it happens.
 //
 // Three classes, as in Flux: input that can never succeed stalls (no
