@@ -191,7 +191,7 @@ func (bp BindingPlan) Execute(ctx context.Context, vc vault.Client) error {
 
 // Refusal says why the operator would write nothing for a binding: Vault's
 // objects are not the binding's, or the error would stall it (the one
-// error → outcome table, outcomeFor). ok is false for any other error.
+// error → outcome table, OutcomeFor). ok is false for any other error.
 func Refusal(err error) (reason, msg string, ok bool) {
 	var r *shared.ErrRefused
 	if errors.As(err, &r) {

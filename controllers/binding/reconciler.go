@@ -76,7 +76,7 @@ type bindingScope struct {
 	conn    string
 	vault   string // the Vault written to (ownership.VaultKey)
 	hash    string
-	// actions is the plan (binding_plan.go), done what was executed
+	// actions is the plan (plan.go), done what was executed
 	// of it: events, status and metrics are derived from them.
 	actions []vaultAction
 	done    []vaultAction
@@ -183,7 +183,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 func bindingStatus(b *v1alpha1.MinionBinding) *v1alpha1.MinionBindingStatus { return &b.Status }
 
 // reconcile admits the binding, then brings Vault to what it renders to.
-// Every refusal and failure is returned as an error; outcomeFor sorts them.
+// Every refusal and failure is returned as an error; OutcomeFor sorts them.
 func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding, sc *bindingScope) error {
 	a, err := admit.Admit(ctx, r.Client, r.Templates, obj)
 	sc.tpl, sc.result = a.Template, a.Result

@@ -57,7 +57,7 @@ type Connections struct {
 	// of the key, so that a missing Secret key is not a read per reconcile.
 	waits map[string]keyedError
 	// gates: connection name -> its last check; probing: the checks
-	// Verify has under way (connection_gate.go).
+	// Verify has under way (gate.go).
 	gates   map[string]connGate
 	probing map[string]probe
 	wake    func(name string)
@@ -98,7 +98,7 @@ func (c *Connections) track(conn *v1alpha1.VaultConnection) {
 }
 
 // Get returns the client of the named VaultConnection, or the wait of a
-// connection whose check fails (connection_gate.go): then without a Vault
+// connection whose check fails (gate.go): then without a Vault
 // request, a login included.
 func (c *Connections) Get(ctx context.Context, name string) (vault.Client, *v1alpha1.VaultConnection, error) {
 	vc, conn, _, err := c.client(ctx, name, true)

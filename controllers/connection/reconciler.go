@@ -78,7 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	var lease vault.TokenLeaser
 	asked := false // the check reached ServerInfo
 	// The verdict opens or closes the gate of the connection's bindings
-	// and templates (connection_gate.go). Each request is sent once: a
+	// and templates (gate.go). Each request is sent once: a
 	// failing check is itself checked again within seconds (retryAfter),
 	// and the workers serve every connection.
 	check := vault.WithoutRetries(ctx)
@@ -234,7 +234,7 @@ func vaultIdentity(clusterID string, mounts map[string]vault.AuthMount) string {
 // read by name (Connections.secret), never cached.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	// A binding's failure that the connection's token check confirms
-	// (connection_gate.go) comes in here: the connection is checked now.
+	// (gate.go) comes in here: the connection is checked now.
 	closed := make(chan event.GenericEvent, 64)
 	r.Connections.OnClosed(func(name string) {
 		select {

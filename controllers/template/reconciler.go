@@ -234,7 +234,7 @@ func (r *Reconciler) observe(name string, o shared.Outcome) {
 }
 
 // compile returns the compiled template; a problem of the template is a
-// refusal (admission.Verdict) that outcomeFor turns into Stalled or
+// refusal (admission.Verdict) that OutcomeFor turns into Stalled or
 // Waiting, as for its bindings.
 func (r *Reconciler) compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
 	compiled, err := admit.NewClusterFacts(r.Client, r.Templates).Compile(ctx, tpl)

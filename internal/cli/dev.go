@@ -7,9 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -126,23 +124,16 @@ func runDev(stdout io.Writer, o DevOptions, samplesSet bool) error {
 	r := devenv.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		n := 0
-		for sig := range sigs {
-			n++
-			if n == 1 {
-				fmt.Fprintf(stdout, "\n%v: stopping everything (again to kill at once)\n", sig)
-				cancel()
-				continue
-			}
-			r.Kill()
-			fmt.Fprintf(stdout, "\n%v: killed the servers\n", sig)
-			os.Exit(130)
-		}
-	}()
+	stop := localenv.OnInterrupt(func(sig os.Signal) bool {
+		fmt.Fprintf(stdout, "\n%v: stopping everything (again to kill at once)\n", sig)
+		cancel()
+		return true
+	}, func(sig os.Signal) {
+		r.Kill()
+		fmt.Fprintf(stdout, "\n%v: killed the servers\n", sig)
+		os.Exit(130)
+	})
+	defer stop()
 
 	err = r.Run(ctx)
 	if errors.Is(err, devenv.ErrInterrupted) {

@@ -209,6 +209,20 @@ func mergeMaps(dst, src value.Value) value.Value {
 
 func keyName(k value.Value) string { return k.PyStr() }
 
+// asMapping reads a section saltext expects to be a mapping. ok is false
+// when there is nothing to read: a null section, which saltext leaves to its
+// defaults, or (with err) a section of another kind, refused in one wording
+// for every section; what names the shape expected.
+func asMapping(v value.Value, path, what string) (pairs []value.Pair, ok bool, err error) {
+	if v.IsNull() {
+		return nil, false, nil
+	}
+	if !v.IsMap() {
+		return nil, false, fmt.Errorf("%s must be %s, not a %s", path, what, v.Kind().PyType())
+	}
+	return v.Pairs(), true, nil
+}
+
 func (c *Config) parseVault(v value.Value) error {
 	// Legacy: policies as a list is policies:assign.
 	if p, ok := v.GetString("policies"); ok && p.IsList() {
@@ -269,13 +283,11 @@ func (c *Config) parseVault(v value.Value) error {
 }
 
 func (c *Config) parseServer(v value.Value, path string) error {
-	if v.IsNull() {
-		return nil
+	pairs, ok, err := asMapping(v, path, "a mapping")
+	if !ok {
+		return err
 	}
-	if !v.IsMap() {
-		return fmt.Errorf("%s must be a mapping, not a %s", path, v.Kind().PyType())
-	}
-	for _, p := range v.Pairs() {
+	for _, p := range pairs {
 		key := keyName(p.Key)
 		kp := path + ":" + key
 		switch key {
@@ -339,13 +351,11 @@ func validAddress(s string) bool {
 
 // parseAuth reads only the method: every credential stays behind.
 func (c *Config) parseAuth(v value.Value, path string) error {
-	if v.IsNull() {
-		return nil
+	pairs, ok, err := asMapping(v, path, "a mapping")
+	if !ok {
+		return err
 	}
-	if !v.IsMap() {
-		return fmt.Errorf("%s must be a mapping, not a %s", path, v.Kind().PyType())
-	}
-	for _, p := range v.Pairs() {
+	for _, p := range pairs {
 		key := keyName(p.Key)
 		kp := path + ":" + key
 		switch key {
@@ -377,13 +387,11 @@ func (c *Config) warnOverride(kp string, v value.Value) {
 }
 
 func (c *Config) parseIssue(v value.Value, path string) error {
-	if v.IsNull() {
-		return nil
+	pairs, ok, err := asMapping(v, path, "a mapping")
+	if !ok {
+		return err
 	}
-	if !v.IsMap() {
-		return fmt.Errorf("%s must be a mapping, not a %s", path, v.Kind().PyType())
-	}
-	for _, p := range v.Pairs() {
+	for _, p := range pairs {
 		key := keyName(p.Key)
 		kp := path + ":" + key
 		switch key {
@@ -419,13 +427,11 @@ func (c *Config) appRole() *v1alpha1.MinionAppRoleSpec {
 }
 
 func (c *Config) parseIssueAppRole(v value.Value, path string) error {
-	if v.IsNull() {
-		return nil
+	pairs, ok, err := asMapping(v, path, "a mapping")
+	if !ok {
+		return err
 	}
-	if !v.IsMap() {
-		return fmt.Errorf("%s must be a mapping, not a %s", path, v.Kind().PyType())
-	}
-	for _, p := range v.Pairs() {
+	for _, p := range pairs {
 		key := keyName(p.Key)
 		kp := path + ":" + key
 		switch key {
@@ -457,16 +463,14 @@ func (c *Config) parseIssueAppRole(v value.Value, path string) error {
 // drops a null param, so Vault's own default applies: 0 for the counts and
 // TTLs the operator would otherwise default.
 func (c *Config) parseAppRoleParams(v value.Value, path string) error {
-	if v.IsNull() {
-		return nil
-	}
-	if !v.IsMap() {
-		return fmt.Errorf("%s must be a mapping, not a %s", path, v.Kind().PyType())
+	pairs, ok, err := asMapping(v, path, "a mapping")
+	if !ok {
+		return err
 	}
 	a := c.appRole()
 	zero := int64(0)
 	zeroTTL := intstr.FromInt32(0)
-	for _, p := range v.Pairs() {
+	for _, p := range pairs {
 		key := keyName(p.Key)
 		kp := path + ":" + key
 		val := p.Val
@@ -666,10 +670,11 @@ func (c *Config) parsePolicies(v value.Value, path string) error {
 		c.warnf("%s is null: saltext's default policies apply", path)
 		return nil
 	}
-	if !v.IsMap() {
-		return fmt.Errorf("%s must be a mapping (or, legacy, a list), not a %s", path, v.Kind().PyType())
+	pairs, ok, err := asMapping(v, path, "a mapping (or, legacy, a list)")
+	if !ok {
+		return err
 	}
-	for _, p := range v.Pairs() {
+	for _, p := range pairs {
 		key := keyName(p.Key)
 		kp := path + ":" + key
 		switch key {
@@ -710,13 +715,11 @@ func (c *Config) parsePolicies(v value.Value, path string) error {
 }
 
 func (c *Config) parseMetadata(v value.Value, path string) error {
-	if v.IsNull() {
-		return nil
+	pairs, ok, err := asMapping(v, path, "a mapping")
+	if !ok {
+		return err
 	}
-	if !v.IsMap() {
-		return fmt.Errorf("%s must be a mapping, not a %s", path, v.Kind().PyType())
-	}
-	for _, p := range v.Pairs() {
+	for _, p := range pairs {
 		key := keyName(p.Key)
 		kp := path + ":" + key
 		switch key {
@@ -742,11 +745,12 @@ func (c *Config) metadataKVs(v value.Value, path string) ([]KV, error) {
 		c.warnf("%s is null: saltext's default metadata apply", path)
 		return nil, nil
 	}
-	if !v.IsMap() {
-		return nil, fmt.Errorf("%s must be a mapping of key to pattern, not a %s", path, v.Kind().PyType())
+	pairs, ok, err := asMapping(v, path, "a mapping of key to pattern")
+	if !ok {
+		return nil, err
 	}
 	kvs := []KV{}
-	for _, p := range v.Pairs() {
+	for _, p := range pairs {
 		key := keyName(p.Key)
 		kp := path + ":" + key
 		if !p.Val.IsString() {

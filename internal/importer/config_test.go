@@ -195,3 +195,23 @@ func TestParseConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// The sections share one refusal of a kind other than a mapping (asMapping);
+// the wording is what a user reads, so it is pinned section by section.
+func TestParseConfigNotAMapping(t *testing.T) {
+	for cfg, want := range map[string]string{
+		"vault: {server: x}":                       "vault:server must be a mapping, not a str",
+		"vault: {auth: [a]}":                       "vault:auth must be a mapping, not a list",
+		"vault: {issue: 1}":                        "vault:issue must be a mapping, not a int",
+		"vault: {issue: {approle: x}}":             "vault:issue:approle must be a mapping, not a str",
+		"vault: {issue: {approle: {params: [a]}}}": "vault:issue:approle:params must be a mapping, not a list",
+		"vault: {policies: x}":                     "vault:policies must be a mapping (or, legacy, a list), not a str",
+		"vault: {metadata: [a]}":                   "vault:metadata must be a mapping, not a list",
+		"vault: {metadata: {entity: [a]}}":         "vault:metadata:entity must be a mapping of key to pattern, not a list",
+	} {
+		_, err := ParseConfig(File{Name: "c.yaml", Data: []byte(cfg)})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one containing %q", cfg, err, want)
+		}
+	}
+}

@@ -25,9 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/internal/localenv"
@@ -79,29 +77,28 @@ func run(m *testing.M, opts Options) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		n := 0
-		for sig := range sigs {
-			n++
-			cancel()
-			currentMu.Lock()
-			env := current
-			currentMu.Unlock()
-			if env == nil && n == 1 {
-				// Starting (Start sees the cancelled context, stops what it
-				// started and returns) or stopping already. A second signal
-				// exits at once; the watchdog then cleans up.
-				fmt.Fprintf(os.Stderr, "testenv: %v: stopping the test servers (again to exit at once)\n", sig)
-				continue
-			}
-			fmt.Fprintf(os.Stderr, "testenv: %v: stopping the test servers\n", sig)
-			env.Kill()
-			os.Exit(130)
+	// found is the environment the first signal found, killed as found:
+	// the tests may end and Stop it meanwhile, and Kill then waits for Stop.
+	var found *Env
+	stop := localenv.OnInterrupt(func(sig os.Signal) bool {
+		cancel()
+		if found = currentEnv(); found != nil {
+			return false // the tests run: kill at once
 		}
-	}()
+		// Starting (Start sees the cancelled context, stops what it
+		// started and returns) or stopping already. A second signal
+		// exits at once; the watchdog then cleans up.
+		fmt.Fprintf(os.Stderr, "testenv: %v: stopping the test servers (again to exit at once)\n", sig)
+		return true
+	}, func(sig os.Signal) {
+		if found == nil {
+			found = currentEnv()
+		}
+		fmt.Fprintf(os.Stderr, "testenv: %v: stopping the test servers\n", sig)
+		found.Kill()
+		os.Exit(130)
+	})
+	defer stop()
 
 	env, err := Start(ctx, opts)
 	if err != nil {
@@ -133,10 +130,15 @@ func run(m *testing.M, opts Options) int {
 // there is none (TestMain does not call Main).
 func Get(tb testing.TB) *Env {
 	tb.Helper()
-	currentMu.Lock()
-	defer currentMu.Unlock()
-	if current == nil {
+	env := currentEnv()
+	if env == nil {
 		tb.Fatal("testenv: no environment: call testenv.Main(m, testenv.Options{}) from TestMain")
 	}
+	return env
+}
+
+func currentEnv() *Env {
+	currentMu.Lock()
+	defer currentMu.Unlock()
 	return current
 }

@@ -1,9 +1,6 @@
 package acl
 
-import (
-	"slices"
-	"strings"
-)
+import "strings"
 
 // Step is the stage of AllowOperation that found the deciding rule.
 type Step uint8
@@ -73,21 +70,7 @@ func (d Decision) Pattern() string {
 
 // Policies are the names of the policies whose rules made the deciding
 // pattern.
-func (d Decision) Policies() []string {
-	var out []string
-	for _, e := range []*entry{d.hit.a, d.hit.b} {
-		if e == nil {
-			continue
-		}
-		for _, s := range e.sources {
-			if !slices.Contains(out, s.Policy) {
-				out = append(out, s.Policy)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
+func (d Decision) Policies() []string { return d.hit.policies() }
 
 // hit is a stored pattern seen through the base and the templated rules:
 // the same key in both is Vault's merge.

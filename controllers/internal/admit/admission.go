@@ -2,6 +2,7 @@ package admit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,10 +66,11 @@ func (f ClusterFacts) Claimants(ctx context.Context, minionID string) ([]*v1alph
 // template's own problem.
 func (f ClusterFacts) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
 	c, err := f.templates.Compile(ctx, tpl)
+	var missing *errMissingConfigMap
 	switch {
 	case err == nil:
 		return c, nil
-	case shared.IsWaiting(err):
+	case errors.As(err, &missing):
 		return nil, &admission.Verdict{Kind: admission.Waiting, Reason: v1alpha1.RenderFailedReason, Message: err.Error()}
 	case shared.IsAPIError(err):
 		return nil, err

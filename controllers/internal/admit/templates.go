@@ -69,7 +69,7 @@ func (t *Templates) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (
 		cm := &corev1.ConfigMap{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, cm); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, missingConfigMap(ref)
+				return nil, &errMissingConfigMap{ref: ref}
 			}
 			return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
@@ -123,7 +123,7 @@ func (t *Templates) current(ctx context.Context, tpl *v1alpha1.MinionTemplate) (
 		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 		if err := t.Metadata.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, m); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, missingConfigMap(ref)
+				return nil, &errMissingConfigMap{ref: ref}
 			}
 			return nil, nil
 		}
@@ -157,8 +157,15 @@ func configMapRefs(tpl *v1alpha1.MinionTemplate) []v1alpha1.ParameterConfigMapRe
 	return nil
 }
 
-func missingConfigMap(ref v1alpha1.ParameterConfigMapReference) error {
-	return shared.Waiting(shared.WaitingForConfigMap, "ConfigMap %s/%s of the parameter stack does not exist", ref.Namespace, ref.Name)
+// errMissingConfigMap is a ConfigMap of the parameter stack that does not
+// exist (yet): unlike the template's other problems, its watch ends the
+// wait, so ClusterFacts.Compile tells it apart.
+type errMissingConfigMap struct {
+	ref v1alpha1.ParameterConfigMapReference
+}
+
+func (e *errMissingConfigMap) Error() string {
+	return fmt.Sprintf("ConfigMap %s/%s of the parameter stack does not exist", e.ref.Namespace, e.ref.Name)
 }
 
 // Forget drops a deleted template.

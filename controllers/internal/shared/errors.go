@@ -13,9 +13,9 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// The operator's errors, and the one table (outcomeFor) that turns any
+// The operator's errors, and the one table (OutcomeFor) that turns any
 // error into what a reconcile reports and whether it is retried. Every
-// reconciler, the cleanup paths and the CLI's plan go through outcomeFor,
+// reconciler, the cleanup paths and the CLI's plan go through OutcomeFor,
 // so a given failure means the same thing wherever it happens.
 //
 // Three classes, as in Flux: input that can never succeed stalls (no
@@ -48,7 +48,6 @@ type WaitingFor int
 const (
 	WaitingForConnection WaitingFor = iota // the VaultConnection does not exist
 	WaitingForCredential                   // a Secret (or key, or auth method) of the connection is missing
-	WaitingForConfigMap                    // a ConfigMap of the parameter stack is missing
 	WaitingForHealth                       // the connection's check fails (token refused, Vault sealed or unreachable)
 )
 
@@ -153,11 +152,8 @@ func OutcomeFor(err error) Outcome {
 		return Outcome{Kind: OutcomeStalled, Reason: v1alpha1.ValidationFailedReason, Message: err.Error()}
 	case errors.As(err, &wait):
 		reason := v1alpha1.ConnectionNotReadyReason
-		switch {
-		case wait.Reason != "":
+		if wait.Reason != "" {
 			reason = wait.Reason
-		case wait.What == WaitingForConfigMap:
-			reason = v1alpha1.RenderFailedReason
 		}
 		return Outcome{Kind: OutcomeWaiting, Reason: reason, Message: err.Error(), OfConnection: wait.ofConnection()}
 	}

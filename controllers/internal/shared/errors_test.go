@@ -37,7 +37,6 @@ func TestOutcomeFor(t *testing.T) {
 		{"connection missing", Waiting(WaitingForConnection, "x"), OutcomeWaiting, v1alpha1.ConnectionNotReadyReason},
 		{"credential missing", wrapped(Waiting(WaitingForCredential, "x")), OutcomeWaiting, v1alpha1.ConnectionNotReadyReason},
 		{"connection's check failing", wrapped(ErrWaiting{What: WaitingForHealth, Reason: v1alpha1.AccessDeniedReason, Msg: "x"}), OutcomeWaiting, v1alpha1.AccessDeniedReason},
-		{"ConfigMap missing", Waiting(WaitingForConfigMap, "x"), OutcomeWaiting, v1alpha1.RenderFailedReason},
 		{"refused before sending", wrapped(fmt.Errorf("bad name: %w", vault.ErrInvalid)), OutcomeStalled, v1alpha1.ValidationFailedReason},
 		{"Vault 400", wrapped(&vault.Error{Op: "write x", StatusCode: 400, Messages: []string{"invalid token_ttl"}}), OutcomeStalled, v1alpha1.ValidationFailedReason},
 		{"Vault state 400", wrapped(&vault.Error{Op: "write x", StatusCode: 400, Messages: []string{"entity name is already in use"}}), OutcomeFailed, v1alpha1.VaultConflictReason},
