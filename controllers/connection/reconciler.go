@@ -49,6 +49,19 @@ const lastLoginRefresh = 10 * time.Minute
 // +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections,verbs=get;list;watch
 // +kubebuilder:rbac:groups=minionvault.dev,resources=vaultconnections/status,verbs=patch
 
+// connectionScope records what one check of a connection saw; its
+// status, events and requeue are derived from it in finishStatus.
+type connectionScope struct {
+	statusBefore *v1alpha1.VaultConnectionStatus
+	readyBefore  *metav1.Condition
+	outcome      shared.Outcome
+	// requeue is when the connection is checked again; 0 is the next
+	// periodic check (spec.checkInterval, jittered).
+	requeue time.Duration
+}
+
+// Reconcile is one check: get, check, and status patched once at the end
+// whatever happened, and not at all when nothing in it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	conn := &v1alpha1.VaultConnection{}
 	if err := r.Get(ctx, req.NamespacedName, conn); err != nil {
@@ -58,87 +71,138 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	statusBefore := conn.Status.DeepCopy()
-	before := shared.ReadyOf(conn)
-	var o shared.Outcome
-	defer func() {
-		conn.Status.ObservedGeneration = conn.Generation
-		shared.SetConditions(conn, o)
-		r.versionReported(conn)
-		r.events(conn, before)
-		if err := shared.PatchStatus(ctx, r.Client, conn, statusBefore, connectionStatus); err != nil {
-			retErr = errors.Join(retErr, err)
-		}
-		if retErr == nil && result.RequeueAfter == 0 {
-			result.RequeueAfter = shared.Jitter(conn.EffectiveCheckInterval())
-		}
-	}()
-	var info vault.ServerInfo
-	var mounts map[string]vault.AuthMount
-	var lease vault.TokenLeaser
-	asked := false // the check reached ServerInfo
-	// The verdict opens or closes the gate of the connection's bindings
-	// and templates (gate.go). Each request is sent once: a
-	// failing check is itself checked again within seconds (retryAfter),
-	// and the workers serve every connection.
-	check := vault.WithoutRetries(ctx)
-	err := r.Connections.Probe(check, conn.Name, func(vc vault.Client) (err error) {
-		lease, _ = vc.(vault.TokenLeaser)
-		asked = true
-		if info, err = vc.ServerInfo(check); err == nil {
-			err = unsealed(info)
+	sc := &connectionScope{statusBefore: conn.Status.DeepCopy(), readyBefore: shared.ReadyOf(conn)}
+	defer func() { result, retErr = r.finishStatus(ctx, conn, sc) }()
+
+	check, err := r.check(ctx, conn)
+	if err == nil {
+		sc.outcome = r.connected(conn, check.info, check.mounts)
+		r.Metrics.Connection(conn.Name, true, check.expires, check.lease)
+		return ctrl.Result{}, nil
+	}
+	r.failed(ctx, conn, check, err, sc)
+	return ctrl.Result{}, nil
+}
+
+// checked is what a check found: Vault's answer, and the token's lease
+// read after it (the check renewed the token, or logged in again, when
+// that was due).
+type checked struct {
+	info    vault.ServerInfo
+	mounts  map[string]vault.AuthMount
+	asked   bool // the check reached ServerInfo
+	expires time.Time
+	lease   time.Duration
+}
+
+// check asks Vault whether the connection works: its seal status, the
+// token, and the auth mounts (its identity). The verdict opens or closes
+// the gate of the connection's bindings and templates (gate.go). Each
+// request is sent once: a failing check is itself checked again within
+// seconds (retryAfter), and the workers serve every connection.
+func (r *Reconciler) check(ctx context.Context, conn *v1alpha1.VaultConnection) (checked, error) {
+	var c checked
+	var leaser vault.TokenLeaser
+	ctx = vault.WithoutRetries(ctx)
+	err := r.Connections.Probe(ctx, conn.Name, func(vc vault.Client) (err error) {
+		leaser, _ = vc.(vault.TokenLeaser)
+		c.asked = true
+		if c.info, err = vc.ServerInfo(ctx); err == nil {
+			err = unsealed(c.info)
 		}
 		if err == nil {
 			// ServerInfo needs no token: check that the credentials work too.
-			err = vc.CheckToken(check)
+			err = vc.CheckToken(ctx)
 		}
 		if err == nil {
-			mounts, err = vc.AuthMounts(check)
+			c.mounts, err = vc.AuthMounts(ctx)
 		}
 		return err
 	})
-	if err == nil {
-		o = r.connected(conn, info, mounts)
-		// Read after the check: the check renewed the token, or logged in
-		// again, when that was due.
-		var expires time.Time
-		var d time.Duration
-		if lease != nil {
-			expires, d = lease.TokenLease()
-		}
-		r.Metrics.Connection(conn.Name, true, expires, d)
-		return ctrl.Result{}, nil
+	if err == nil && leaser != nil {
+		c.expires, c.lease = leaser.TokenLease()
 	}
+	return c, err
+}
+
+// failed records a failed check: the error, the Vault that answered (if
+// any), the outcome, and when the connection is checked again.
+func (r *Reconciler) failed(ctx context.Context, conn *v1alpha1.VaultConnection, c checked, err error, sc *connectionScope) {
 	r.Metrics.ConnectionFailed(conn.Name)
 	conn.Status.LastError = shared.Truncate(err.Error())
-	if !asked && !shared.IsWaiting(err) {
+	info := c.info
+	if !c.asked && !shared.IsWaiting(err) {
 		// The login failed before the check could ask (a new process, a
 		// token that died with the Vault it was made in): ask without one.
 		// Not when the check asked and Vault did not answer: asking again
 		// doubles the wait on a Vault that hangs, while this controller's
 		// workers serve every connection.
-		if si, serr := r.Connections.ServerInfo(check, conn); serr == nil {
+		if si, serr := r.Connections.ServerInfo(vault.WithoutRetries(ctx), conn); serr == nil {
 			info = si
 		}
 	}
 	r.reports(conn, info)
+	var next checkAgain
+	sc.outcome, next = failedCheck(err)
+	switch next {
+	case afterWait:
+		sc.requeue = time.Minute
+	case onRetrySchedule:
+		ctrl.LoggerFrom(ctx).Info("Vault connection check failed", "connection", conn.Name, "reason", sc.outcome.Reason, "error", err.Error())
+		sc.requeue = r.Connections.retryAfter(conn.Name, conn.EffectiveCheckInterval())
+	}
+}
+
+// checkAgain is when a connection whose check failed is checked again.
+type checkAgain int
+
+const (
+	// atInterval: the next periodic check (spec.checkInterval); a new
+	// generation reconciles at once.
+	atInterval checkAgain = iota
+	// afterWait: a minute; the connection's Secrets are watched, so it
+	// usually looks sooner.
+	afterWait
+	// onRetrySchedule: within seconds (retryAfter), not with the work
+	// queue's backoff (from milliseconds up to a quarter of an hour): its
+	// bindings and templates wait on this check alone, so it must notice a
+	// Vault that is back soon, and a dead token costs these few requests
+	// only.
+	onRetrySchedule
+)
+
+// failedCheck maps the error of a failed check to the connection's
+// outcome and when it is checked again. A wait that only an edit of the
+// connection ends stalls it until the next check; any other wait (a
+// Secret, a key, an auth method missing) looks again after a while;
+// a failure of Vault or of the credentials is checked again soon.
+func failedCheck(err error) (shared.Outcome, checkAgain) {
 	if reason, ok := shared.StalledConnection(err); ok {
-		// Only an edit of the connection helps: no retry before the next
-		// check (a new generation reconciles at once).
-		o = shared.Outcome{Kind: shared.OutcomeStalled, Reason: reason, Message: err.Error()}
-		return ctrl.Result{}, nil
+		return shared.Outcome{Kind: shared.OutcomeStalled, Reason: reason, Message: err.Error()}, atInterval
 	}
+	o := shared.OutcomeFor(err)
 	if shared.IsWaiting(err) {
-		o = shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.ConnectionNotReadyReason, Message: err.Error()}
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
+		return o, afterWait
 	}
-	// Checked again within seconds, not with the work queue's backoff
-	// (from milliseconds up to a quarter of an hour): its bindings and
-	// templates wait on this check alone, so it must notice a Vault that
-	// is back soon, and a dead token costs these few requests only.
-	o = shared.OutcomeFor(err)
-	ctrl.LoggerFrom(ctx).Info("Vault connection check failed", "connection", conn.Name, "reason", o.Reason, "error", err.Error())
-	return ctrl.Result{RequeueAfter: r.Connections.retryAfter(conn.Name, conn.EffectiveCheckInterval())}, nil
+	return o, onRetrySchedule
+}
+
+// finishStatus derives the status from the scope (observedGeneration,
+// Ready, Reconciling, Stalled, UntestedVersion), reports transitions as
+// events, patches the status when it changed, and says when the
+// connection is checked again.
+func (r *Reconciler) finishStatus(ctx context.Context, conn *v1alpha1.VaultConnection, sc *connectionScope) (ctrl.Result, error) {
+	conn.Status.ObservedGeneration = conn.Generation
+	shared.SetConditions(conn, sc.outcome)
+	r.versionReported(conn)
+	r.events(conn, sc.readyBefore)
+	if err := shared.PatchStatus(ctx, r.Client, conn, sc.statusBefore, connectionStatus); err != nil {
+		return ctrl.Result{RequeueAfter: sc.requeue}, err
+	}
+	if sc.requeue == 0 {
+		return ctrl.Result{RequeueAfter: shared.Jitter(conn.EffectiveCheckInterval())}, nil
+	}
+	return ctrl.Result{RequeueAfter: sc.requeue}, nil
 }
 
 // reports records the cluster ID that a failing check's sys/seal-status
