@@ -146,7 +146,8 @@ func (r *Reconciler) failed(ctx context.Context, conn *v1alpha1.VaultConnection,
 	sc.outcome, next = failedCheck(err)
 	switch next {
 	case afterWait:
-		sc.requeue = time.Minute
+		res, _ := shared.ResultFor(sc.outcome, nil, 0) // a wait: no error
+		sc.requeue = res.RequeueAfter
 	case onRetrySchedule:
 		ctrl.LoggerFrom(ctx).Info("Vault connection check failed", "connection", conn.Name, "reason", sc.outcome.Reason, "error", err.Error())
 		sc.requeue = r.Connections.retryAfter(conn.Name, conn.EffectiveCheckInterval())
@@ -160,7 +161,8 @@ const (
 	// atInterval: the next periodic check (spec.checkInterval); a new
 	// generation reconciles at once.
 	atInterval checkAgain = iota
-	// afterWait: a minute; the connection's Secrets are watched, so it
+	// afterWait: the outcome table's requeue for a wait (shared.ResultFor,
+	// shared.WaitAfter); the connection's Secrets are watched, so it
 	// usually looks sooner.
 	afterWait
 	// onRetrySchedule: within seconds (retryAfter), not with the work
@@ -174,7 +176,7 @@ const (
 // failedCheck maps the error of a failed check to the connection's
 // outcome and when it is checked again. A wait that only an edit of the
 // connection ends stalls it until the next check; any other wait (a
-// Secret, a key, an auth method missing) looks again after a while;
+// Secret, a key, an auth method missing) goes through the outcome table;
 // a failure of Vault or of the credentials is checked again soon.
 func failedCheck(err error) (shared.Outcome, checkAgain) {
 	if reason, ok := shared.StalledConnection(err); ok {
