@@ -175,6 +175,21 @@ func OutcomeFor(err error) Outcome {
 	return Outcome{Kind: OutcomeFailed, Reason: v1alpha1.VaultUnavailableReason, Message: err.Error()}
 }
 
+// DeletionBlocked is the outcome of a deletion that err holds up (the
+// finalizer stays), whatever err is: reason DeletionBlocked, never
+// stalled, since a deletion must not wedge. It fails: the caller returns
+// err for backoff (ResultFor).
+func DeletionBlocked(op string, err error) Outcome {
+	return Outcome{Kind: OutcomeFailed, Reason: v1alpha1.DeletionBlockedReason, Message: op + ": " + err.Error()}
+}
+
+// DeletionWaiting is DeletionBlocked for a deletion that waits for
+// something to appear (a connection's Secret): it looks again after
+// WaitAfter (ResultFor), and the watches usually wake it sooner.
+func DeletionWaiting(op string, err error) Outcome {
+	return Outcome{Kind: OutcomeWaiting, Reason: v1alpha1.DeletionBlockedReason, Message: op + ": " + err.Error()}
+}
+
 // Classify is vault.Classify, plus the operator's own view of Vault's
 // state, of the API server and of a cancelled reconcile: none of them is
 // the binding's fault.

@@ -71,6 +71,33 @@ func TestOutcomeFor(t *testing.T) {
 	}
 }
 
+// A deletion held up is DeletionBlocked whatever holds it up, never
+// stalled (it must not wedge): it fails for backoff, or waits.
+func TestDeletionOutcomes(t *testing.T) {
+	refused := &vault.Error{Op: "delete x", StatusCode: 400, Messages: []string{"invalid"}} // would stall a write
+	tests := []struct {
+		name string
+		o    Outcome
+		kind OutcomeKind
+		msg  string
+	}{
+		{"Vault refuses", DeletionBlocked("deleting Vault objects", refused), OutcomeFailed, "deleting Vault objects: " + refused.Error()},
+		{"Vault unreachable", DeletionBlocked("deleting ACL policies", errors.New("connection refused")), OutcomeFailed, "deleting ACL policies: connection refused"},
+		{"a Secret missing", DeletionWaiting("waiting to delete the Vault objects", Waiting(WaitingForCredential, "Secret a/b does not exist")),
+			OutcomeWaiting, "waiting to delete the Vault objects: Secret a/b does not exist"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.o.Kind != tc.kind || tc.o.Reason != v1alpha1.DeletionBlockedReason || tc.o.Message != tc.msg || tc.o.OfConnection {
+				t.Errorf("%+v, want kind %d, DeletionBlocked, %q", tc.o, tc.kind, tc.msg)
+			}
+		})
+	}
+	if res, err := ResultFor(DeletionWaiting("waiting", errors.New("x")), nil, 0); res.RequeueAfter != WaitAfter || err != nil {
+		t.Errorf("a waiting deletion: %+v, %v; want a requeue after %s", res, err, WaitAfter)
+	}
+}
+
 // TestResultFor: what controller-runtime is told for each outcome.
 func TestResultFor(t *testing.T) {
 	boom := errors.New("boom")
