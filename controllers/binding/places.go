@@ -316,7 +316,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.MinionBinding, 
 	// missing): wait rather than leave an AppRole that still works.
 	for _, p := range inv {
 		if _, _, err := r.Connections.Get(ctx, p.Connection); shared.WaitingOn(err, shared.WaitingForCredential) && policy(p) != v1alpha1.DeletionPolicyRetain {
-			sc.wait(v1alpha1.DeletionBlockedReason, "waiting to delete the Vault objects: "+err.Error())
+			sc.outcome = shared.DeletionWaiting("waiting to delete the Vault objects", err)
 			return nil
 		}
 	}
@@ -324,7 +324,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.MinionBinding, 
 		log.V(1).Info("Nothing was written to Vault; removing the finalizer")
 	} else if gone, err := r.run(ctx, bindingWork{obj: obj, stale: inv, policy: policy}, sc); err != nil {
 		// Remember what is gone already; the finalizer stays.
-		sc.fail(v1alpha1.DeletionBlockedReason, "deleting Vault objects: "+err.Error())
+		sc.outcome = shared.DeletionBlocked("deleting Vault objects", err)
 		return errors.Join(err, r.record(ctx, obj, inv.Without(gone)))
 	}
 	if err := shared.RemoveFinalizer(ctx, r.Client, obj); err != nil {

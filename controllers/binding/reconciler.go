@@ -255,13 +255,4 @@ func readyMessage(res *render.Result) string {
 		res.AppRole.Mount, res.AppRole.RoleName, len(res.Policies), res.EntityName, len(res.EntityMetadata))
 }
 
-func (sc *bindingScope) wait(reason, msg string) {
-	sc.outcome = shared.Outcome{Kind: shared.OutcomeWaiting, Reason: reason, Message: msg}
-	sc.requeue = shared.WaitAfter
-}
-
-func (sc *bindingScope) fail(reason, msg string) {
-	sc.outcome = shared.Outcome{Kind: shared.OutcomeFailed, Reason: reason, Message: msg}
-}
-
 var _ reconcile.Reconciler = &Reconciler{}

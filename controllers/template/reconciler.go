@@ -114,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !tpl.DeletionTimestamp.IsZero() {
 		r.Templates.Forget(tpl.UID)
 		if err := r.finalize(ctx, tpl, sc); err != nil {
-			sc.outcome = shared.Outcome{Kind: shared.OutcomeFailed, Reason: v1alpha1.DeletionBlockedReason, Message: "deleting ACL policies: " + err.Error()}
+			sc.outcome = shared.DeletionBlocked("deleting ACL policies", err)
 			return ctrl.Result{}, err
 		}
 		sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: "deleted"}
