@@ -74,13 +74,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	sc := &connectionScope{statusBefore: conn.Status.DeepCopy(), readyBefore: shared.ReadyOf(conn)}
 	defer func() { result, retErr = r.finishStatus(ctx, conn, sc) }()
 
-	check, err := r.check(ctx, conn)
+	found, err := r.check(ctx, conn)
 	if err == nil {
-		sc.outcome = r.connected(conn, check.info, check.mounts)
-		r.Metrics.Connection(conn.Name, true, check.expires, check.lease)
+		sc.outcome = r.connected(conn, found.info, found.mounts)
+		r.Metrics.Connection(conn.Name, true, found.expires, found.lease)
 		return ctrl.Result{}, nil
 	}
-	r.failed(ctx, conn, check, err, sc)
+	r.failed(ctx, conn, found, err, sc)
 	return ctrl.Result{}, nil
 }
 
