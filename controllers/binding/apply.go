@@ -38,15 +38,14 @@ import (
 // per connection, and again when Vault changes).
 func (r *Reconciler) apply(ctx context.Context, vc vault.Client, obj *v1alpha1.MinionBinding, a *admission.Admitted,
 	inv ownership.Inventory, cur ownership.Placement, knownRoleID string, sc *bindingScope) error {
-	tpl, res := a.Template, a.Result
+	res := a.Result
 	sc.created = statusFacts(obj).appliedHash == ""
 	sc.metadata = map[string]string{}
 	for _, kv := range res.EntityMetadata {
 		sc.metadata[kv.Key] = kv.Value
 	}
-	w := bindingWork{obj: obj, res: res, vc: vc, cur: &cur, rivals: rivals(r.ClusterID, a), inv: inv,
-		stale: inv.Stale(&cur), policy: recordedPolicy(tpl), mode: planModeOf(obj, tpl, sc.hash), knownRoleID: knownRoleID}
-	w.mode.window = r.LostWindow
+	w := applyWork(obj, a, vc, inv, cur, r.ClusterID, sc.hash)
+	w.knownRoleID, w.mode.window = knownRoleID, r.LostWindow
 	// Never beside the collector's mark or collection of this entity: a
 	// binding taking its lost objects back reads and writes them alone.
 	unlock := r.Lost.Lock(cur.Vault, res.EntityName)
@@ -68,38 +67,6 @@ func (r *Reconciler) apply(ctx context.Context, vc vault.Client, obj *v1alpha1.M
 	return err
 }
 
-// pipeline is the binding's pipeline against the cluster: its connections,
-// and the bindings the API server knows.
-func (r *Reconciler) pipeline(obj *v1alpha1.MinionBinding) *bindingPipeline {
-	return &bindingPipeline{proof: r.proofOf(obj), reach: r.clientFor, holders: r.claimState, newRoleID: r.roleID}
-}
-
-// run is one pass of the pipeline: observe, plan, record where it is
-// about to write (with the finalizer; a refused binding gets neither),
-// execute. It returns the placements the record may forget.
-func (r *Reconciler) run(ctx context.Context, w bindingWork, sc *bindingScope) ([]ownership.Placement, error) {
-	pl := r.pipeline(w.obj)
-	o, places, err := pl.observe(ctx, w, sc)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := pl.plan(o, w)
-	if err != nil {
-		return nil, err
-	}
-	plan.noteIn(sc)
-	if w.cur != nil {
-		if err := r.recordBeforeWriting(ctx, w.obj, w.inv, *w.cur, plan.establishes()); err != nil {
-			return nil, err
-		}
-	}
-	ex, gone, err := pl.execute(ctx, w, plan, places, sc)
-	if w.cur != nil {
-		sc.entityID, sc.roleID = appliedIDs(o, plan, ex)
-	}
-	return gone, err
-}
-
 // planModeOf is how the binding's template and last apply shape the plan.
 func planModeOf(obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, hash string) planMode {
 	return planMode{
@@ -108,17 +75,6 @@ func planModeOf(obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, hash 
 		unchanged:  statusFacts(obj).appliedHash == hash,
 		detectOnly: tpl.Spec.DriftDetection == v1alpha1.DriftDetectionDetectOnly,
 		adopt:      tpl.Spec.AdoptMinions,
-	}
-}
-
-// recordedPolicy is the deletion policy of a stale placement: the one
-// recorded when it was written, else the template's.
-func recordedPolicy(tpl *v1alpha1.MinionTemplate) func(ownership.Placement) v1alpha1.DeletionPolicy {
-	return func(p ownership.Placement) v1alpha1.DeletionPolicy {
-		if p.DeletionPolicy != "" {
-			return v1alpha1.DeletionPolicy(p.DeletionPolicy)
-		}
-		return tpl.Spec.EffectiveDeletionPolicy()
 	}
 }
 

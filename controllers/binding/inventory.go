@@ -26,13 +26,20 @@ import (
 // the previous release (which named only the connection) from that
 // connection's status.
 func (r *Reconciler) inventory(ctx context.Context, obj *v1alpha1.MinionBinding) (ownership.Inventory, error) {
+	return inventoryOf(obj, func(conn string) string { return connectionVault(ctx, r.Client, conn) })
+}
+
+// inventoryOf decodes the record, filling in the Vault of entries written
+// by the previous release (which named only the connection) with vaultOf
+// that connection ("": unknown).
+func inventoryOf(obj *v1alpha1.MinionBinding, vaultOf func(conn string) string) (ownership.Inventory, error) {
 	inv, err := ownership.Decode(obj.Annotations[v1alpha1.VaultObjectsAnnotation])
 	if err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", v1alpha1.VaultObjectsAnnotation, err)
 	}
 	for i := range inv {
 		if inv[i].Vault == "" {
-			inv[i].Vault = connectionVault(ctx, r.Client, inv[i].Connection)
+			inv[i].Vault = vaultOf(inv[i].Connection)
 		}
 	}
 	return inv, nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -42,15 +43,114 @@ type bindingWork struct {
 	rivals ownership.Rivals
 	// inv is the record of where the binding wrote.
 	inv ownership.Inventory
-	// stale are the placements the binding no longer needs, policy the
-	// deletion policy of each.
-	stale  []ownership.Placement
-	policy func(ownership.Placement) v1alpha1.DeletionPolicy
+	// stale are the placements the binding no longer needs; tpl is its
+	// template (nil for a deletion whose template is gone), whose
+	// deletion policy applies to them as placementPolicy says.
+	stale []ownership.Placement
+	tpl   *v1alpha1.MinionTemplate
 	// mode shapes the plan; its newRoleID is chosen by plan.
 	mode planMode
 	// knownRoleID: the current placement's role is as the binding renders
 	// it, under this role ID, and is not read (observeCurrent).
 	knownRoleID string
+}
+
+// currentPlacement is where an admitted binding writes: the Vault of
+// vaultKey, through its template's connection, with its template's
+// deletion policy recorded.
+func currentPlacement(a *admission.Admitted, vaultKey string) ownership.Placement {
+	tpl, res := a.Template, a.Result
+	return ownership.Placement{Vault: vaultKey, Connection: tpl.Spec.ConnectionRef.Name, Mount: res.AppRole.Mount,
+		Entity: res.EntityName, DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
+}
+
+// applyWork is the input of an apply (a switch when inv records other
+// placements than cur): what the admitted binding renders, written at
+// cur through vc, and the removals at every placement of inv it no
+// longer needs. cluster names the owners of the rivals' markers, hash is
+// the binding's desiredHash. The reconciler adds what only it knows (the
+// role ID known from an earlier check, the lost window).
+func applyWork(obj *v1alpha1.MinionBinding, a *admission.Admitted, vc vault.Client, inv ownership.Inventory,
+	cur ownership.Placement, cluster, hash string) bindingWork {
+	return bindingWork{obj: obj, res: a.Result, vc: vc, cur: &cur, rivals: rivals(cluster, a), inv: inv,
+		stale: inv.Stale(&cur), tpl: a.Template, mode: planModeOf(obj, a.Template, hash)}
+}
+
+// deletionWork is the input of a deletion: no current placement, every
+// placement to look at stale (placesToLook: the record's and the one
+// status names, whose Vault vaultOf gives). tpl is the binding's template,
+// nil when it is gone.
+func deletionWork(obj *v1alpha1.MinionBinding, tpl *v1alpha1.MinionTemplate, inv ownership.Inventory, vaultOf func(conn string) string) bindingWork {
+	return bindingWork{obj: obj, inv: inv, stale: placesToLook(obj, inv, vaultOf), tpl: tpl}
+}
+
+// policy is the deletion policy of a placement the run leaves.
+func (w bindingWork) policy(p ownership.Placement) v1alpha1.DeletionPolicy {
+	return placementPolicy(w.tpl, p.DeletionPolicy, w.cur == nil)
+}
+
+// placementPolicy is the deletion policy of a placement a binding leaves,
+// recorded is the one recorded with it (the template's when it was
+// written), deleting says whether the binding is being deleted:
+//
+//	deleting  template  recorded  policy
+//	no        exists    set       recorded
+//	no        exists    ""        the template's
+//	yes       exists    any       the template's
+//	yes       gone      set       recorded
+//	yes       gone      ""        Delete
+//
+// A switch leaves a placement the binding wrote under the template of
+// that time (another templateRef, or a template edited since): the
+// recorded policy speaks for that placement, the current template's for
+// where the binding writes now. A deletion leaves everything under the
+// template as it is now: its policy is the owner's last word (set Retain
+// on the template, then delete the bindings), and the recorded one stands
+// in once the template is gone (a Retain is not lost by deleting the
+// template first, nor by losing status). An apply always has its
+// template.
+func placementPolicy(tpl *v1alpha1.MinionTemplate, recorded string, deleting bool) v1alpha1.DeletionPolicy {
+	switch {
+	case deleting && tpl != nil:
+		return tpl.Spec.EffectiveDeletionPolicy()
+	case recorded != "":
+		return v1alpha1.DeletionPolicy(recorded)
+	case tpl != nil:
+		return tpl.Spec.EffectiveDeletionPolicy()
+	}
+	return v1alpha1.DeletionPolicyDelete
+}
+
+// pipeline is the binding's pipeline against the cluster: its connections,
+// and the bindings the API server knows.
+func (r *Reconciler) pipeline(obj *v1alpha1.MinionBinding) *bindingPipeline {
+	return &bindingPipeline{proof: r.proofOf(obj), reach: r.clientFor, holders: r.claimState, newRoleID: r.roleID}
+}
+
+// run is one pass of the pipeline: observe, plan, record where it is
+// about to write (with the finalizer; a refused binding gets neither),
+// execute. It returns the placements the record may forget.
+func (r *Reconciler) run(ctx context.Context, w bindingWork, sc *bindingScope) ([]ownership.Placement, error) {
+	pl := r.pipeline(w.obj)
+	o, places, err := pl.observe(ctx, w, sc)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := pl.plan(o, w)
+	if err != nil {
+		return nil, err
+	}
+	plan.noteIn(sc)
+	if w.cur != nil {
+		if err := r.recordBeforeWriting(ctx, w.obj, w.inv, *w.cur, plan.establishes()); err != nil {
+			return nil, err
+		}
+	}
+	ex, gone, err := pl.execute(ctx, w, plan, places, sc)
+	if w.cur != nil {
+		sc.entityID, sc.roleID = appliedIDs(o, plan, ex)
+	}
+	return gone, err
 }
 
 // observe reads the current placement (unless the binding is being
@@ -155,21 +255,6 @@ func unreachable(ctx context.Context, sp stalePlace, err error, sc *bindingScope
 type errSkipped struct{ msg string }
 
 func (e errSkipped) Error() string { return e.msg }
-
-// deletionPolicyFor is the deletion policy of a placement: the template's
-// when it exists, else the one recorded with the placement (a Retain is
-// not lost by deleting the template first), else Delete.
-func deletionPolicyFor(tpl *v1alpha1.MinionTemplate) func(ownership.Placement) v1alpha1.DeletionPolicy {
-	return func(p ownership.Placement) v1alpha1.DeletionPolicy {
-		switch {
-		case tpl != nil:
-			return tpl.Spec.EffectiveDeletionPolicy()
-		case p.DeletionPolicy != "":
-			return v1alpha1.DeletionPolicy(p.DeletionPolicy)
-		}
-		return v1alpha1.DeletionPolicyDelete
-	}
-}
 
 // placesToLook are the placements a deletion looks at: the record's, and
 // the one status names (a record edited by hand may have lost it); there

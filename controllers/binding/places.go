@@ -304,28 +304,27 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.MinionBinding, 
 	} else if err != nil {
 		return err
 	}
-	policy := deletionPolicyFor(tpl)
 	inv, err := r.inventory(ctx, obj)
 	if err != nil {
 		// Never wedge on a broken record: nothing it names is looked at.
 		sc.brokenRecord = err.Error()
 		inv = nil
 	}
-	inv = placesToLook(obj, inv, func(conn string) string { return connectionVault(ctx, r.Client, conn) })
+	w := deletionWork(obj, tpl, inv, func(conn string) string { return connectionVault(ctx, r.Client, conn) })
 	// A connection that exists but cannot log in yet (its Secret is
 	// missing): wait rather than leave an AppRole that still works.
-	for _, p := range inv {
-		if _, _, err := r.Connections.Get(ctx, p.Connection); shared.WaitingOn(err, shared.WaitingForCredential) && policy(p) != v1alpha1.DeletionPolicyRetain {
+	for _, p := range w.stale {
+		if _, _, err := r.Connections.Get(ctx, p.Connection); shared.WaitingOn(err, shared.WaitingForCredential) && w.policy(p) != v1alpha1.DeletionPolicyRetain {
 			sc.outcome = shared.DeletionWaiting("waiting to delete the Vault objects", err)
 			return nil
 		}
 	}
-	if len(inv) == 0 {
+	if len(w.stale) == 0 {
 		log.V(1).Info("Nothing was written to Vault; removing the finalizer")
-	} else if gone, err := r.run(ctx, bindingWork{obj: obj, stale: inv, policy: policy}, sc); err != nil {
+	} else if gone, err := r.run(ctx, w, sc); err != nil {
 		// Remember what is gone already; the finalizer stays.
 		sc.outcome = shared.DeletionBlocked("deleting Vault objects", err)
-		return errors.Join(err, r.record(ctx, obj, inv.Without(gone)))
+		return errors.Join(err, r.record(ctx, obj, ownership.Inventory(w.stale).Without(gone)))
 	}
 	if err := shared.RemoveFinalizer(ctx, r.Client, obj); err != nil {
 		return err

@@ -15,7 +15,6 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
-	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -205,8 +204,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 		return r.Connections.Verify(ctx, sc.conn, sent, err)
 	}
 
-	cur := ownership.Placement{Vault: sc.vault, Connection: sc.conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
-		DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
+	cur := currentPlacement(a, sc.vault)
 	sc.hash = desiredHash(sc.vault, res)
 	sk := scheduleKey{key: client.ObjectKeyFromObject(obj), uid: obj.UID, identity: conn.Status.Identity,
 		interval: shared.TemplateInterval(tpl, r.DefaultInterval), roleFP: roleFingerprint(sc.vault, conn.Status.Identity, res)}

@@ -2,10 +2,8 @@ package binding
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,7 +40,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConfigMap)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.sameMinionID),
+		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.otherClaimants),
 			builder.WithPredicates(predicate.Or(shared.ClaimReleased, shared.HoldsChanged))).
 		Watches(&v1alpha1.MinionBinding{}, changedFirst{}).
 		WithOptions(opts).
@@ -110,24 +108,10 @@ func (r *Reconciler) bindingsInNamespace(ctx context.Context, o client.Object) [
 	return shared.BindingsOfNamespace(ctx, r.Client, o.GetName())
 }
 
-// sameMinionID wakes the other claimants of a minion ID when one starts
+// otherClaimants wakes the other claimants of a minion ID when one starts
 // being deleted (they now wait for it), when it is gone (the next in line
 // takes the ID over), and when it starts or stops holding it (the claim
 // order changed).
-func (r *Reconciler) sameMinionID(ctx context.Context, o client.Object) []reconcile.Request {
-	b, ok := o.(*v1alpha1.MinionBinding)
-	if !ok {
-		return nil
-	}
-	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.MatchingFields{shared.MinionIDIndex: shared.MinionIDKey(b.Spec.MinionID)}, client.UnsafeDisableDeepCopy); err != nil {
-		return shared.Mapped(ctx, nil, fmt.Errorf("listing the claimants of minion ID %q: %w", b.Spec.MinionID, err))
-	}
-	var out []reconcile.Request
-	for _, req := range shared.Requests(list) {
-		if req.NamespacedName != (types.NamespacedName{Namespace: b.Namespace, Name: b.Name}) {
-			out = append(out, req)
-		}
-	}
-	return out
+func (r *Reconciler) otherClaimants(ctx context.Context, o client.Object) []reconcile.Request {
+	return shared.OtherClaimants(ctx, r.Client, o)
 }

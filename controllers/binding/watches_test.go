@@ -35,3 +35,22 @@ func TestBindingWatchMappings(t *testing.T) {
 		{Name: "bindings of a template", Got: br.bindingsOfTemplate(ctx, &v1alpha1.MinionTemplate{ObjectMeta: metav1.ObjectMeta{Name: "without"}}), Want: []string{"salt/b2", "salt/switching"}},
 	})
 }
+
+// A claim that changes wakes the other claimants of its minion ID (case
+// aside, any namespace), not itself, not the claimants of another ID.
+func TestOtherClaimantsWakes(t *testing.T) {
+	claimant := func(ns, name, minionID string) *v1alpha1.MinionBinding {
+		return &v1alpha1.MinionBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.MinionBindingSpec{MinionID: minionID, TemplateRef: v1alpha1.MinionTemplateReference{Name: "t"}}}
+	}
+	a, b, c, d := claimant("salt", "a", "WEB01"), claimant("salt", "b", "web01"), claimant("other", "c", "web01"), claimant("salt", "d", "db01")
+	cl := testkit.Builder().WithObjects(a, b, c, d).WithInterceptorFuncs(testkit.ListsOnlyByIndex(t)).Build()
+	br := &Reconciler{Client: cl}
+	ctx := context.Background()
+	testkit.CheckWakes(t, []testkit.Wake{
+		{Name: "the others of a minion ID", Got: br.otherClaimants(ctx, a), Want: []string{"other/c", "salt/b"}},
+		{Name: "one claimant alone", Got: br.otherClaimants(ctx, d), Want: nil},
+		{Name: "a gone claimant's", Got: br.otherClaimants(ctx, claimant("salt", "gone", "db01")), Want: []string{"salt/d"}},
+		{Name: "not a binding", Got: br.otherClaimants(ctx, &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "vault"}}), Want: nil},
+	})
+}

@@ -2,7 +2,6 @@ package template
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -98,15 +97,7 @@ func (r *Reconciler) setupDelta(mgr ctrl.Manager, opts controller.Options) error
 // otherClaimants names the other bindings of a minion ID when one starts
 // being deleted or is gone: the next in line renders its policies now.
 func (r *Reconciler) otherClaimants(ctx context.Context, o client.Object) []bindingKey {
-	b, ok := o.(*v1alpha1.MinionBinding)
-	if !ok {
-		return nil
-	}
-	reqs, err := shared.BindingsBy(ctx, r.Client, shared.MinionIDIndex, shared.MinionIDKey(b.Spec.MinionID))
-	reqs = slices.DeleteFunc(shared.Mapped(ctx, reqs, err), func(req reconcile.Request) bool {
-		return req.Namespace == b.Namespace && req.Name == b.Name
-	})
-	return bindingKeys(reqs)
+	return bindingKeys(shared.OtherClaimants(ctx, r.Client, o))
 }
 
 // bindingsInNamespace names the bindings of a namespace whose labels

@@ -65,7 +65,8 @@ func AsVerdict(err error) (*Verdict, bool) {
 // Source supplies the facts. An error that is not a *Verdict is the
 // source's own failure (the API server unreachable): the caller retries.
 type Source interface {
-	// Template returns the named MinionTemplate, or nil when none exists.
+	// Template returns the named MinionTemplate, or nil when none exists
+	// (or the TemplateNotFound *Verdict, saying where it looked).
 	Template(ctx context.Context, name string) (*v1alpha1.MinionTemplate, error)
 	// NamespaceLabels returns the labels of a namespace.
 	NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error)

@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
-	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/internal/offline"
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
@@ -96,6 +96,8 @@ type LeftOut struct {
 	OnBase bool `json:"onBase,omitempty"`
 	// warning is the fleet's warning saying the same.
 	warning string
+	// said: another warning says it (its template's), it has none.
+	said bool
 }
 
 // The kinds of LeftOut.
@@ -208,16 +210,9 @@ func loadFleet(paths []string, o loadOptions) (*Fleet, error) {
 	if err := f.addPolicyFiles(files, o.vault); err != nil {
 		return nil, err
 	}
-	// Found before admit lets the bindings go, said after the templates'
-	// warnings, where the audit has always said them.
-	unknown := unknownTemplates(in)
 	f.bindings = len(in.Bindings)
 	if err := f.admit(in, files, o); err != nil {
 		return nil, err
-	}
-	for _, u := range unknown {
-		f.warnings = append(f.warnings, u.warning)
-		f.leftOut = append(f.leftOut, u)
 	}
 	if o.vault != nil {
 		if err := f.addVaultDocs(o.vault); err != nil {
@@ -256,25 +251,6 @@ func (f *Fleet) addPolicyFiles(files map[string]string, vault *Fleet) error {
 	return nil
 }
 
-// unknownTemplates says which bindings are left out for a template that is
-// not among the manifests (the gate would have them wait for it).
-func unknownTemplates(in *offline.Manifests) []LeftOut {
-	known := map[string]bool{}
-	for _, t := range in.Templates {
-		known[t.Obj.Name] = true
-	}
-	var unknown []LeftOut
-	for _, b := range in.Bindings {
-		if !known[b.Spec.TemplateRef.Name] {
-			msg := fmt.Sprintf("MinionTemplate %q is not among the manifests", b.Spec.TemplateRef.Name)
-			unknown = append(unknown, LeftOut{Binding: b.Namespace + "/" + b.Name, Minion: b.Spec.MinionID, Kind: Waiting,
-				Reason: v1alpha1.TemplateNotFoundReason, Message: msg,
-				warning: fmt.Sprintf("MinionBinding %s/%s is left out: %s", b.Namespace, b.Name, msg)})
-		}
-	}
-	return unknown
-}
-
 // leave records a binding left out, with its warning (why, in the words
 // of l.warning when set, else its message).
 func (f *Fleet) leave(l LeftOut) {
@@ -287,31 +263,23 @@ func (f *Fleet) leave(l LeftOut) {
 	f.leftOut = append(f.leftOut, l)
 }
 
-// admit passes every binding of a template among the manifests through the
-// admission gate (admission.Admit, as the operator and plan do) and adds
-// the admitted ones with their policy documents. A template that does not
-// compile leaves its bindings out, with one warning.
+// admit passes every binding through the admission gate
+// (admission.Admit, as the operator and plan do), template by template,
+// and adds the admitted ones with their policy documents; then the
+// bindings of templates not among the manifests, which the gate has wait
+// for them, said after the templates' warnings, where the audit has
+// always said them. A template that does not compile leaves its bindings
+// out (the gate refuses them), with one warning.
 func (f *Fleet) admit(in *offline.Manifests, files map[string]string, o loadOptions) error {
 	ctx := context.Background()
 	facts := offline.NewFacts(in, o.manifests)
 	from := map[string]string{}
 	for _, t := range in.Templates {
 		tpl := t.Obj
-		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.ConfigMaps, t.Doc.MetadataOrder())
-		if err != nil {
-			f.warnings = append(f.warnings, fmt.Sprintf("MinionTemplate %s does not render (%v): its minions are left out", tpl.Name, err))
-			// Each of its bindings is refused too (RenderFailed): the
-			// diff's gate counts bindings, not templates. The template's
-			// warning says it once; these add none.
-			for _, b := range in.Bindings {
-				if b != nil && b.Spec.TemplateRef.Name == tpl.Name {
-					f.leftOut = append(f.leftOut, LeftOut{Binding: b.Namespace + "/" + b.Name, Minion: b.Spec.MinionID, Kind: Refused,
-						Reason: v1alpha1.RenderFailedReason, Message: fmt.Sprintf("MinionTemplate %s does not render: %v", tpl.Name, err)})
-				}
-			}
-			continue
+		var te *offline.TemplateError
+		if _, err := facts.Compile(ctx, tpl); errors.As(err, &te) {
+			f.warnings = append(f.warnings, fmt.Sprintf("MinionTemplate %s does not render (%v): its minions are left out", tpl.Name, te.Err))
 		}
-		facts.SetCompiled(tpl.Name, render.Compile(rt))
 		for i, b := range in.Bindings {
 			if b == nil || b.Spec.TemplateRef.Name != tpl.Name {
 				continue
@@ -320,23 +288,43 @@ func (f *Fleet) admit(in *offline.Manifests, files map[string]string, o loadOpti
 			// with the other side's done with it too, its memory goes
 			// (the gate's claims keep what they need of it).
 			in.Bindings[i] = nil
-			name := b.Namespace + "/" + b.Name
-			a, err := admission.Admit(ctx, facts, b)
-			out, err := leftOut(a, err)
-			if err != nil {
-				return fmt.Errorf("MinionBinding %s: %w", name, err)
-			}
-			if out != nil {
-				out.Binding, out.Minion = name, b.Spec.MinionID
-				f.leave(*out)
-				continue
-			}
-			if err := f.addDocuments(a.Result, name, files, from); err != nil {
+			if err := f.admitOne(ctx, facts, b, files, from, o); err != nil {
 				return err
 			}
-			f.addMinion(b, name, tpl.Name, a.Result, o)
 		}
 	}
+	for _, b := range in.Bindings {
+		if b != nil {
+			if err := f.admitOne(ctx, facts, b, files, from, o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// admitOne passes one binding through the gate: admitted, it joins the
+// fleet; refused, it is left out.
+func (f *Fleet) admitOne(ctx context.Context, facts *offline.Facts, b *v1alpha1.MinionBinding, files, from map[string]string, o loadOptions) error {
+	name := b.Namespace + "/" + b.Name
+	a, err := admission.Admit(ctx, facts, b)
+	out, err := leftOut(a, err)
+	switch {
+	case err != nil:
+		return fmt.Errorf("MinionBinding %s: %w", name, err)
+	case out != nil:
+		out.Binding, out.Minion = name, b.Spec.MinionID
+		if out.said {
+			f.leftOut = append(f.leftOut, *out)
+		} else {
+			f.leave(*out)
+		}
+		return nil
+	}
+	if err := f.addDocuments(a.Result, name, files, from); err != nil {
+		return err
+	}
+	f.addMinion(b, name, a.Template.Name, a.Result, o)
 	return nil
 }
 
@@ -345,6 +333,13 @@ func (f *Fleet) admit(in *offline.Manifests, files map[string]string, o loadOpti
 // the source's own failure.
 func leftOut(a *admission.Admitted, err error) (*LeftOut, error) {
 	const bound = "its minion ID is bound by another MinionBinding"
+	var te *offline.TemplateError
+	if errors.As(err, &te) {
+		// Its template does not compile: the template's warning says it,
+		// once (admit); the diff's gate counts bindings, not templates.
+		return &LeftOut{Kind: Refused, Reason: te.Verdict.Reason, said: true,
+			Message: fmt.Sprintf("MinionTemplate %s does not render: %v", a.Template.Name, te.Err)}, nil
+	}
 	if a != nil && a.Ahead != nil {
 		// Another binding claims the minion ID first and has not
 		// written yet: the operator asks Vault whose the minion is, the

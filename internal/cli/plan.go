@@ -17,7 +17,6 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/binding"
 	"github.com/minionvault/minion-vault-operator/controllers/template"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
-	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/internal/offline"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -219,14 +218,12 @@ func runPlan(ctx context.Context, o planOptions, stdout, stderr io.Writer) error
 }
 
 // buildPlan plans every template's bindings, then its policies, in name
-// order, so the output is stable. It only reads vc.
+// order, so the output is stable; then the bindings whose template is not
+// among the manifests. Only the admission gate refuses a binding (a
+// template missing or not compiling included). It only reads vc.
 func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult, error) {
 	plan := &PlanResult{Templates: []TemplatePlan{}, Bindings: []BindingPlan{}}
 	byTemplate := map[string][]*v1alpha1.MinionBinding{}
-	known := map[string]bool{}
-	for _, t := range in.Templates {
-		known[t.Obj.Name] = true
-	}
 	facts := newManifestFacts(in)
 	for _, b := range in.Bindings {
 		if !b.DeletionTimestamp.IsZero() {
@@ -239,28 +236,12 @@ func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult
 			plan.Bindings = append(plan.Bindings, bp)
 			continue
 		}
-		if !known[b.Spec.TemplateRef.Name] {
-			plan.Bindings = append(plan.Bindings, refusedBinding(b, v1alpha1.TemplateNotFoundReason,
-				fmt.Sprintf("MinionTemplate %q is not among the manifests", b.Spec.TemplateRef.Name)))
-			continue
-		}
 		byTemplate[b.Spec.TemplateRef.Name] = append(byTemplate[b.Spec.TemplateRef.Name], b)
 	}
 
 	policies := &template.PolicyPlanner{Vault: vc}
 	for _, t := range in.Templates {
 		tpl := t.Obj
-		rt, err := convert.Template(tpl.Name, &tpl.Spec, in.ConfigMaps, t.Doc.MetadataOrder())
-		if err != nil {
-			plan.Templates = append(plan.Templates, TemplatePlan{Name: tpl.Name, Changes: []vault.Change{},
-				Refused: &Refusal{Reason: v1alpha1.RenderFailedReason, Message: err.Error()}})
-			for _, b := range byTemplate[tpl.Name] {
-				plan.Bindings = append(plan.Bindings, refusedBinding(b, v1alpha1.RenderFailedReason, fmt.Sprintf("template %q: %v", tpl.Name, err)))
-			}
-			continue
-		}
-		compiled := render.Compile(rt)
-		facts.SetCompiled(tpl.Name, compiled)
 		rendered := map[types.NamespacedName]*render.Result{}
 		for _, b := range byTemplate[tpl.Name] {
 			bp, res, err := planBinding(ctx, vc, facts, b)
@@ -272,12 +253,35 @@ func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult
 			}
 			plan.Bindings = append(plan.Bindings, bp)
 		}
+		delete(byTemplate, tpl.Name)
+		// The gate's compile, once per template: one that does not
+		// compile is refused itself, its policies not planned.
+		if _, err := facts.Compile(ctx, tpl); err != nil {
+			var te *offline.TemplateError
+			if !errors.As(err, &te) {
+				return nil, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
+			}
+			plan.Templates = append(plan.Templates, TemplatePlan{Name: tpl.Name, Changes: []vault.Change{},
+				Refused: &Refusal{Reason: te.Verdict.Reason, Message: te.Err.Error()}})
+			continue
+		}
 		tp, warnings, err := planPolicies(ctx, policies, tpl, in.cluster, rendered)
 		if err != nil {
 			return nil, err
 		}
 		plan.Warnings = append(plan.Warnings, warnings...)
 		plan.Templates = append(plan.Templates, tp)
+	}
+	// Left: the bindings of templates not among the manifests, which the
+	// gate has wait for them (TemplateNotFound).
+	for _, b := range in.Bindings {
+		if _, left := byTemplate[b.Spec.TemplateRef.Name]; left && b.DeletionTimestamp.IsZero() {
+			bp, _, err := planBinding(ctx, vc, facts, b)
+			if err != nil {
+				return nil, err
+			}
+			plan.Bindings = append(plan.Bindings, bp)
+		}
 	}
 	slices.SortStableFunc(plan.Bindings, func(a, b BindingPlan) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,18 +10,19 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
+	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
 // Facts is the admission gate's source over manifests instead of the
 // cluster, so that `minionvault plan` and `minionvault audit` admit exactly
-// the bindings the operator would. The caller compiles the templates
-// (SetCompiled): a template that does not compile refuses its bindings
-// before they reach the gate. Not safe for concurrent use.
+// the bindings the operator would, and refuse only through the gate: a
+// template not among the manifests, or one that does not compile, is the
+// gate's verdict. Not safe for concurrent use.
 type Facts struct {
 	m        *Manifests
 	cache    *ManifestCache
-	compiled map[string]*render.Compiled // by template name
+	compiled map[string]compiled // by template name, once compiled
 	// claims keeps of each binding only what the claim order reads, not
 	// the binding: audit lets a binding go once admitted (10,000 bindings
 	// are megabytes), while the claims must last until the last one.
@@ -43,10 +45,30 @@ type claim struct {
 
 type verdictKey struct{ template, namespace string }
 
+// compiled is a template compiled, or why it does not compile.
+type compiled struct {
+	c   *render.Compiled
+	err error
+}
+
+// TemplateError is why a template among the manifests does not compile:
+// the gate's verdict (Stalled, RenderFailed, in the operator's words), and
+// Err, the template's own error, which the commands also say of the
+// template itself.
+type TemplateError struct {
+	Verdict *admission.Verdict
+	Err     error
+}
+
+func (e *TemplateError) Error() string { return e.Verdict.Message }
+
+// Unwrap is the verdict: admission.AsVerdict finds it.
+func (e *TemplateError) Unwrap() error { return e.Verdict }
+
 // NewFacts is the gate's source over m. Bindings are converted through
 // cache (nil: each one anew), which audit diff shares between its sides.
 func NewFacts(m *Manifests, cache *ManifestCache) *Facts {
-	f := &Facts{m: m, cache: cache, compiled: map[string]*render.Compiled{}, claims: map[string][]claim{},
+	f := &Facts{m: m, cache: cache, compiled: map[string]compiled{}, claims: map[string][]claim{},
 		verdicts: map[verdictKey]*admission.Verdict{}}
 	for _, b := range m.Bindings {
 		k := strings.ToLower(b.Spec.MinionID)
@@ -56,17 +78,24 @@ func NewFacts(m *Manifests, cache *ManifestCache) *Facts {
 	return f
 }
 
-// SetCompiled records the compiled template of that name.
-func (f *Facts) SetCompiled(template string, c *render.Compiled) { f.compiled[template] = c }
-
-// Template is the MinionTemplate of that name among the manifests.
+// Template is the MinionTemplate of that name among the manifests; when
+// there is none, the gate's TemplateNotFound (the operator would wait for
+// it), saying where it was looked for.
 func (f *Facts) Template(_ context.Context, name string) (*v1alpha1.MinionTemplate, error) {
-	for _, t := range f.m.Templates {
-		if t.Obj.Name == name {
-			return t.Obj, nil
+	if t := f.template(name); t != nil {
+		return t.Obj, nil
+	}
+	return nil, &admission.Verdict{Kind: admission.Waiting, Reason: v1alpha1.TemplateNotFoundReason,
+		Message: fmt.Sprintf("MinionTemplate %q is not among the manifests", name)}
+}
+
+func (f *Facts) template(name string) *Template {
+	for i := range f.m.Templates {
+		if f.m.Templates[i].Obj.Name == name {
+			return &f.m.Templates[i]
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // NamespaceLabels are those of the namespace's manifest among the files,
@@ -111,12 +140,28 @@ func (f *Facts) Claimants(_ context.Context, minionID string) ([]*v1alpha1.Minio
 	return out, nil
 }
 
-// Compile returns what the caller compiled (SetCompiled).
+// Compile compiles the template with the ConfigMaps among the manifests,
+// once per template. A template that does not compile is a
+// *TemplateError: Stalled, RenderFailed, with the operator's message
+// (a ConfigMap missing among the files included: the files are all
+// there is).
 func (f *Facts) Compile(_ context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
 	if c, ok := f.compiled[tpl.Name]; ok {
-		return c, nil
+		return c.c, c.err
 	}
-	return nil, &admission.Verdict{Kind: admission.Stalled, Reason: v1alpha1.RenderFailedReason, Message: "template " + tpl.Name + " was not compiled"}
+	var order map[string][]string
+	if t := f.template(tpl.Name); t != nil {
+		order = t.Doc.MetadataOrder()
+	}
+	var c compiled
+	if rt, err := convert.Template(tpl.Name, &tpl.Spec, f.m.ConfigMaps, order); err != nil {
+		c.err = &TemplateError{Err: err, Verdict: &admission.Verdict{Kind: admission.Stalled, Reason: v1alpha1.RenderFailedReason,
+			Message: fmt.Sprintf("template %q: %v", tpl.Name, err)}}
+	} else {
+		c.c = render.Compile(rt)
+	}
+	f.compiled[tpl.Name] = c
+	return c.c, c.err
 }
 
 // Render is admission.Render with the binding converted through the

@@ -2,14 +2,16 @@ package offline
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
-	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/internal/testsamples"
-	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
 // The gate over the samples and a few more bindings: the namespace
@@ -44,12 +46,6 @@ status: {appRole: {roleID: r-1}}
 		t.Fatal(err)
 	}
 	f := NewFacts(m, nil)
-	tpl := m.Templates[0]
-	rt, err := convert.Template(tpl.Obj.Name, &tpl.Obj.Spec, m.ConfigMaps, tpl.Doc.MetadataOrder())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.SetCompiled(tpl.Obj.Name, render.Compile(rt))
 	got := map[string]string{}
 	for _, b := range m.Bindings {
 		a, err := admission.Admit(context.Background(), f, b)
@@ -86,5 +82,71 @@ status: {appRole: {roleID: r-1}}
 	}
 	if len(f.verdicts) != 2 {
 		t.Errorf("namespace verdicts %v: want one per template and namespace", f.verdicts)
+	}
+}
+
+// The gate itself refuses a binding whose template is not among the
+// manifests (TemplateNotFound, waiting) or does not compile (RenderFailed,
+// stalled, in the operator's words, with the template's own error beside
+// it); a template is compiled once, whatever the number of its bindings.
+func TestFactsRefuseThroughTheGate(t *testing.T) {
+	dir := testsamples.Copy(t)
+	sample, err := os.ReadFile(filepath.Join(dir, "miniontemplate.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its parameters come from a ConfigMap the files lack.
+	broken := strings.Replace(string(sample), "name: salt-minions", "name: broken", 1) +
+		"  parameters: {configMapRefs: [{name: no-such-configmap, namespace: default}]}\n"
+	testsamples.WriteFile(t, filepath.Join(dir, "broken.yaml"), broken)
+	testsamples.WriteFile(t, filepath.Join(dir, "more.yaml"), `apiVersion: minionvault.dev/v1alpha1
+kind: MinionBinding
+metadata: {name: b1, namespace: default}
+spec: {minionID: b1, templateRef: {name: broken}, grains: {id: b1}}
+---
+apiVersion: minionvault.dev/v1alpha1
+kind: MinionBinding
+metadata: {name: b2, namespace: default}
+spec: {minionID: b2, templateRef: {name: broken}, grains: {id: b2}}
+---
+apiVersion: minionvault.dev/v1alpha1
+kind: MinionBinding
+metadata: {name: lost, namespace: default}
+spec: {minionID: lost, templateRef: {name: no-such-template}, grains: {id: lost}}
+`)
+	m, err := ReadManifests([]string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFacts(m, nil)
+	var first *TemplateError
+	for _, b := range m.Bindings {
+		if b.Spec.TemplateRef.Name == "salt-minions" {
+			continue
+		}
+		_, err := admission.Admit(context.Background(), f, b)
+		v, ok := admission.AsVerdict(err)
+		if !ok {
+			t.Fatalf("%s: %v, want a verdict", b.Name, err)
+		}
+		if b.Name == "lost" {
+			if v.Kind != admission.Waiting || v.Reason != v1alpha1.TemplateNotFoundReason || v.Message != `MinionTemplate "no-such-template" is not among the manifests` {
+				t.Errorf("lost: %+v", v)
+			}
+			continue
+		}
+		var te *TemplateError
+		if !errors.As(err, &te) || v.Kind != admission.Stalled || v.Reason != v1alpha1.RenderFailedReason ||
+			v.Message != fmt.Sprintf("template %q: %v", "broken", te.Err) {
+			t.Fatalf("%s: %+v, want RenderFailed with the template's error", b.Name, v)
+		}
+		if first == nil {
+			first = te
+		} else if te != first {
+			t.Errorf("%s: the template was compiled again", b.Name)
+		}
+	}
+	if first == nil {
+		t.Fatal("no binding of the broken template")
 	}
 }

@@ -150,6 +150,29 @@ func BindingsBy(ctx context.Context, c client.Reader, index, key string) ([]reco
 	return Requests(list), nil
 }
 
+// OtherClaimants lists the bindings that claim o's minion ID, o aside:
+// the claimants to wake when o's claim changes (it starts being deleted,
+// is gone, starts or stops holding the ID). A binding and a template
+// controller each wake them (the claim order decides who writes, and
+// whose policies are rendered).
+func OtherClaimants(ctx context.Context, c client.Reader, o client.Object) []reconcile.Request {
+	b, ok := o.(*v1alpha1.MinionBinding)
+	if !ok {
+		return nil
+	}
+	list := &v1alpha1.MinionBindingList{}
+	if err := c.List(ctx, list, client.MatchingFields{MinionIDIndex: MinionIDKey(b.Spec.MinionID)}, client.UnsafeDisableDeepCopy); err != nil {
+		return Mapped(ctx, nil, fmt.Errorf("listing the claimants of minion ID %q: %w", b.Spec.MinionID, err))
+	}
+	var out []reconcile.Request
+	for _, req := range Requests(list) {
+		if req.NamespacedName != (types.NamespacedName{Namespace: b.Namespace, Name: b.Name}) {
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
 // BindingsOfTemplates lists the bindings of the templates: the fan-out
 // of a connection, a ConfigMap or a template to the bindings it wakes.
 func BindingsOfTemplates(ctx context.Context, c client.Reader, templates []string) ([]reconcile.Request, error) {

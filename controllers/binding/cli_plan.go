@@ -63,34 +63,32 @@ func PlanBinding(ctx context.Context, vc vault.Client, vaultNamespace string, ob
 	if obj.UID == "" {
 		obj.UID = planUID
 	}
-	inv, err := ownership.Decode(obj.Annotations[v1alpha1.VaultObjectsAnnotation])
-	if err != nil {
-		return BindingPlan{}, &shared.ErrInvalidInput{Err: fmt.Errorf("annotation %s: %w", v1alpha1.VaultObjectsAnnotation, err)}
-	}
 	tpl := a.Template
 	conn := ""
 	if tpl != nil {
 		conn = tpl.Spec.ConnectionRef.Name
 	}
-	for i := range inv {
-		if inv[i].Vault == "" && inv[i].Connection == conn {
-			inv[i].Vault = key
+	// Entries of the previous release name only the connection: the
+	// template's is the Vault planned against.
+	inv, err := inventoryOf(obj, func(c string) string {
+		if c == conn {
+			return key
 		}
+		return ""
+	})
+	if err != nil {
+		return BindingPlan{}, &shared.ErrInvalidInput{Err: err}
 	}
-	pl := planPipeline(obj, vc, key)
-	w := bindingWork{obj: obj, inv: inv}
-	if obj.DeletionTimestamp.IsZero() {
-		res := a.Result
-		cur := ownership.Placement{Vault: key, Connection: conn, Mount: res.AppRole.Mount, Entity: res.EntityName,
-			DeletionPolicy: string(tpl.Spec.EffectiveDeletionPolicy())}
-		w.res, w.vc, w.cur, w.rivals = res, vc, &cur, rivals(shared.PlanCluster, a)
-		w.stale, w.policy, w.mode = inv.Stale(&cur), recordedPolicy(tpl), planModeOf(obj, tpl, desiredHash(key, res))
-	} else if controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
-		w.stale = placesToLook(obj, inv, func(string) string { return key })
-		w.policy = deletionPolicyFor(tpl)
-	} else {
+	var w bindingWork
+	switch {
+	case obj.DeletionTimestamp.IsZero():
+		w = applyWork(obj, a, vc, inv, currentPlacement(a, key), shared.PlanCluster, desiredHash(key, a.Result))
+	case controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer):
+		w = deletionWork(obj, tpl, inv, func(string) string { return key })
+	default:
 		return BindingPlan{}, nil
 	}
+	pl := planPipeline(obj, vc, key)
 	sc := &bindingScope{}
 	o, places, err := pl.observe(ctx, w, sc)
 	if err != nil {
