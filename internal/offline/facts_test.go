@@ -8,7 +8,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
-	"github.com/minionvault/minion-vault-operator/internal/testsamples"
+	"github.com/minionvault/minion-vault-operator/internal/testing/samples"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -17,8 +17,8 @@ import (
 // (namespace/name; a binding that holds its minion ID keeps it), from
 // claimants that are copies of what the order reads.
 func TestFactsAdmit(t *testing.T) {
-	dir := testsamples.Copy(t)
-	testsamples.WriteFile(t, filepath.Join(dir, "more.yaml"), `apiVersion: minionvault.dev/v1alpha1
+	dir := samples.Copy(t)
+	samples.WriteFile(t, filepath.Join(dir, "more.yaml"), `apiVersion: minionvault.dev/v1alpha1
 kind: MinionBinding
 metadata: {name: a-first, namespace: default}
 spec: {minionID: DB01, templateRef: {name: salt-minions}, grains: {id: DB01}, pillar: {roles: [db], env: prod}}

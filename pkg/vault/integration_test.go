@@ -2,7 +2,7 @@
 
 package vault
 
-// Integration tests against a real Vault dev server (internal/testenv,
+// Integration tests against a real Vault dev server (internal/testing/testenv,
 // Vault only). They prove that config/vault/operator-policy.hcl is enough
 // for every call of the client, that AppRole logins and re-logins work, and
 // that a short-lived token is renewed.
@@ -18,7 +18,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	vaultpolicy "github.com/minionvault/minion-vault-operator/config/vault"
-	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/internal/testing/testenv"
 )
 
 func TestMain(m *testing.M) {

@@ -1,7 +1,8 @@
 // Package vectors loads the test vectors produced by running the upstream
 // implementations (saltext-vault templating, map.jinja parameter stack),
 // for the tests of every layer that must match them: pkg/template,
-// pkg/parameters, pkg/render and the CLI.
+// pkg/parameters, pkg/render and the CLI. It is test support: no product
+// code imports it.
 package vectors
 
 import (

@@ -1,8 +1,8 @@
-// Package testsamples is for tests only: config/samples copied to a
-// folder a test may edit, and fleets of bindings of the sample template
+// Package samples is test support: config/samples copied to a folder a
+// test may edit, and fleets of bindings of the sample template
 // generated at any size. The CLI's tests, internal/audit's and
 // internal/offline's share them.
-package testsamples
+package samples
 
 import (
 	"fmt"

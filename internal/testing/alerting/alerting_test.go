@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-const root = "../.."
+const root = "../../.."
 
 func TestMetricNames(t *testing.T) {
 	for _, tc := range []struct {

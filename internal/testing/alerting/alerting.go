@@ -4,7 +4,7 @@
 // names the metrics their PromQL expressions read. Tests use it to give
 // promtool the rule groups of the PrometheusRule's spec (the one source of
 // both), and to check that every metric named exists on the operator's
-// /metrics.
+// /metrics. It is test support: no product code imports it.
 package alerting
 
 import (

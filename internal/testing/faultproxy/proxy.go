@@ -6,6 +6,8 @@
 //
 // Every request is counted with the fault in effect when it arrived, so a
 // test can compare the request rate during a fault with the healthy rate.
+//
+// It is test support: no product code imports it.
 package faultproxy
 
 import (

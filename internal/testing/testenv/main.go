@@ -1,4 +1,4 @@
-// Package testenv is the integration suites' view of internal/localenv: the
+// Package testenv is test support, the integration suites' view of internal/localenv: the
 // real servers they test against (a Kubernetes API server with etcd, with
 // the project's CRDs installed, and a Vault dev server with the AppRole auth
 // method enabled at salt-minions), started once per test package.
