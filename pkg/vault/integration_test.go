@@ -9,7 +9,9 @@ package vault
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -65,6 +67,12 @@ func boolPtr(b bool) *bool { return &b }
 // unique makes names that do not collide with earlier runs against the same
 // Vault (-count=2, USE_EXISTING_VAULT).
 func unique(prefix string) string { return prefix + randomHex(3) + "-" }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%x", b)
+}
 
 func TestIntegrationOperatorPolicyIsSufficient(t *testing.T) {
 	t.Parallel()

@@ -1,4 +1,4 @@
-package vault
+package vaulttest
 
 import (
 	"context"
@@ -6,11 +6,9 @@ import (
 	"errors"
 	"strconv"
 	"testing"
-)
 
-func TestFakeConformance(t *testing.T) {
-	conformance(t, NewFake(), "salt-minions", "fake-")
-}
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+)
 
 func TestFakeZeroValue(t *testing.T) {
 	var f Fake
@@ -32,7 +30,7 @@ func TestFakeZeroValue(t *testing.T) {
 func TestFakeCountersAndFailures(t *testing.T) {
 	f := NewFake()
 	ctx := context.Background()
-	boom := &Error{Op: "write auth/salt-minions/role/web01", StatusCode: 503, Messages: []string{"Vault is sealed"}}
+	boom := &vault.Error{Op: "write auth/salt-minions/role/web01", StatusCode: 503, Messages: []string{"Vault is sealed"}}
 
 	f.FailNext("WriteRole", boom)
 	if err := f.WriteRole(ctx, "salt-minions", "web01", map[string]any{"token_ttl": 60}); err != boom {
@@ -64,13 +62,13 @@ func TestFakeCountersAndFailures(t *testing.T) {
 	if f.Calls("WriteRole") != 2 || f.Calls("WritePolicy") != 2 || f.Calls("ReadRole") != 2 || f.Calls("ServerInfo") != 1 {
 		t.Errorf("calls: WriteRole %d WritePolicy %d ReadRole %d ServerInfo %d", f.Calls("WriteRole"), f.Calls("WritePolicy"), f.Calls("ReadRole"), f.Calls("ServerInfo"))
 	}
-	if f.Writes() != 4 || f.Calls(OpWrite) != 4 || f.Calls(OpRead) != 3 || f.Calls("*") != 7 {
-		t.Errorf("Writes %d write %d read %d all %d", f.Writes(), f.Calls(OpWrite), f.Calls(OpRead), f.Calls("*"))
+	if f.Writes() != 4 || f.Calls(vault.OpWrite) != 4 || f.Calls(vault.OpRead) != 3 || f.Calls("*") != 7 {
+		t.Errorf("Writes %d write %d read %d all %d", f.Writes(), f.Calls(vault.OpWrite), f.Calls(vault.OpRead), f.Calls("*"))
 	}
 	if err := f.DeletePolicy(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}
-	if f.Writes() != 5 || f.Calls(OpDelete) != 1 {
+	if f.Writes() != 5 || f.Calls(vault.OpDelete) != 1 {
 		t.Errorf("a delete counts as a write: %d", f.Writes())
 	}
 	f.ResetCalls()
@@ -86,7 +84,7 @@ func TestFakeMetadataLimits(t *testing.T) {
 		md["k"+strconv.Itoa(i)] = "v"
 	}
 	_, err := f.WriteEntityByName(context.Background(), "e", md)
-	var ve *Error
+	var ve *vault.Error
 	if !errors.As(err, &ve) || ve.StatusCode != 500 {
 		t.Errorf("65 pairs: %v", err)
 	}

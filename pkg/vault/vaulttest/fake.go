@@ -1,4 +1,7 @@
-package vault
+// Package vaulttest is test support: Fake, an in-memory vault.Client with
+// Vault's semantics, for the unit tests of the controllers and the CLI (as
+// net/http/httptest is for net/http). No product code imports it.
+package vaulttest
 
 import (
 	"context"
@@ -18,9 +21,12 @@ import (
 	"time"
 
 	hclparser "github.com/hashicorp/hcl"
+
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/internal/rules"
 )
 
-// Fake is an in-memory Client for controller unit tests, with the
+// Fake is an in-memory vault.Client for controller unit tests, with the
 // semantics observed from Vault 1.21 (the integration test checks the same
 // behaviour against a real server):
 //
@@ -41,7 +47,7 @@ import (
 //     (reading it answers found, with no rules), "default" exists and
 //     cannot be deleted, the HCL must parse;
 //   - reads of absent objects return nil/""/false, deletes of absent
-//     objects succeed; errors are *Error with Vault's status codes.
+//     objects succeed; errors are *vault.Error with Vault's status codes.
 //
 // The zero value is ready to use and has the AppRole auth method enabled
 // at "salt-minions" (see EnableAuth). Every method counts as one call of
@@ -56,8 +62,8 @@ type Fake struct {
 	mounts    map[string]string         // auth mount -> accessor
 	roles     map[string]map[string]any // "<mount>/<name>" -> parameters
 	roleIDs   map[string]string         // "<mount>/<name>" -> role ID
-	entities  map[string]*Entity        // by ID (Aliases unused: see aliases)
-	aliases   map[string]*Alias         // by ID
+	entities  map[string]*vault.Entity  // by ID (Aliases unused: see aliases)
+	aliases   map[string]*vault.Alias   // by ID
 	policies  map[string]string
 	calls     map[string]int
 	failNext  map[string][]error
@@ -73,7 +79,7 @@ func NewFake() *Fake {
 	return f
 }
 
-var _ Client = (*Fake)(nil)
+var _ vault.Client = (*Fake)(nil)
 
 func (f *Fake) lazyInit() {
 	if f.init {
@@ -87,8 +93,8 @@ func (f *Fake) lazyInit() {
 	f.mounts = map[string]string{"token": "auth_token_" + randomHex(4), "salt-minions": "auth_approle_" + randomHex(4)}
 	f.roles = map[string]map[string]any{}
 	f.roleIDs = map[string]string{}
-	f.entities = map[string]*Entity{}
-	f.aliases = map[string]*Alias{}
+	f.entities = map[string]*vault.Entity{}
+	f.aliases = map[string]*vault.Alias{}
 	f.policies = map[string]string{"default": "# the default policy\n"}
 	f.calls = map[string]int{}
 	f.failNext = map[string][]error{}
@@ -100,7 +106,7 @@ func (f *Fake) EnableAuth(mount string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lazyInit()
-	mount = cleanMount(mount)
+	mount = rules.CleanMount(mount)
 	if acc, ok := f.mounts[mount]; ok {
 		return acc
 	}
@@ -161,7 +167,7 @@ func (f *Fake) Writes() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lazyInit()
-	return f.calls[OpWrite] + f.calls[OpDelete]
+	return f.calls[vault.OpWrite] + f.calls[vault.OpDelete]
 }
 
 // ResetCalls sets every counter to zero.
@@ -208,56 +214,56 @@ func (f *Fake) begin(method, kind string) error {
 	return nil
 }
 
-func fakeErr(op, path string, code int, msg string) *Error {
-	e := &Error{Op: op + " " + path, StatusCode: code}
+func fakeErr(op, path string, code int, msg string) *vault.Error {
+	e := &vault.Error{Op: op + " " + path, StatusCode: code}
 	if msg != "" {
 		e.Messages = []string{msg}
 	}
 	return e
 }
 
-func (f *Fake) ServerInfo(ctx context.Context) (ServerInfo, error) {
+func (f *Fake) ServerInfo(ctx context.Context) (vault.ServerInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("ServerInfo", OpRead); err != nil {
-		return ServerInfo{}, err
+	if err := f.begin("ServerInfo", vault.OpRead); err != nil {
+		return vault.ServerInfo{}, err
 	}
-	return ServerInfo{Version: f.version, ClusterID: f.clusterID}, nil
+	return vault.ServerInfo{Version: f.version, ClusterID: f.clusterID}, nil
 }
 
-// CheckToken implements Client; FailNext("CheckToken", ...) makes it fail.
+// CheckToken implements vault.Client; FailNext("CheckToken", ...) makes it fail.
 func (f *Fake) CheckToken(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.begin("CheckToken", OpRead)
+	return f.begin("CheckToken", vault.OpRead)
 }
 
 func (f *Fake) MountAccessor(ctx context.Context, authMount string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("MountAccessor", OpRead); err != nil {
+	if err := f.begin("MountAccessor", vault.OpRead); err != nil {
 		return "", err
 	}
-	mount := cleanMount(authMount)
-	if err := segments("auth mount", mount); err != nil {
-		return "", invalid(OpRead, "sys/auth", err)
+	mount := rules.CleanMount(authMount)
+	if err := rules.Segments("auth mount", mount); err != nil {
+		return "", invalid(vault.OpRead, "sys/auth", err)
 	}
 	return f.mounts[mount], nil
 }
 
-func (f *Fake) AuthMounts(ctx context.Context) (map[string]AuthMount, error) {
+func (f *Fake) AuthMounts(ctx context.Context) (map[string]vault.AuthMount, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("AuthMounts", OpRead); err != nil {
+	if err := f.begin("AuthMounts", vault.OpRead); err != nil {
 		return nil, err
 	}
-	out := map[string]AuthMount{}
+	out := map[string]vault.AuthMount{}
 	for m, acc := range f.mounts {
 		typ := "approle"
 		if m == "token" {
 			typ = "token"
 		}
-		out[m] = AuthMount{Type: typ, Accessor: acc}
+		out[m] = vault.AuthMount{Type: typ, Accessor: acc}
 	}
 	return out, nil
 }
@@ -265,11 +271,11 @@ func (f *Fake) AuthMounts(ctx context.Context) (map[string]AuthMount, error) {
 // roleKey checks mount and name and returns the role's key, lowercased,
 // and its path.
 func (f *Fake) roleKey(op, mount, name, suffix string) (string, string, error) {
-	p, err := rolePath(mount, name)
+	p, err := rules.RolePath(mount, name)
 	if err != nil {
 		return "", "", invalid(op, "auth/"+mount+"/role/"+name+suffix, err)
 	}
-	mount = cleanMount(mount)
+	mount = rules.CleanMount(mount)
 	if _, ok := f.mounts[mount]; !ok || mount == "token" {
 		return "", "", fakeErr(op, p+suffix, http.StatusNotFound, fmt.Sprintf("no handler for route %q. route entry not found.", p+suffix))
 	}
@@ -282,10 +288,10 @@ func (f *Fake) roleKey(op, mount, name, suffix string) (string, string, error) {
 func (f *Fake) ReadRole(ctx context.Context, mount, name string) (map[string]any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("ReadRole", OpRead); err != nil {
+	if err := f.begin("ReadRole", vault.OpRead); err != nil {
 		return nil, err
 	}
-	key, _, err := f.roleKey(OpRead, mount, name, "")
+	key, _, err := f.roleKey(vault.OpRead, mount, name, "")
 	if err != nil {
 		return nil, err
 	}
@@ -307,41 +313,19 @@ var (
 	fakeRoleLists     = []string{"secret_id_bound_cidrs", "token_bound_cidrs", "token_policies"}
 )
 
-// RoleDefaults is the read of a role written with no parameters, as Vault
-// 1.21 answers it (path_role.go; numbers as json.Number): what a role has
-// where its writer set nothing.
-func RoleDefaults() map[string]any {
-	m := map[string]any{
-		"bind_secret_id":          true,
-		"local_secret_ids":        false,
-		"secret_id_bound_cidrs":   nil,
-		"token_bound_cidrs":       []any{},
-		"token_no_default_policy": false,
-		"token_policies":          []any{},
-		"token_type":              "default",
-	}
-	for _, k := range fakeRoleDurations {
-		m[k] = json.Number("0")
-	}
-	for _, k := range fakeRoleInts {
-		m[k] = json.Number("0")
-	}
-	return m
-}
-
 func (f *Fake) WriteRole(ctx context.Context, mount, name string, params map[string]any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("WriteRole", OpWrite); err != nil {
+	if err := f.begin("WriteRole", vault.OpWrite); err != nil {
 		return err
 	}
-	key, p, err := f.roleKey(OpWrite, mount, name, "")
+	key, p, err := f.roleKey(vault.OpWrite, mount, name, "")
 	if err != nil {
 		return err
 	}
-	bad := func(msg string) error { return fakeErr(OpWrite, p, http.StatusBadRequest, msg) }
+	bad := func(msg string) error { return fakeErr(vault.OpWrite, p, http.StatusBadRequest, msg) }
 	old, exists := f.roles[key]
-	r := RoleDefaults()
+	r := vault.RoleDefaults()
 	if exists {
 		r = cloneJSON(old)
 	}
@@ -408,16 +392,16 @@ func (f *Fake) WriteRole(ctx context.Context, mount, name string, params map[str
 			// Vault ignores unknown parameters (with a warning).
 		}
 	}
-	ttl, maxTTL := number(r["token_ttl"]), number(r["token_max_ttl"])
+	ttl, maxTTL := rules.Number(r["token_ttl"]), rules.Number(r["token_max_ttl"])
 	if ttl > 0 && maxTTL > 0 && ttl > maxTTL {
 		return bad("'token_ttl' cannot be greater than 'token_max_ttl'")
 	}
-	if r["token_type"] == "batch" && (number(r["token_period"]) != 0 || number(r["token_num_uses"]) != 0) {
+	if r["token_type"] == "batch" && (rules.Number(r["token_period"]) != 0 || rules.Number(r["token_num_uses"]) != 0) {
 		return bad("'token_type' cannot be 'batch' or 'default_batch' when set to generate periodic tokens or tokens with limited use count")
 	}
 	if r["bind_secret_id"] == false && fakeLen(r["secret_id_bound_cidrs"]) == 0 && fakeLen(r["token_bound_cidrs"]) == 0 {
 		// Vault 1.21 answers this one with a 500.
-		return fakeErr(OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* at least one constraint should be enabled on the role\n\n")
+		return fakeErr(vault.OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* at least one constraint should be enabled on the role\n\n")
 	}
 	roleID, _ := params["role_id"].(string)
 	if roleID != "" {
@@ -426,7 +410,7 @@ func (f *Fake) WriteRole(ctx context.Context, mount, name string, params map[str
 		for k, id := range f.roleIDs {
 			if k != key && strings.HasPrefix(k, prefix) && !strings.Contains(k[len(prefix):], "/") && id == roleID {
 				// A Go error in approle's setRoleEntry: Vault answers 500.
-				return fakeErr(OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* role_id already in use\n\n")
+				return fakeErr(vault.OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* role_id already in use\n\n")
 			}
 		}
 		f.roleIDs[key] = roleID
@@ -440,10 +424,10 @@ func (f *Fake) WriteRole(ctx context.Context, mount, name string, params map[str
 func (f *Fake) DeleteRole(ctx context.Context, mount, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("DeleteRole", OpDelete); err != nil {
+	if err := f.begin("DeleteRole", vault.OpDelete); err != nil {
 		return err
 	}
-	key, _, err := f.roleKey(OpDelete, mount, name, "")
+	key, _, err := f.roleKey(vault.OpDelete, mount, name, "")
 	if err != nil {
 		return err
 	}
@@ -455,17 +439,17 @@ func (f *Fake) DeleteRole(ctx context.Context, mount, name string) error {
 func (f *Fake) ReadRoleID(ctx context.Context, mount, name string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("ReadRoleID", OpRead); err != nil {
+	if err := f.begin("ReadRoleID", vault.OpRead); err != nil {
 		return "", err
 	}
-	key, _, err := f.roleKey(OpRead, mount, name, "/role-id")
+	key, _, err := f.roleKey(vault.OpRead, mount, name, "/role-id")
 	if err != nil {
 		return "", err
 	}
 	return f.roleIDs[key], nil
 }
 
-func (f *Fake) entityByName(name string) *Entity {
+func (f *Fake) entityByName(name string) *vault.Entity {
 	for _, e := range f.entities {
 		if strings.EqualFold(e.Name, name) {
 			return e
@@ -475,8 +459,8 @@ func (f *Fake) entityByName(name string) *Entity {
 }
 
 // entityCopy returns e with its aliases, sorted by ID.
-func (f *Fake) entityCopy(e *Entity) *Entity {
-	out := &Entity{ID: e.ID, Name: e.Name, Metadata: maps.Clone(e.Metadata)}
+func (f *Fake) entityCopy(e *vault.Entity) *vault.Entity {
+	out := &vault.Entity{ID: e.ID, Name: e.Name, Metadata: maps.Clone(e.Metadata)}
 	if out.Metadata == nil {
 		out.Metadata = map[string]string{}
 	}
@@ -485,18 +469,18 @@ func (f *Fake) entityCopy(e *Entity) *Entity {
 			out.Aliases = append(out.Aliases, *a)
 		}
 	}
-	slices.SortFunc(out.Aliases, func(a, b Alias) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out.Aliases, func(a, b vault.Alias) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
-func (f *Fake) ReadEntityByName(ctx context.Context, name string) (*Entity, error) {
+func (f *Fake) ReadEntityByName(ctx context.Context, name string) (*vault.Entity, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("ReadEntityByName", OpRead); err != nil {
+	if err := f.begin("ReadEntityByName", vault.OpRead); err != nil {
 		return nil, err
 	}
-	if _, err := entityPath(name); err != nil {
-		return nil, invalid(OpRead, "identity/entity/name/"+name, err)
+	if _, err := rules.EntityPath(name); err != nil {
+		return nil, invalid(vault.OpRead, "identity/entity/name/"+name, err)
 	}
 	e := f.entityByName(name)
 	if e == nil {
@@ -543,21 +527,21 @@ func fakeValidateMetadata(md map[string]string) error {
 func (f *Fake) WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("WriteEntityByName", OpWrite); err != nil {
+	if err := f.begin("WriteEntityByName", vault.OpWrite); err != nil {
 		return "", err
 	}
-	p, err := entityPath(name)
+	p, err := rules.EntityPath(name)
 	if err != nil {
-		return "", invalid(OpWrite, "identity/entity/name/"+name, err)
+		return "", invalid(vault.OpWrite, "identity/entity/name/"+name, err)
 	}
 	if err := fakeValidateMetadata(metadata); err != nil {
 		// Vault 1.21 answers these with a 500.
-		return "", fakeErr(OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* invalid entity metadata: "+err.Error()+"\n\n")
+		return "", fakeErr(vault.OpWrite, p, http.StatusInternalServerError, "1 error occurred:\n\t* invalid entity metadata: "+err.Error()+"\n\n")
 	}
 	created := ""
 	e := f.entityByName(name)
 	if e == nil {
-		e = &Entity{ID: randomUUID()}
+		e = &vault.Entity{ID: randomUUID()}
 		f.entities[e.ID] = e
 		created = e.ID
 	}
@@ -572,11 +556,11 @@ func (f *Fake) WriteEntityByName(ctx context.Context, name string, metadata map[
 func (f *Fake) DeleteEntityByName(ctx context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("DeleteEntityByName", OpDelete); err != nil {
+	if err := f.begin("DeleteEntityByName", vault.OpDelete); err != nil {
 		return err
 	}
-	if _, err := entityPath(name); err != nil {
-		return invalid(OpDelete, "identity/entity/name/"+name, err)
+	if _, err := rules.EntityPath(name); err != nil {
+		return invalid(vault.OpDelete, "identity/entity/name/"+name, err)
 	}
 	e := f.entityByName(name)
 	if e == nil {
@@ -600,8 +584,8 @@ func (f *Fake) accessorKnown(acc string) bool {
 	return false
 }
 
-func (f *Fake) aliasByFactors(name, acc string) *Alias {
-	var fold *Alias
+func (f *Fake) aliasByFactors(name, acc string) *vault.Alias {
+	var fold *vault.Alias
 	for _, a := range f.aliases {
 		if a.MountAccessor != acc {
 			continue
@@ -616,15 +600,15 @@ func (f *Fake) aliasByFactors(name, acc string) *Alias {
 	return fold
 }
 
-func (f *Fake) LookupEntityByAlias(ctx context.Context, name, mountAccessor string) (*Entity, error) {
+func (f *Fake) LookupEntityByAlias(ctx context.Context, name, mountAccessor string) (*vault.Entity, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	const p = "identity/lookup/entity"
-	if err := f.begin("LookupEntityByAlias", OpRead); err != nil {
+	if err := f.begin("LookupEntityByAlias", vault.OpRead); err != nil {
 		return nil, err
 	}
 	if name == "" || mountAccessor == "" {
-		return nil, invalid(OpRead, p, fmt.Errorf("%w: a lookup needs an alias name and a mount accessor", ErrInvalid))
+		return nil, invalid(vault.OpRead, p, fmt.Errorf("%w: a lookup needs an alias name and a mount accessor", vault.ErrInvalid))
 	}
 	if a := f.aliasByFactors(name, mountAccessor); a != nil {
 		if e, ok := f.entities[a.CanonicalID]; ok {
@@ -638,37 +622,37 @@ func (f *Fake) CreateEntityAlias(ctx context.Context, name, mountAccessor, canon
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	const p = "identity/entity-alias"
-	if err := f.begin("CreateEntityAlias", OpWrite); err != nil {
+	if err := f.begin("CreateEntityAlias", vault.OpWrite); err != nil {
 		return "", err
 	}
 	if name == "" || mountAccessor == "" || canonicalID == "" {
-		return "", invalid(OpWrite, p, fmt.Errorf("%w: an alias needs a name, a mount accessor and an entity ID", ErrInvalid))
+		return "", invalid(vault.OpWrite, p, fmt.Errorf("%w: an alias needs a name, a mount accessor and an entity ID", vault.ErrInvalid))
 	}
 	if !f.accessorKnown(mountAccessor) {
-		return "", fakeErr(OpWrite, p, http.StatusBadRequest, fmt.Sprintf("invalid mount accessor %q", mountAccessor))
+		return "", fakeErr(vault.OpWrite, p, http.StatusBadRequest, fmt.Sprintf("invalid mount accessor %q", mountAccessor))
 	}
 	if existing := f.aliasByFactors(name, mountAccessor); existing != nil {
 		// Vault turns this into an update of the existing alias.
-		if err := f.updateAlias(OpWrite, p, existing, name, mountAccessor, canonicalID); err != nil {
+		if err := f.updateAlias(vault.OpWrite, p, existing, name, mountAccessor, canonicalID); err != nil {
 			return "", err
 		}
 		return existing.ID, nil
 	}
 	if _, ok := f.entities[canonicalID]; !ok {
-		return "", fakeErr(OpWrite, p, http.StatusBadRequest, "invalid canonical ID")
+		return "", fakeErr(vault.OpWrite, p, http.StatusBadRequest, "invalid canonical ID")
 	}
 	for _, a := range f.aliases {
 		if a.CanonicalID == canonicalID && a.MountAccessor == mountAccessor {
-			return "", fakeErr(OpWrite, p, http.StatusBadRequest, "Alias already exists for requested entity and mount accessor")
+			return "", fakeErr(vault.OpWrite, p, http.StatusBadRequest, "Alias already exists for requested entity and mount accessor")
 		}
 	}
-	a := &Alias{ID: randomUUID(), Name: name, MountAccessor: mountAccessor, CanonicalID: canonicalID}
+	a := &vault.Alias{ID: randomUUID(), Name: name, MountAccessor: mountAccessor, CanonicalID: canonicalID}
 	f.aliases[a.ID] = a
 	return a.ID, nil
 }
 
 // updateAlias is Vault's handleAliasUpdate.
-func (f *Fake) updateAlias(op, p string, a *Alias, name, acc, canonicalID string) error {
+func (f *Fake) updateAlias(op, p string, a *vault.Alias, name, acc, canonicalID string) error {
 	if name == "" {
 		name = a.Name
 	}
@@ -704,28 +688,28 @@ func (f *Fake) updateAlias(op, p string, a *Alias, name, acc, canonicalID string
 func (f *Fake) UpdateEntityAlias(ctx context.Context, id, name, mountAccessor, canonicalID string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("UpdateEntityAlias", OpWrite); err != nil {
+	if err := f.begin("UpdateEntityAlias", vault.OpWrite); err != nil {
 		return err
 	}
-	if err := segment("alias ID", id); err != nil {
-		return invalid(OpWrite, "identity/entity-alias/id/"+id, err)
+	if err := rules.Segment("alias ID", id); err != nil {
+		return invalid(vault.OpWrite, "identity/entity-alias/id/"+id, err)
 	}
 	p := "identity/entity-alias/id/" + id
 	a, ok := f.aliases[id]
 	if !ok {
-		return fakeErr(OpWrite, p, http.StatusBadRequest, "invalid alias ID provided")
+		return fakeErr(vault.OpWrite, p, http.StatusBadRequest, "invalid alias ID provided")
 	}
-	return f.updateAlias(OpWrite, p, a, name, mountAccessor, canonicalID)
+	return f.updateAlias(vault.OpWrite, p, a, name, mountAccessor, canonicalID)
 }
 
 func (f *Fake) DeleteEntityAlias(ctx context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("DeleteEntityAlias", OpDelete); err != nil {
+	if err := f.begin("DeleteEntityAlias", vault.OpDelete); err != nil {
 		return err
 	}
-	if err := segment("alias ID", id); err != nil {
-		return invalid(OpDelete, "identity/entity-alias/id/"+id, err)
+	if err := rules.Segment("alias ID", id); err != nil {
+		return invalid(vault.OpDelete, "identity/entity-alias/id/"+id, err)
 	}
 	delete(f.aliases, id)
 	return nil
@@ -734,11 +718,11 @@ func (f *Fake) DeleteEntityAlias(ctx context.Context, id string) error {
 func (f *Fake) ReadPolicy(ctx context.Context, name string) (string, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("ReadPolicy", OpRead); err != nil {
+	if err := f.begin("ReadPolicy", vault.OpRead); err != nil {
 		return "", false, err
 	}
-	if _, err := policyPath(name); err != nil {
-		return "", false, invalid(OpRead, "sys/policies/acl/"+name, err)
+	if _, err := rules.PolicyPath(name); err != nil {
+		return "", false, invalid(vault.OpRead, "sys/policies/acl/"+name, err)
 	}
 	name = strings.ToLower(name)
 	if name == "root" {
@@ -751,22 +735,22 @@ func (f *Fake) ReadPolicy(ctx context.Context, name string) (string, bool, error
 func (f *Fake) WritePolicy(ctx context.Context, name, hcl string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("WritePolicy", OpWrite); err != nil {
+	if err := f.begin("WritePolicy", vault.OpWrite); err != nil {
 		return err
 	}
-	p, err := policyPath(name)
+	p, err := rules.PolicyPath(name)
 	if err != nil {
-		return invalid(OpWrite, "sys/policies/acl/"+name, err)
+		return invalid(vault.OpWrite, "sys/policies/acl/"+name, err)
 	}
 	name = strings.ToLower(name)
 	if name == "root" {
-		return fakeErr(OpWrite, p, http.StatusBadRequest, `cannot update "root" policy`)
+		return fakeErr(vault.OpWrite, p, http.StatusBadRequest, `cannot update "root" policy`)
 	}
 	if hcl == "" {
-		return fakeErr(OpWrite, p, http.StatusBadRequest, "'policy' parameter not supplied or empty")
+		return fakeErr(vault.OpWrite, p, http.StatusBadRequest, "'policy' parameter not supplied or empty")
 	}
 	if _, err := hclparser.Parse(hcl); err != nil {
-		return fakeErr(OpWrite, p, http.StatusBadRequest, "failed to parse policy: "+err.Error())
+		return fakeErr(vault.OpWrite, p, http.StatusBadRequest, "failed to parse policy: "+err.Error())
 	}
 	f.policies[name] = hcl
 	return nil
@@ -775,16 +759,16 @@ func (f *Fake) WritePolicy(ctx context.Context, name, hcl string) error {
 func (f *Fake) DeletePolicy(ctx context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("DeletePolicy", OpDelete); err != nil {
+	if err := f.begin("DeletePolicy", vault.OpDelete); err != nil {
 		return err
 	}
-	p, err := policyPath(name)
+	p, err := rules.PolicyPath(name)
 	if err != nil {
-		return invalid(OpDelete, "sys/policies/acl/"+name, err)
+		return invalid(vault.OpDelete, "sys/policies/acl/"+name, err)
 	}
 	name = strings.ToLower(name)
 	if name == "root" || name == "default" {
-		return fakeErr(OpDelete, p, http.StatusBadRequest, fmt.Sprintf("cannot delete %q policy", name))
+		return fakeErr(vault.OpDelete, p, http.StatusBadRequest, fmt.Sprintf("cannot delete %q policy", name))
 	}
 	delete(f.policies, name)
 	return nil
@@ -909,6 +893,9 @@ func cloneJSON(m map[string]any) map[string]any {
 	return out
 }
 
+// invalid is the client's error for a request it refuses to send.
+func invalid(op, path string, err error) error { return &vault.Error{Op: op + " " + path, Err: err} }
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -924,12 +911,12 @@ func randomUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// ListPolicies implements Client, like Vault: sorted, with
+// ListPolicies implements vault.Client, like Vault: sorted, with
 // "default" and "root" besides the written ones.
 func (f *Fake) ListPolicies(context.Context) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("ListPolicies", OpList); err != nil {
+	if err := f.begin("ListPolicies", vault.OpList); err != nil {
 		return nil, err
 	}
 	out := []string{"default", "root"}
@@ -942,40 +929,40 @@ func (f *Fake) ListPolicies(context.Context) ([]string, error) {
 	return out, nil
 }
 
-// ListEntities implements Client, like Vault: IDs, names and aliases (no
+// ListEntities implements vault.Client, like Vault: IDs, names and aliases (no
 // metadata), sorted by name.
-func (f *Fake) ListEntities(context.Context) ([]Entity, error) {
+func (f *Fake) ListEntities(context.Context) ([]vault.Entity, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("ListEntities", OpList); err != nil {
+	if err := f.begin("ListEntities", vault.OpList); err != nil {
 		return nil, err
 	}
-	out := make([]Entity, 0, len(f.entities))
+	out := make([]vault.Entity, 0, len(f.entities))
 	for _, e := range f.entities {
-		listed := Entity{ID: e.ID, Name: e.Name}
+		listed := vault.Entity{ID: e.ID, Name: e.Name}
 		for _, a := range f.aliases {
 			if a.CanonicalID == e.ID {
-				listed.Aliases = append(listed.Aliases, Alias{ID: a.ID, Name: a.Name, MountAccessor: a.MountAccessor, CanonicalID: e.ID})
+				listed.Aliases = append(listed.Aliases, vault.Alias{ID: a.ID, Name: a.Name, MountAccessor: a.MountAccessor, CanonicalID: e.ID})
 			}
 		}
 		out = append(out, listed)
 	}
-	slices.SortFunc(out, func(a, b Entity) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b vault.Entity) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-// ListRoles implements Client, like Vault: the mount's role names
+// ListRoles implements vault.Client, like Vault: the mount's role names
 // (lowercased), sorted; 404 when nothing is mounted there.
 func (f *Fake) ListRoles(_ context.Context, mount string) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.begin("ListRoles", OpList); err != nil {
+	if err := f.begin("ListRoles", vault.OpList); err != nil {
 		return nil, err
 	}
-	mount = cleanMount(mount)
+	mount = rules.CleanMount(mount)
 	if _, ok := f.mounts[mount]; !ok || mount == "token" {
 		p := "auth/" + mount + "/role"
-		return nil, fakeErr(OpList, p, http.StatusNotFound, fmt.Sprintf("no handler for route %q. route entry not found.", p))
+		return nil, fakeErr(vault.OpList, p, http.StatusNotFound, fmt.Sprintf("no handler for route %q. route entry not found.", p))
 	}
 	var out []string
 	for key := range f.roles {
