@@ -186,7 +186,7 @@ fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).
 	$(call fuzz-target,FuzzDecode,./pkg/ownership,100000x)
 	$(call fuzz-target,FuzzProveRoleID,./pkg/ownership,100000x)
 	$(call fuzz-target,FuzzParseHeader,./pkg/ownership,100000x)
-	$(call fuzz-target,FuzzParseIssueParams,./internal/saltmaster,50000x)
+	$(call fuzz-target,FuzzParseIssueParams,./internal/saltext,50000x)
 	$(call fuzz-target,FuzzMasterCheck,./internal/mastercheck,20000x)
 
 # The compatibility suite: the same tests against every Vault line the

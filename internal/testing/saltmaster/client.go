@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minionvault/minion-vault-operator/internal/saltext"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 
@@ -130,12 +131,12 @@ func (c *vclient) requestRaw(ctx context.Context, method, endpoint string, paylo
 		c.used()
 	}
 	if err != nil {
-		return nil, &SaltError{Class: "ConnectionError", Msg: err.Error(), Err: err}
+		return nil, &saltext.SaltError{Class: "ConnectionError", Msg: err.Error(), Err: err}
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
-		return nil, &SaltError{Class: "ConnectionError", Msg: err.Error(), Err: err}
+		return nil, &saltext.SaltError{Class: "ConnectionError", Msg: err.Error(), Err: err}
 	}
 	out := &response{status: res.StatusCode, url: u}
 	if v, err := value.DecodeJSON(raw); err == nil {

@@ -10,7 +10,7 @@ import (
 // master's client. Every write is a POST: client.py's put() is one too.
 
 func (m *Master) mount() (string, error) {
-	v, err := m.Config.get("issue:approle:mount")
+	v, err := m.Config.ValueOf("issue:approle:mount")
 	return v.PyStr(), err
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/minionvault/minion-vault-operator/internal/saltext"
 )
 
 // VaultError is a Vault answer with an error status, classified the way
@@ -63,25 +65,9 @@ func (e *VaultError) Error() string {
 	return fmt.Sprintf("%s %s: Vault answered %d: %s", e.Method, e.Path, e.Status, e.Message())
 }
 
-// SaltError is an exception saltext or Python raises itself (not an HTTP
-// status): SaltRunnerError, VaultException, KeyError, TypeError, ...
-type SaltError struct {
-	Class string
-	Msg   string
-	Err   error // the cause, if any
-}
-
-func (e *SaltError) Error() string {
-	if e.Msg == "" {
-		return e.Class
-	}
-	return e.Class + ": " + e.Msg
-}
-
-func (e *SaltError) Unwrap() error { return e.Err }
-
-func saltErr(class, format string, args ...any) *SaltError {
-	return &SaltError{Class: class, Msg: fmt.Sprintf(format, args...)}
+// saltErr is saltext's exception class raised with a formatted message.
+func saltErr(class, format string, args ...any) *saltext.SaltError {
+	return &saltext.SaltError{Class: class, Msg: fmt.Sprintf(format, args...)}
 }
 
 // PythonError renders err as the runner does in its answers,
@@ -91,7 +77,7 @@ func saltErr(class, format string, args ...any) *SaltError {
 func PythonError(err error) string {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		switch t := e.(type) {
-		case *SaltError:
+		case *saltext.SaltError:
 			return t.Class + ": " + t.Msg
 		case *VaultError:
 			return t.Class() + ": " + t.Message()
@@ -118,7 +104,7 @@ func HTTPStatus(err error) int {
 func pyClass(err error) string {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		switch t := e.(type) {
-		case *SaltError:
+		case *saltext.SaltError:
 			return t.Class
 		case *VaultError:
 			return t.Class()

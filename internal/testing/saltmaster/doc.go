@@ -1,7 +1,9 @@
-// Package saltmaster replays what a Salt master running saltext-vault
-// 1.8.0 does to Vault when it issues credentials to minions, so that tests
-// (and the read-only master-check) can run the master's real call sequence
-// without Salt.
+// Package saltmaster is test support: it replays what a Salt master
+// running saltext-vault 1.8.0 does to Vault when it issues credentials to
+// minions, so that tests can run the master's real call sequence without
+// Salt. No product code imports it; the part of saltext the master-check
+// needs (the configuration, the issue parameters and their comparison) is
+// internal/saltext, which this package builds on.
 //
 // It ports, with file:line citations to saltext's src/saltext/vault:
 //
@@ -10,8 +12,8 @@
 //     internal steps they share (_get_role_id, _manage_approle,
 //     _manage_entity, _manage_entity_alias, _lookup_approle_cached with its
 //     1 h approle_meta cache, _parse_issue_params, _approle_params_match);
-//   - utils/vault/factory.py: parse_config's defaults and merge (Config),
-//     and the master's own token lookup;
+//   - utils/vault/factory.py: the master's own token lookup (parse_config's
+//     defaults and merge are internal/saltext's Config);
 //   - utils/vault/api.py and client.py: every request's method, path,
 //     X-Vault-Wrap-TTL header and body, serialised as `requests` does
 //     (Python's json.dumps: ", " and ": ", ASCII-escaped), the wrapping

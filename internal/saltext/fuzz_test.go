@@ -1,16 +1,20 @@
-package saltmaster
+package saltext_test
 
 import (
 	"math"
 	"testing"
 
+	"github.com/minionvault/minion-vault-operator/internal/saltext"
+	"github.com/minionvault/minion-vault-operator/internal/testing/saltmaster"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 
 // FuzzParseIssueParams feeds arbitrary YAML as issue:approle:params and as
 // the minion's issue_params (overrides on): parsing must not panic, and
 // whatever parses must match itself (unless it holds a NaN, which Python's
-// != never equals either).
+// != never equals either). It is in package saltext_test to render errors
+// and encode requests with the Salt master replayer
+// (internal/testing/saltmaster).
 func FuzzParseIssueParams(f *testing.F) {
 	for _, seed := range [][2]string{
 		{"token_ttl: 1h\ntoken_bound_cidrs: 10.0.0.1/32", "token_num_uses: 5"},
@@ -32,25 +36,25 @@ func FuzzParseIssueParams(f *testing.F) {
 		if err != nil {
 			o = value.NewString(overrides)
 		}
-		cfg, err := NewConfigValue(omap(
-			"auth", omap("method", "token", "token", "t"),
-			"server", omap("url", "http://vault.test"),
-			"issue", omap("type", "approle", "allow_minion_override_params", true, "approle", omap("params", p)),
+		cfg, err := saltext.NewConfigValue(saltext.OMap(
+			"auth", saltext.OMap("method", "token", "token", "t"),
+			"server", saltext.OMap("url", "http://vault.test"),
+			"issue", saltext.OMap("type", "approle", "allow_minion_override_params", true, "approle", saltext.OMap("params", p)),
 		))
 		if err != nil {
 			t.Fatal(err)
 		}
-		parsed, err := cfg.parseIssueParams(o, "")
+		parsed, err := cfg.ParseIssueParamsValue(o, "")
 		if err != nil {
-			if PythonError(err) == "" {
+			if saltmaster.PythonError(err) == "" {
 				t.Fatalf("an error without a Python rendering: %v", err)
 			}
 			return
 		}
-		if ok, ms := paramsMatch(parsed, parsed); !ok && !hasNaN(parsed) {
+		if ok, ms := saltext.ParamsMatchValue(parsed, parsed); !ok && !hasNaN(parsed) {
 			t.Fatalf("%s does not match itself: %v", parsed.PyRepr(), ms)
 		}
-		if _, err := pyJSON(parsed, true, true); err != nil {
+		if _, err := saltmaster.PyJSON(parsed, true, true); err != nil {
 			t.Fatalf("encoding %s: %v", parsed.PyRepr(), err)
 		}
 		for _, pr := range parsed.Pairs() {

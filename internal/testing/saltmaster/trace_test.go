@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minionvault/minion-vault-operator/internal/saltext"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 
@@ -148,7 +149,7 @@ func replayCase(t *testing.T, tf *traceFile, c traceCase) {
 	}
 	r.fake = NewFakeVault(state, tf.VaultPolicies, r.clock)
 	r.trace = &Trace{Next: r.fake, RecordTokens: true}
-	cfg, err := NewConfigValue(decodeValue(t, c.MasterConfig))
+	cfg, err := saltext.NewConfigValue(decodeValue(t, c.MasterConfig))
 	if err != nil {
 		t.Fatalf("master config: %v", err)
 	}

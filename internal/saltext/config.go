@@ -1,4 +1,4 @@
-package saltmaster
+package saltext
 
 import (
 	"fmt"
@@ -272,17 +272,4 @@ func containsValue(list, x value.Value) bool {
 		}
 	}
 	return false
-}
-
-// serverConfig is runners/vault.py:1311-1316 _get_server_config: url_alts
-// is left out when it holds nothing but the url, for older minions.
-func (c *Config) serverConfig() value.Value {
-	server := c.mustGet("server")
-	if alts, ok := get(server, "url_alts"); ok {
-		url, _ := get(server, "url")
-		if !alts.Truthy() || value.Equal(alts, value.NewList([]value.Value{url})) {
-			server, _ = pop(server, "url_alts")
-		}
-	}
-	return server
 }

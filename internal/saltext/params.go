@@ -1,4 +1,4 @@
-package saltmaster
+package saltext
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package saltmaster
+package saltext
 
 import (
 	"encoding/json"
@@ -204,10 +204,4 @@ func setIn(d value.Value, keys []string, val value.Value) (value.Value, error) {
 		return d, err
 	}
 	return set(d, keys[0], sub), nil
-}
-
-// pyRoundTime is Python's round(time.time()) (leases.py:51, 59), which
-// rounds half to even.
-func pyRoundTime(ns int64) int64 {
-	return int64(math.RoundToEven(float64(ns) / 1e9))
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minionvault/minion-vault-operator/internal/saltext"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 
@@ -22,7 +23,7 @@ import (
 // the runner failed, the error behind it, which carries Vault's status
 // (HTTPStatus) and renders as the runner does (PythonError).
 type Master struct {
-	Config *Config
+	Config *saltext.Config
 	// Vault is where the master's requests go. NewMaster fills Address
 	// from server:url; the namespace is always server:namespace.
 	Vault Endpoint
@@ -57,11 +58,11 @@ type cacheEntry struct {
 // _use_local_config does (factory.py:633-648): the Vault address from
 // server:url, the token from auth:token. transport nil is
 // http.DefaultTransport.
-func NewMaster(cfg *Config, transport http.RoundTripper) *Master {
+func NewMaster(cfg *saltext.Config, transport http.RoundTripper) *Master {
 	return &Master{
 		Config: cfg,
-		Vault:  Endpoint{Address: cfg.mustGet("server:url").PyStr(), Transport: transport},
-		Token:  cfg.mustGet("auth:token").PyStr(),
+		Vault:  Endpoint{Address: cfg.MustValueOf("server:url").PyStr(), Transport: transport},
+		Token:  cfg.MustValueOf("auth:token").PyStr(),
 		Now:    time.Now,
 	}
 }
@@ -78,7 +79,7 @@ func (m *Master) now() time.Time {
 func (m *Master) client() *vclient {
 	return &vclient{
 		address:   m.Vault.Address,
-		namespace: m.Config.mustGet("server:namespace"),
+		namespace: m.Config.MustValueOf("server:namespace"),
 		transport: m.Vault.Transport,
 		timeout:   m.Vault.Timeout,
 		token:     m.masterToken,
@@ -95,13 +96,13 @@ func (m *Master) masterToken() (string, error) {
 	if m.tokenChecked {
 		return m.Token, nil
 	}
-	c := &vclient{address: m.Vault.Address, namespace: m.Config.mustGet("server:namespace"), transport: m.Vault.Transport, timeout: m.Vault.Timeout}
+	c := &vclient{address: m.Vault.Address, namespace: m.Config.MustValueOf("server:namespace"), transport: m.Vault.Transport, timeout: m.Vault.Timeout}
 	res, err := c.requestRaw(context.Background(), "GET", "auth/token/lookup-self", value.NewMap(nil), true, nothing, map[string]string{"X-Vault-Token": m.Token})
 	if err != nil {
 		return "", err
 	}
 	if res.status != 200 {
-		return "", &SaltError{
+		return "", &saltext.SaltError{
 			Class: "VaultException",
 			Msg:   "Configured token cannot be verified. It is most likely expired or invalid.",
 			Err:   raiseStatus("GET", "auth/token/lookup-self", res),
@@ -186,7 +187,7 @@ func (m *Master) validateSignature(impersonated bool) error {
 	if impersonated {
 		return nil
 	}
-	block, err := m.Config.get("issue:block_minion_requests")
+	block, err := m.Config.ValueOf("issue:block_minion_requests")
 	if err != nil {
 		return err
 	}
@@ -247,25 +248,25 @@ func (m *Master) getConfig(ctx context.Context, minion string, impersonated bool
 
 func (m *Master) minionConfig(ctx context.Context, minion string, impersonated bool, issueParams value.Value) (value.Value, error) {
 	c := m.Config
-	typ, err := c.get("issue:type")
+	typ, err := c.ValueOf("issue:type")
 	if err != nil {
 		return value.Value{}, err
 	}
-	lifecycle, err := c.get("auth:token_lifecycle")
+	lifecycle, err := c.ValueOf("auth:token_lifecycle")
 	if err != nil {
 		return value.Value{}, err
 	}
 	auth := omap("method", typ, "token_lifecycle", lifecycle)
-	cache, err := c.get("cache")
+	cache, err := c.ValueOf("cache")
 	if err != nil {
 		return value.Value{}, err
 	}
-	client, err := c.get("client")
+	client, err := c.ValueOf("client")
 	if err != nil {
 		return value.Value{}, err
 	}
 	nested := []value.Value{}
-	wrap, err := c.get("issue:wrap")
+	wrap, err := c.ValueOf("issue:wrap")
 	if err != nil {
 		return value.Value{}, err
 	}
@@ -282,13 +283,13 @@ func (m *Master) minionConfig(ctx context.Context, minion string, impersonated b
 		}
 	}
 	if value.Equal(typ, str("approle")) {
-		mount, err := c.get("issue:approle:mount")
+		mount, err := c.ValueOf("issue:approle:mount")
 		if err != nil {
 			return value.Value{}, err
 		}
 		auth = set(auth, "approle_mount", mount)
 		auth = set(auth, "approle_name", str(minion))
-		bind, err := c.get("issue:approle:params:bind_secret_id")
+		bind, err := c.ValueOf("issue:approle:params:bind_secret_id")
 		if err != nil {
 			return value.Value{}, err
 		}
@@ -302,7 +303,7 @@ func (m *Master) minionConfig(ctx context.Context, minion string, impersonated b
 			nested = append(nested, str("auth:role_id"))
 		}
 	}
-	ret := omap("auth", auth, "cache", cache, "client", client, "server", c.serverConfig(),
+	ret := omap("auth", auth, "cache", cache, "client", client, "server", serverConfig(c),
 		"wrap_info_nested", value.NewList(nested))
 	if !misc.IsNull() {
 		ret = set(ret, "misc_data", misc)
@@ -316,7 +317,7 @@ func (m *Master) getRoleID(ctx context.Context, minion string, impersonated bool
 	if err != nil {
 		return value.Value{}, err
 	}
-	parsed, err := m.Config.parseIssueParams(issueParams, "")
+	parsed, err := m.Config.ParseIssueParamsValue(issueParams, "")
 	if err != nil {
 		return value.Value{}, err
 	}
@@ -410,7 +411,7 @@ func (r *RunnerAnswer) answer() map[string]any {
 
 func (m *Master) generateSecretID(ctx context.Context, minion string, impersonated bool, issueParams value.Value) (value.Value, error) {
 	c := m.Config
-	typ, err := c.get("issue:type")
+	typ, err := c.ValueOf("issue:type")
 	if err != nil {
 		return value.Value{}, err
 	}
@@ -424,7 +425,7 @@ func (m *Master) generateSecretID(ctx context.Context, minion string, impersonat
 	if isFalse(meta) {
 		return value.Value{}, saltErr("VaultNotFoundError", "No AppRole found for minion %s.", minion)
 	}
-	parsed, err := c.parseIssueParams(issueParams, "")
+	parsed, err := c.ParseIssueParamsValue(issueParams, "")
 	if err != nil {
 		return value.Value{}, err
 	}
@@ -444,8 +445,8 @@ func (m *Master) generateSecretID(ctx context.Context, minion string, impersonat
 	if !bind.Truthy() {
 		return value.Value{}, &RunnerAnswer{Msg: "Minion AppRole does not require a secret ID.", ExpireCache: true}
 	}
-	server := c.serverConfig()
-	wrap, err := c.get("issue:wrap")
+	server := serverConfig(c)
+	wrap, err := c.ValueOf("issue:wrap")
 	if err != nil {
 		return value.Value{}, err
 	}
@@ -488,7 +489,7 @@ func subscript(d value.Value, key string) (value.Value, error) {
 // getSecretID is runners/vault.py:1236-1243 _get_secret_id: secret ID
 // metadata from metadata:secret, rendered with the minion's cached pillar.
 func (m *Master) getSecretID(ctx context.Context, minion string, wrap value.Value) (value.Value, error) {
-	patterns, err := m.Config.get("metadata:secret")
+	patterns, err := m.Config.ValueOf("metadata:secret")
 	if err != nil {
 		return value.Value{}, err
 	}
@@ -502,7 +503,7 @@ func (m *Master) getSecretID(ctx context.Context, minion string, wrap value.Valu
 // manageApprole is runners/vault.py:1171-1178 _manage_approle: the
 // parameters, token_policies rendered with a fresh pillar, one write.
 func (m *Master) manageApprole(ctx context.Context, minion string, issueParams value.Value) error {
-	payload, err := m.Config.parseIssueParams(issueParams, "")
+	payload, err := m.Config.ParseIssueParamsValue(issueParams, "")
 	if err != nil {
 		return err
 	}
@@ -518,7 +519,7 @@ func (m *Master) manageApprole(ctx context.Context, minion string, issueParams v
 // salt_minion_<id> with metadata:entity, rendered with a fresh pillar. The
 // write replaces the entity's whole metadata.
 func (m *Master) manageEntity(ctx context.Context, minion string) error {
-	patterns, err := m.Config.get("metadata:entity")
+	patterns, err := m.Config.ValueOf("metadata:entity")
 	if err != nil {
 		return err
 	}
@@ -535,13 +536,13 @@ func (m *Master) manageEntityAlias(ctx context.Context, minion string) error {
 	if err != nil {
 		return err
 	}
-	mount, err := m.Config.get("issue:approle:mount")
+	mount, err := m.Config.ValueOf("issue:approle:mount")
 	if err != nil {
 		return err
 	}
 	err = m.writeEntityAlias(ctx, "salt_minion_"+minion, rid, mount.PyStr())
 	if isNotFound(err) {
-		return &SaltError{Class: "SaltRunnerError", Msg: "Cannot create alias for minion " + minion + ": no entity found.", Err: err}
+		return &saltext.SaltError{Class: "SaltRunnerError", Msg: "Cannot create alias for minion " + minion + ": no entity found.", Err: err}
 	}
 	return err
 }
@@ -587,7 +588,7 @@ func (m *Master) listApprolesChecked(ctx context.Context) ([]string, error) {
 // issuesAppRoles is the manual runners' `_config("issue:type") !=
 // "approle"` check.
 func (m *Master) issuesAppRoles() error {
-	typ, err := m.Config.get("issue:type")
+	typ, err := m.Config.ValueOf("issue:type")
 	if err != nil {
 		return err
 	}
@@ -658,7 +659,7 @@ func (m *Master) SyncEntities(minions []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ctx := context.Background()
-	typ, err := m.Config.get("issue:type")
+	typ, err := m.Config.ValueOf("issue:type")
 	if err != nil {
 		return err
 	}
@@ -702,7 +703,7 @@ func (m *Master) lookupEntityByAlias(ctx context.Context, minion string) (value.
 	if err != nil {
 		return value.Value{}, err
 	}
-	mount, err := m.Config.get("issue:approle:mount")
+	mount, err := m.Config.ValueOf("issue:approle:mount")
 	if err != nil {
 		return value.Value{}, err
 	}
@@ -796,7 +797,7 @@ func (m *Master) GenerateToken(minionID string, impersonated bool, ttl, uses any
 		"issued":         field("creation_time"),
 	}
 	for _, kv := range [][2]string{{"url", "server:url"}, {"verify", "server:verify"}, {"token_backend", "cache:backend"}, {"namespace", "server:namespace"}} {
-		v, err := m.Config.get(kv[1])
+		v, err := m.Config.ValueOf(kv[1])
 		if err != nil {
 			return answer(err), err
 		}
@@ -833,22 +834,22 @@ func pyNumber(v value.Value) (float64, bool) {
 func (m *Master) generateToken(ctx context.Context, minion string, issueParams, wrap value.Value) (value.Value, value.Value, error) {
 	c := m.Config
 	endpoint := "auth/token/create"
-	role, err := c.get("issue:token:role_name")
+	role, err := c.ValueOf("issue:token:role_name")
 	if err != nil {
 		return value.Value{}, value.Value{}, err
 	}
 	if !role.IsNull() {
 		endpoint += "/" + role.PyStr()
 	}
-	payload, err := c.parseIssueParams(issueParams, "token")
+	payload, err := c.ParseIssueParamsValue(issueParams, "token")
 	if err != nil {
 		return value.Value{}, value.Value{}, err
 	}
-	refresh, err := c.get("policies:refresh_pillar")
+	refresh, err := c.ValueOf("policies:refresh_pillar")
 	if err != nil {
 		return value.Value{}, value.Value{}, err
 	}
-	expire, err := c.get("policies:cache_time")
+	expire, err := c.ValueOf("policies:cache_time")
 	if err != nil {
 		return value.Value{}, value.Value{}, err
 	}
@@ -860,7 +861,7 @@ func (m *Master) generateToken(ctx context.Context, minion string, issueParams, 
 	if !pol.Truthy() {
 		return value.Value{}, value.Value{}, saltErr("SaltRunnerError", "No policies matched minion.")
 	}
-	patterns, err := c.get("metadata:secret")
+	patterns, err := c.ValueOf("metadata:secret")
 	if err != nil {
 		return value.Value{}, value.Value{}, err
 	}

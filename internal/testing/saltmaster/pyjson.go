@@ -143,3 +143,8 @@ func appendPyJSONString(dst []byte, s string, ensureASCII bool) []byte {
 	}
 	return append(dst, '"')
 }
+
+// PyJSON is pyJSON, for internal/saltext's fuzz target.
+func PyJSON(v value.Value, ensureASCII, allowNaN bool) ([]byte, error) {
+	return pyJSON(v, ensureASCII, allowNaN)
+}

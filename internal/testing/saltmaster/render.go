@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/minionvault/minion-vault-operator/internal/saltext"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
@@ -31,7 +32,7 @@ func (m *Master) minionData(minion string, refreshPillar bool) (value.Value, val
 	}
 	grains, pillar, err := m.MinionData(minion, refreshPillar)
 	if err != nil {
-		return value.Value{}, value.Value{}, &SaltError{Class: "SaltException", Msg: err.Error(), Err: err}
+		return value.Value{}, value.Value{}, &saltext.SaltError{Class: "SaltException", Msg: err.Error(), Err: err}
 	}
 	if grains.IsNull() {
 		grains = omap("id", minion)
@@ -82,7 +83,7 @@ func templateError(err error) error {
 	if class == "" {
 		class = "LimitError"
 	}
-	return &SaltError{Class: class, Msg: te.Msg, Err: err}
+	return &saltext.SaltError{Class: class, Msg: te.Msg, Err: err}
 }
 
 // policies is runners/vault.py:983-999 _get_policies: every
@@ -93,7 +94,7 @@ func (m *Master) policies(minion string, refreshPillar bool) (value.Value, error
 	if err != nil {
 		return value.Value{}, err
 	}
-	assign, err := m.Config.get("policies:assign")
+	assign, err := m.Config.ValueOf("policies:assign")
 	if err != nil {
 		return value.Value{}, err
 	}
