@@ -159,7 +159,7 @@ host-packages: ## The node's two host packages (libseccomp headers, nft): instal
 # replaces GOFLAGS' (the last one wins), so it repeats GCFLAGS.
 RACE_FLAGS ?= -race '-gcflags=all=$(GCFLAGS) -l'
 
-# PROMTOOL: internal/alerting's TestPromtool checks and unit-tests the
+# PROMTOOL: internal/testing/alerting's TestPromtool checks and unit-tests the
 # alerting rules with it, and fails when it is named but missing (a bare
 # `go test ./...` without it skips that test).
 .PHONY: unit
@@ -169,7 +169,7 @@ unit: $(PROMTOOL) ## Unit tests, with the race detector (which needs cgo).
 
 .PHONY: alerts
 alerts: $(PROMTOOL) ## promtool check rules and promtool test rules on config/prometheus (a test per alert), and the dashboard's queries.
-	PROMTOOL=$(PROMTOOL) go test -count=1 -v -run 'TestPromtool|TestEveryAlert|TestDashboard|TestMetricNames' ./internal/alerting
+	PROMTOOL=$(PROMTOOL) go test -count=1 -v -run 'TestPromtool|TestEveryAlert|TestDashboard|TestMetricNames' ./internal/testing/alerting
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).
@@ -186,7 +186,7 @@ fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).
 	$(call fuzz-target,FuzzDecode,./pkg/ownership,100000x)
 	$(call fuzz-target,FuzzProveRoleID,./pkg/ownership,100000x)
 	$(call fuzz-target,FuzzParseHeader,./pkg/ownership,100000x)
-	$(call fuzz-target,FuzzParseIssueParams,./internal/saltmaster,50000x)
+	$(call fuzz-target,FuzzParseIssueParams,./internal/saltext,50000x)
 	$(call fuzz-target,FuzzMasterCheck,./internal/mastercheck,20000x)
 
 # The compatibility suite: the same tests against every Vault line the

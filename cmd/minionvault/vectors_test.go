@@ -13,7 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/minionvault/minion-vault-operator/internal/vectors"
+	"github.com/minionvault/minion-vault-operator/internal/testing/vectors"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // The executor applies a new binding's plan in order, linking the entity
@@ -14,7 +15,7 @@ import (
 func TestExecuteCarriesIDsAndStopsAtTheFirstFailure(t *testing.T) {
 	ctx := context.Background()
 	res := planResult("salt-minions", "salt_minion_web01", "web")
-	newPlan := func(v *vault.Fake) bindingPlan {
+	newPlan := func(v *vaulttest.Fake) bindingPlan {
 		acc, _ := v.MountAccessor(ctx, "salt-minions")
 		o := world(res, proof{self: planSelf}, observed{})
 		o.accessor = acc
@@ -25,7 +26,7 @@ func TestExecuteCarriesIDsAndStopsAtTheFirstFailure(t *testing.T) {
 		return plan
 	}
 
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	v.EnableAuth("salt-minions")
 	ex, err := execute(ctx, v, newPlan(v).at(0))
 	if err != nil || len(ex.done) != 3 || ex.roleID != newID || ex.entityID == "" {
@@ -39,7 +40,7 @@ func TestExecuteCarriesIDsAndStopsAtTheFirstFailure(t *testing.T) {
 		t.Errorf("marker %q", e.Metadata[ownership.MarkerKey])
 	}
 
-	v = vault.NewFake()
+	v = vaulttest.NewFake()
 	v.EnableAuth("salt-minions")
 	v.FailNext("CreateEntityAlias", &vault.Error{Op: "write identity/entity-alias", StatusCode: 503})
 	ex, err = execute(ctx, v, newPlan(v).at(0))

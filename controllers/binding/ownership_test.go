@@ -16,6 +16,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // Someone who may edit bindings (not status) points the record at another
@@ -134,7 +135,7 @@ func reqFor(ns, name string) ctrl.Request {
 // block the minion's next binding, and a wiped marker is written back.
 func TestHandEditsNeverStrandTheMinion(t *testing.T) {
 	ctx := context.Background()
-	deleteAlias := func(t *testing.T, v *vault.Fake) {
+	deleteAlias := func(t *testing.T, v *vaulttest.Fake) {
 		e, _ := v.ReadEntityByName(ctx, "salt_minion_web01")
 		if e == nil || len(e.Aliases) != 1 {
 			t.Fatalf("entity %+v", e)
@@ -143,12 +144,12 @@ func TestHandEditsNeverStrandTheMinion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deleteEntity := func(t *testing.T, v *vault.Fake) {
+	deleteEntity := func(t *testing.T, v *vaulttest.Fake) {
 		if err := v.DeleteEntityByName(ctx, "salt_minion_web01"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	replaceMetadata := func(t *testing.T, v *vault.Fake) {
+	replaceMetadata := func(t *testing.T, v *vaulttest.Fake) {
 		// A Salt master's entity write: the whole map, marker gone.
 		if _, err := v.WriteEntityByName(ctx, "salt_minion_web01", map[string]string{"minion-id": "web01"}); err != nil {
 			t.Fatal(err)
@@ -156,7 +157,7 @@ func TestHandEditsNeverStrandTheMinion(t *testing.T) {
 	}
 	tests := []struct {
 		name       string
-		edit       func(*testing.T, *vault.Fake)
+		edit       func(*testing.T, *vaulttest.Fake)
 		thenSwitch bool // the binding switches template before it is deleted
 	}{
 		{"alias deleted, then a switch", deleteAlias, true},

@@ -18,22 +18,23 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // These unit tests drive the binding reconciler against a fake API server
-// client and vault.Fake; test/e2e does the same against the real servers.
+// client and vaulttest.Fake; test/e2e does the same against the real servers.
 
 type harness struct {
 	t   *testing.T
 	c   client.Client
-	v   *vault.Fake
+	v   *vaulttest.Fake
 	rec *events.FakeRecorder
 	r   *Reconciler
 }
 
 func newHarness(t *testing.T, objs ...client.Object) *harness {
 	c := testkit.Builder().WithObjects(objs...).Build()
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	v.EnableAuth("salt-minions")
 	rec := events.NewFakeRecorder(100)
 	conns := &connection.Connections{Client: c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return v, nil }}

@@ -17,6 +17,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // These tests play a hostile tenant, who may create, edit and delete
@@ -31,7 +32,7 @@ type minionState struct {
 	metadata                  map[string]string
 }
 
-func stateOf(t *testing.T, v *vault.Fake, minion, entity string) minionState {
+func stateOf(t *testing.T, v *vaulttest.Fake, minion, entity string) minionState {
 	t.Helper()
 	ctx := context.Background()
 	id, _ := v.ReadRoleID(ctx, "salt-minions", minion)
@@ -239,7 +240,7 @@ func TestConnectionSwitchWithinOneVault(t *testing.T) {
 
 // shard is one operator instance: its own cache (only its bindings), the
 // cluster's API server for the holder check, one shared Vault.
-func shard(t *testing.T, v *vault.Fake, cluster string, apiServer client.Client, objs ...client.Object) *harness {
+func shard(t *testing.T, v *vaulttest.Fake, cluster string, apiServer client.Client, objs ...client.Object) *harness {
 	h := newHarness(t, objs...)
 	h.v = v
 	h.r.Connections.NewClient = func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return v, nil }
@@ -258,7 +259,7 @@ func TestOneMinionOneOwnerAcrossShardsAndClusters(t *testing.T) {
 	for _, sameCluster := range []bool{true, false} {
 		name := map[bool]string{true: "two shards", false: "two clusters"}[sameCluster]
 		t.Run(name, func(t *testing.T) {
-			v := vault.NewFake()
+			v := vaulttest.NewFake()
 			v.EnableAuth("salt-minions")
 			base := fixtures(map[string]any{"roles": []string{"web"}})
 			holder := base[3].(*v1alpha1.MinionBinding)
@@ -493,7 +494,7 @@ func TestUpgradeMarksThePreviousReleasesObjects(t *testing.T) {
 	// Without the status proof (lost before the upgrade), the same objects
 	// are nobody's the operator knows: refused, nothing written.
 	h2 := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
-	h2.v = vault.NewFake()
+	h2.v = vaulttest.NewFake()
 	h2.v.EnableAuth("salt-minions")
 	h2.r.Connections.NewClient = func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return h2.v, nil }
 	if _, err := h2.v.WriteEntityByName(ctx, "salt_minion_web01", map[string]string{"roles": "web"}); err != nil {

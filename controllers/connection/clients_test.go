@@ -10,6 +10,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // A deleted connection's client is closed and dropped; so is the client of
@@ -22,9 +23,9 @@ func TestConnectionsForgetDeletedConnections(t *testing.T) {
 				SecretReference: v1alpha1.SecretReference{Namespace: "ops", Name: "token"}}}}}}
 	}
 	h := newHarness(t, secret, conn("uid-1"))
-	var made []*vault.Fake
+	var made []*vaulttest.Fake
 	cache := &vault.Cache{New: func(context.Context, vault.Config, vault.Observer) (vault.Client, error) {
-		f := vault.NewFake()
+		f := vaulttest.NewFake()
 		made = append(made, f)
 		return f, nil
 	}}

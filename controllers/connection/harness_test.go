@@ -10,13 +10,14 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // harness is a fake API server client holding objs, one fake Vault that
 // every connection's client is, and the Connections over them.
 type harness struct {
 	c     client.WithWatch
-	v     *vault.Fake
+	v     *vaulttest.Fake
 	rec   *events.FakeRecorder
 	conns *Connections
 }
@@ -24,7 +25,7 @@ type harness struct {
 func newHarness(t *testing.T, objs ...client.Object) *harness {
 	t.Helper()
 	c := testkit.Builder().WithObjects(objs...).Build()
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	v.EnableAuth("salt-minions")
 	return &harness{c: c, v: v, rec: events.NewFakeRecorder(100),
 		conns: &Connections{Client: c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return v, nil }}}

@@ -15,12 +15,13 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // leased is the fake Vault with a token that expires, as the real
 // client's.
 type leased struct {
-	*vault.Fake
+	*vaulttest.Fake
 	expires time.Time
 }
 

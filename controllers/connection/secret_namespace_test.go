@@ -18,6 +18,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // The operator's namespace in these tests, and one it may not read.
@@ -69,7 +70,9 @@ func TestConnectionSecretNamespace(t *testing.T) {
 			var outside atomic.Int64
 			c := secretReads(h.c.(client.WithWatch), &outside)
 			conns := &Connections{Client: c, Metadata: c, SecretNamespace: tc.allowed,
-				Cache: &vault.Cache{New: func(context.Context, vault.Config, vault.Observer) (vault.Client, error) { return vault.NewFake(), nil }}}
+				Cache: &vault.Cache{New: func(context.Context, vault.Config, vault.Observer) (vault.Client, error) {
+					return vaulttest.NewFake(), nil
+				}}}
 			_, _, err := conns.Get(context.Background(), "vault")
 			if tc.wantField == "" {
 				if err != nil {

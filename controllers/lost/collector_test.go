@@ -20,6 +20,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 const mount = "salt-minions"
@@ -28,7 +29,7 @@ const mount = "salt-minions"
 // them, a cluster (the fake API server) and a collector with a clock.
 type world struct {
 	t    *testing.T
-	v    *vault.Fake
+	v    *vaulttest.Fake
 	c    client.Client
 	rec  *events.FakeRecorder
 	col  *Collector
@@ -39,7 +40,7 @@ type world struct {
 
 func newWorld(t *testing.T, objs ...client.Object) *world {
 	t.Helper()
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	info, _ := v.ServerInfo(context.Background())
 	conn := &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "vault"},
 		Status: v1alpha1.VaultConnectionStatus{ClusterID: info.ClusterID}}

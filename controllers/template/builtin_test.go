@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
-	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // A built-in policy (root, default, Vault 2's default-ceiling,
@@ -18,7 +18,7 @@ import (
 func TestBuiltinPoliciesAreNobodys(t *testing.T) {
 	ctx := context.Background()
 	self := testPolicyOwner("t")
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	// default and Vault 2's default-ceiling, edited to carry the
 	// template's header.
 	for _, n := range []string{"default", "default-ceiling"} {

@@ -20,6 +20,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // The template controller's tests run the binding reconciler beside it
@@ -31,14 +32,14 @@ const testCluster = testkit.Cluster
 type harness struct {
 	t   testing.TB
 	c   client.Client
-	v   *vault.Fake
+	v   *vaulttest.Fake
 	rec *events.FakeRecorder
 	r   *binding.Reconciler
 }
 
 func newHarness(t testing.TB, objs ...client.Object) *harness {
 	c := testkit.Builder().WithObjects(objs...).Build()
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	v.EnableAuth("salt-minions")
 	rec := events.NewFakeRecorder(100)
 	conns := &connection.Connections{Client: c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return v, nil }}

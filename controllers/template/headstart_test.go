@@ -16,6 +16,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // A template change takes a binding's own policies (a policy per minion)
@@ -72,7 +73,7 @@ func TestHeadStart(t *testing.T) {
 
 // policyOrder records the names of the policies written, in order.
 type policyOrder struct {
-	*vault.Fake
+	*vaulttest.Fake
 	mu      sync.Mutex
 	written []string
 }

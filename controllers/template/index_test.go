@@ -21,6 +21,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // The index reports exactly the names whose desired state changes, so a
@@ -232,7 +233,7 @@ func TestDiscoveryReadsEachPolicyOnce(t *testing.T) {
 	}
 	for _, order := range []string{"a's discovery before b's sync", "b's sync before a's discovery"} {
 		t.Run(order, func(t *testing.T) {
-			v := vault.NewFake()
+			v := vaulttest.NewFake()
 			for _, tpl := range []string{"a", "b"} {
 				for name := range desired(tpl) {
 					if err := v.WritePolicy(ctx, name, ownershipHeader(tpl)+body); err != nil {
@@ -284,7 +285,7 @@ func TestDiscoveryReadsEachPolicyOnce(t *testing.T) {
 	// A kept body is taken once, and only while fresh.
 	var owners policyOwners
 	rd := owners.reader("k")
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	if err := v.WritePolicy(ctx, "p", ownershipHeader("t")+body); err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +313,7 @@ func TestDiscoveryAndSyncConcurrently(t *testing.T) {
 	ctx := context.Background()
 	body := "path \"x\" {\n  capabilities = [\"read\"]\n}\n"
 	desired := map[string]string{}
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	for i := range 300 {
 		name := fmt.Sprintf("b_%03d", i)
 		desired[name] = body
@@ -683,7 +684,7 @@ func TestKeptBodyIsNotUsedAfterAWrite(t *testing.T) {
 	ctx := context.Background()
 	var owners policyOwners
 	rd := owners.reader("k")
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	self := testPolicyOwner("t")
 	old, want := self.Header()+"path \"a\" {\n  capabilities = [\"read\"]\n}\n", self.Header()+"path \"b\" {\n  capabilities = [\"read\"]\n}\n"
 	if err := v.WritePolicy(ctx, "p", old); err != nil {

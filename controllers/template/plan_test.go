@@ -18,6 +18,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 const testPolicyBody = "path \"x\" {\n  capabilities = [\"read\"]\n}\n"
@@ -51,7 +52,7 @@ func TestPlanPolicies(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("actions\n %q\nwant\n %q", got, want)
 	}
-	pass, err := executePolicies(context.Background(), vault.NewFake(), planPolicies(w, observed, self, false), nil)
+	pass, err := executePolicies(context.Background(), vaulttest.NewFake(), planPolicies(w, observed, self, false), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestPlanPolicies(t *testing.T) {
 // are recorded, the failed one is in no list and stays dirty.
 func TestPolicySyncStopsAtAFailedRead(t *testing.T) {
 	ctx := context.Background()
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	desired := map[string]string{}
 	for _, n := range []string{"p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8"} {
 		desired[n] = testPolicyBody
@@ -166,7 +167,7 @@ func TestALargeSyncWritesAsItGoes(t *testing.T) {
 	for _, n := range policyChunks(policyWork{desired: desired}.inOrder())[0] {
 		first[n] = true
 	}
-	v := &pipelined{Client: vault.NewFake(), first: first, reading: make(chan struct{}), written: make(chan struct{})}
+	v := &pipelined{Client: vaulttest.NewFake(), first: first, reading: make(chan struct{}), written: make(chan struct{})}
 	var owners policyOwners
 	pass, err := syncPolicies(ctx, v, testPolicyOwner("t"), false, desired, nil, owners.reader("k"))
 	if err != nil {
@@ -179,7 +180,7 @@ func TestALargeSyncWritesAsItGoes(t *testing.T) {
 		t.Errorf("%d of %d written (sorted %v)", len(pass.written), len(desired), slices.IsSorted(pass.written))
 	}
 
-	fake := vault.NewFake()
+	fake := vaulttest.NewFake()
 	for range policyWorkers + 2*policyChunk + 3 {
 		fake.FailNext("ReadPolicy", nil)
 	}
@@ -231,7 +232,7 @@ func TestPolicyChunks(t *testing.T) {
 // decisions; converged, it is empty.
 func TestPolicyPlannerPlansWhatTheSyncDoes(t *testing.T) {
 	ctx := context.Background()
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	self := testPolicyOwner("t")
 	for name, hcl := range map[string]string{
 		"t_keep":    self.Header() + testPolicyBody,
@@ -283,7 +284,7 @@ func TestPolicyPlannerPlansWhatTheSyncDoes(t *testing.T) {
 // two, it warns and takes none as the template's.
 func TestPolicyPlannerLearnsTheCluster(t *testing.T) {
 	ctx := context.Background()
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	tpl := &v1alpha1.MinionTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}}
 	write := func(name string, o ownership.PolicyOwner) {
 		if err := v.WritePolicy(ctx, name, o.Header()+testPolicyBody); err != nil {
@@ -314,7 +315,7 @@ func TestPolicyPlannerRefusesAConflict(t *testing.T) {
 		{Namespace: "b", Name: "web02"}: {PolicyDocuments: []render.RenderedPolicy{{Name: "p", HCL: "two"}}},
 		{Namespace: "a", Name: "web01"}: {PolicyDocuments: []render.RenderedPolicy{{Name: "p", HCL: "one"}}},
 	}
-	v := vault.NewFake()
+	v := vaulttest.NewFake()
 	_, err := (&PolicyPlanner{Vault: v}).Plan(context.Background(), tpl, "", bindings)
 	var verdict *admission.Verdict
 	if !errors.As(err, &verdict) || verdict.Reason != v1alpha1.ValidationFailedReason ||
@@ -378,7 +379,7 @@ func TestAFailedWriteLetsTheWritesInFlightFinish(t *testing.T) {
 	for i := range 3 * policyWorkers {
 		desired[fmt.Sprintf("p%02d", i)] = testPolicyBody
 	}
-	v := &failFirstWrite{Client: vault.NewFake(), inFlight: make(chan struct{}), failed: make(chan struct{})}
+	v := &failFirstWrite{Client: vaulttest.NewFake(), inFlight: make(chan struct{}), failed: make(chan struct{})}
 	var owners policyOwners
 	pass, err := syncPolicies(context.Background(), v, testPolicyOwner("t"), false, desired, nil, owners.reader("k"))
 	if err == nil {

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Record what saltext-vault's master-side issuing code sends to Vault.
 
-One-off generator for internal/saltmaster/testdata/saltext-issue-trace.json,
-the expectations of internal/saltmaster/trace_test.go. It runs the REAL
+One-off generator for internal/testing/saltmaster/testdata/saltext-issue-trace.json,
+the expectations of internal/testing/saltmaster/trace_test.go (and of
+internal/saltext/params_test.go's param vectors). It runs the REAL
 saltext-vault code, not a re-implementation:
 
   * runners/vault.py (get_config, generate_secret_id, generate_token,
@@ -24,7 +25,7 @@ no-op. Requests are recorded at the transport adapter
 (client.VaultAPIAdapter.send), after `requests` has prepared them: method,
 path, X-Vault-Wrap-TTL, X-Vault-Namespace, X-Vault-Token and the exact body
 bytes. A scripted fake Vault answers them (404/403/400 like Vault); the same
-fake is mirrored in Go (internal/saltmaster/fakevault.go) and the trace
+fake is mirrored in Go (internal/testing/saltmaster/fakevault.go) and the trace
 keeps its answers, so a divergence of the two fakes shows as such.
 
 Besides the cases, the file holds table-test vectors computed by saltext's
@@ -44,7 +45,7 @@ Run from the repository root (python3 >= 3.10 with `requests` importable;
 no Salt needed):
 
     python3 hack/saltext/issue_trace.py [SALTEXT_SRC] \\
-        > internal/saltmaster/testdata/saltext-issue-trace.json
+        > internal/testing/saltmaster/testdata/saltext-issue-trace.json
 
 SALTEXT_SRC is the `src` directory of a saltext-vault checkout (default
 /work/shared/reference/saltext-vault/src). The committed trace was produced
@@ -337,7 +338,7 @@ class SortedSet(set):
 
 
 # --------------------------------------------------------------------------
-# The fake Vault (mirrored by internal/saltmaster/fakevault.go)
+# The fake Vault (mirrored by internal/testing/saltmaster/fakevault.go)
 
 
 def iso(ts):

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/testsamples"
+	"github.com/minionvault/minion-vault-operator/internal/testing/samples"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 )
 
@@ -24,8 +24,8 @@ import (
 func TestAuditDiffUnpreparedSameAsPrepared(t *testing.T) {
 	dir := t.TempDir()
 	base, head := filepath.Join(dir, "base"), filepath.Join(dir, "head")
-	testsamples.WriteFleet(t, base, 300, false)
-	testsamples.WriteFleet(t, head, 300, true)
+	samples.WriteFleet(t, base, 300, false)
+	samples.WriteFleet(t, head, 300, true)
 	o := Options{VaultVersion: "1.21.4", Accessor: "auth_approle_offline"}
 	load := func(path string) *Fleet {
 		t.Helper()

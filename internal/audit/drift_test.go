@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minionvault/minion-vault-operator/internal/testsamples"
+	"github.com/minionvault/minion-vault-operator/internal/testing/samples"
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 )
 
@@ -39,11 +39,11 @@ func vaultShell(t *testing.T, dir string) *Fleet {
 }
 
 func TestAuditDrift(t *testing.T) {
-	dir := testsamples.Copy(t)
-	more := testsamples.Copy(t)
-	testsamples.ReplaceIn(t, filepath.Join(more, "minionbinding-web01.yaml"), "roles: [web, db]", "roles: [web, db, cache]")
-	less := testsamples.Copy(t)
-	testsamples.ReplaceIn(t, filepath.Join(less, "minionbinding-web01.yaml"), "roles: [web, db]", "roles: [web]")
+	dir := samples.Copy(t)
+	more := samples.Copy(t)
+	samples.ReplaceIn(t, filepath.Join(more, "minionbinding-web01.yaml"), "roles: [web, db]", "roles: [web, db, cache]")
+	less := samples.Copy(t)
+	samples.ReplaceIn(t, filepath.Join(less, "minionbinding-web01.yaml"), "roles: [web, db]", "roles: [web]")
 	cases := []struct {
 		name           string
 		vault          string
@@ -97,8 +97,8 @@ func TestAuditDrift(t *testing.T) {
 // TestAuditDriftAligns: what only Vault chooses (entity ID, role ID, the
 // owner marker) is no drift, even for policies that template it.
 func TestAuditDriftAligns(t *testing.T) {
-	dir := testsamples.Copy(t)
-	testsamples.WriteFile(t, filepath.Join(dir, "own.hcl"), "# policy: saltstack/minions\n"+
+	dir := samples.Copy(t)
+	samples.WriteFile(t, filepath.Join(dir, "own.hcl"), "# policy: saltstack/minions\n"+
 		`path "own/{{identity.entity.id}}" { capabilities = ["read"] }
 path "own/{{identity.entity.aliases.auth_approle_1.name}}" { capabilities = ["read"] }
 path "own/{{identity.entity.metadata.minionvault-owner}}" { capabilities = ["read"] }

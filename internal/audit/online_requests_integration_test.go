@@ -28,7 +28,7 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
-	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/internal/testing/testenv"
 )
 
 // benchRoles are the Salt roles of the fleet; minion i has two of them.

@@ -29,8 +29,8 @@ type UnreadablePillar struct {
 // pillarReadPath is the path saltext's ext_pillar reads for a pillar path.
 // The mount is the longest --kv mount the path is under, else its first
 // segment (kv.py asks sys/internal/ui/mounts, which offline we cannot).
-// On a KV v2 mount _v2_the_path (kv.py:360-385, ported as
-// saltmaster.v2ThePath) leaves "mount/data/..." as it is, turns
+// On a KV v2 mount _v2_the_path (kv.py:360-385, ported as v2ThePath in
+// internal/testing/saltmaster) leaves "mount/data/..." as it is, turns
 // "mount/metadata/..." into "mount/data/...", and inserts "data/" after the
 // mount otherwise.
 func pillarReadPath(pillar string, versions map[string]int) string {

@@ -2,7 +2,7 @@
 
 package audit
 
-// Verify against a real Vault dev server (internal/testenv, Vault only).
+// Verify against a real Vault dev server (internal/testing/testenv, Vault only).
 // The CLI's TestIntegrationAuditDrift runs drift and --verify on the
 // samples the operator's plans applied; this one makes the evaluator
 // wrong, which only the engine can.
@@ -13,7 +13,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/internal/testing/testenv"
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 )
 

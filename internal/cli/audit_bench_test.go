@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minionvault/minion-vault-operator/internal/testsamples"
+	"github.com/minionvault/minion-vault-operator/internal/testing/samples"
 )
 
 // BenchmarkAuditDiffCommand10k is `audit diff -o json` end to end (reading
@@ -24,8 +24,8 @@ import (
 func BenchmarkAuditDiffCommand10k(b *testing.B) {
 	dir := b.TempDir()
 	base, head := filepath.Join(dir, "base"), filepath.Join(dir, "head")
-	testsamples.WriteFleet(b, base, 10000, false)
-	testsamples.WriteFleet(b, head, 10000, true)
+	samples.WriteFleet(b, base, 10000, false)
+	samples.WriteFleet(b, head, 10000, true)
 	b.ResetTimer()
 	for b.Loop() {
 		var out, errOut bytes.Buffer
@@ -50,10 +50,10 @@ func BenchmarkAuditDiffProcess10k(b *testing.B) {
 	if dir == "" {
 		dir = b.TempDir()
 	}
-	testsamples.WriteFleet(b, filepath.Join(dir, "base"), 10000, false)
-	testsamples.WriteFleet(b, filepath.Join(dir, "head"), 10000, true)
-	testsamples.WriteFleet(b, filepath.Join(dir, "one-base"), 1, false)
-	testsamples.WriteFleet(b, filepath.Join(dir, "one-head"), 1, true)
+	samples.WriteFleet(b, filepath.Join(dir, "base"), 10000, false)
+	samples.WriteFleet(b, filepath.Join(dir, "head"), 10000, true)
+	samples.WriteFleet(b, filepath.Join(dir, "one-base"), 1, false)
+	samples.WriteFleet(b, filepath.Join(dir, "one-head"), 1, true)
 	type runs struct{ wall, cpu, rss, idle []float64 }
 	got := make([]runs, len(bins))
 	for b.Loop() {

@@ -20,7 +20,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/minionvault/minion-vault-operator/internal/audit"
-	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/internal/testing/testenv"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 

@@ -2,7 +2,7 @@
 
 package cli
 
-// The offline audit against a real Vault dev server (internal/testenv,
+// The offline audit against a real Vault dev server (internal/testing/testenv,
 // Vault only): the samples are applied to Vault by the operator's own
 // plans (plan's, executed for real), each minion logs in through its
 // AppRole, and what `audit` computes from the manifests alone must be what
@@ -23,7 +23,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/minionvault/minion-vault-operator/internal/audit"
-	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/internal/testing/testenv"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 

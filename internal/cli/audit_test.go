@@ -9,13 +9,13 @@ import (
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/internal/audit"
-	"github.com/minionvault/minion-vault-operator/internal/testsamples"
+	"github.com/minionvault/minion-vault-operator/internal/testing/samples"
 )
 
 // copySamples copies config/samples to a new folder, for a test to edit.
-func copySamples(t *testing.T) string { return testsamples.Copy(t) }
+func copySamples(t *testing.T) string { return samples.Copy(t) }
 
-func writeAuditFile(t *testing.T, file, text string) { testsamples.WriteFile(t, file, text) }
+func writeAuditFile(t *testing.T, file, text string) { samples.WriteFile(t, file, text) }
 
 func runAudit(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()

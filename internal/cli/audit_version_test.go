@@ -8,7 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/minionvault/minion-vault-operator/internal/testsamples"
+	"github.com/minionvault/minion-vault-operator/internal/testing/samples"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestAuditNamesTheVaultVersion(t *testing.T) {
 	dir := copySamples(t)
 	head := copySamples(t)
-	testsamples.ReplaceIn(t, filepath.Join(head, "miniontemplate.yaml"), "capabilities: [read, list]", "capabilities: [read, list, update]")
+	samples.ReplaceIn(t, filepath.Join(head, "miniontemplate.yaml"), "capabilities: [read, list]", "capabilities: [read, list, update]")
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
 	writeAuditFile(t, rules, "rules:\n  - name: nobody updates\n    paths: [\"salt/*\"]\n    capability: update\n")
 	commands := map[string][]string{

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
 // applyManifests converges a Vault: it plans, then executes the
@@ -33,7 +34,7 @@ func applyManifests(t *testing.T, c vault.Client, in *planInput) *PlanResult {
 	return p
 }
 
-func converge(t *testing.T, fake *vault.Fake, in *planInput) { applyManifests(t, fake, in) }
+func converge(t *testing.T, fake *vaulttest.Fake, in *planInput) { applyManifests(t, fake, in) }
 
 func samplesInput(t *testing.T, edit func(dir string)) *planInput {
 	t.Helper()
@@ -79,7 +80,7 @@ func changesOf(p *PlanResult) []string {
 
 func TestPlanNewMinionsThenInSyncThenAnEdit(t *testing.T) {
 	ctx := context.Background()
-	fake := vault.NewFake()
+	fake := vaulttest.NewFake()
 	fake.EnableAuth("salt-minions")
 
 	// Empty Vault: everything is created, nothing written.
@@ -154,7 +155,7 @@ func TestPlanNewMinionsThenInSyncThenAnEdit(t *testing.T) {
 
 func TestPlanRefusals(t *testing.T) {
 	ctx := context.Background()
-	fake := vault.NewFake()
+	fake := vaulttest.NewFake()
 	fake.EnableAuth("salt-minions")
 	fake.WritePolicy(ctx, "salt_role_web", `path "x" { capabilities = ["read"] }`)
 	p, err := buildPlan(ctx, vault.ReadOnly(fake), samplesInput(t, func(dir string) {
@@ -196,7 +197,7 @@ func TestPlanRefusals(t *testing.T) {
 // planned.
 func TestPlanRefusesAPolicyConflict(t *testing.T) {
 	ctx := context.Background()
-	fake := vault.NewFake()
+	fake := vaulttest.NewFake()
 	fake.EnableAuth("salt-minions")
 	p, err := buildPlan(ctx, vault.ReadOnly(fake), samplesInput(t, func(dir string) {
 		// Names are lowercased, rule paths are not.
@@ -286,7 +287,7 @@ func TestPlanVaultConfig(t *testing.T) {
 // finalizer (none without it).
 func TestPlanUsesTheClusterRecord(t *testing.T) {
 	ctx := context.Background()
-	fake := vault.NewFake()
+	fake := vaulttest.NewFake()
 	fake.EnableAuth("salt-minions")
 	fake.EnableAuth("other-mount")
 	converge(t, fake, samplesInput(t, nil))

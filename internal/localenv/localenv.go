@@ -1,9 +1,10 @@
 // Package localenv starts real servers on loopback: a Kubernetes API server
 // with etcd (controller-runtime's envtest, with the project's CRDs
 // installed) and a Vault dev server with the AppRole auth method enabled at
-// salt-minions. The integration suites use it through internal/testenv (which
-// adds TestMain and Get); `minionvault dev` uses it directly. It does not
-// import the testing package, so the minionvault binary can link it.
+// salt-minions. The integration suites use it through
+// internal/testing/testenv (which adds TestMain and Get); `minionvault dev`
+// uses it directly. It does not import the testing package, so the
+// minionvault binary can link it.
 //
 //	env, err := localenv.Start(ctx, localenv.Options{})
 //	if err != nil { ... }

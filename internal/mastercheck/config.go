@@ -3,7 +3,7 @@
 // configuration and the manifests (and, optionally, Vault as the master
 // reads it), and writes the master's side of running beside the operator:
 // its issue-only configuration and Vault policy. The saltext logic it
-// relies on is internal/saltmaster's port.
+// relies on is internal/saltext's port.
 package mastercheck
 
 import (

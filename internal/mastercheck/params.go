@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/minionvault/minion-vault-operator/internal/saltmaster"
+	"github.com/minionvault/minion-vault-operator/internal/saltext"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 
 // paramDiffs are the issue parameters the master finds different from a
 // role: saltext's naive != (runners/vault.py _approle_params_match).
-type paramDiffs []saltmaster.Mismatch
+type paramDiffs []saltext.Mismatch
 
 func (ds paramDiffs) has(p string) bool {
-	return slices.ContainsFunc(ds, func(d saltmaster.Mismatch) bool { return d.Param == p })
+	return slices.ContainsFunc(ds, func(d saltext.Mismatch) bool { return d.Param == p })
 }
 
 func (ds paramDiffs) strings() []string {
@@ -35,11 +35,11 @@ func (m *Master) issueParams() (map[string]any, error) {
 	if vault.IsNull() {
 		vault = value.NewMap(nil) // saltext's defaults
 	}
-	cfg, err := saltmaster.NewConfigValue(vault)
+	cfg, err := saltext.NewConfigValue(vault)
 	if err != nil {
 		return nil, err
 	}
-	return saltmaster.ParseIssueParams(cfg, nil)
+	return saltext.ParseIssueParams(cfg, nil)
 }
 
 // differences are the parameters the master would find different from
@@ -49,7 +49,7 @@ func (m *Master) differences(role map[string]any) (paramDiffs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the master's issue parameters: %w", err)
 	}
-	_, mismatches := saltmaster.ParamsMatch(normalizeRead(role), params)
+	_, mismatches := saltext.ParamsMatch(normalizeRead(role), params)
 	return mismatches, nil
 }
 

@@ -8,7 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	vaultpolicy "github.com/minionvault/minion-vault-operator/config/vault"
-	"github.com/minionvault/minion-vault-operator/internal/saltmaster"
+	"github.com/minionvault/minion-vault-operator/internal/saltext"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 
@@ -20,7 +20,7 @@ const (
 
 // comparedParams are the AppRole parameters saltext compares with the
 // role and rewrites it over (runners/vault.py _approle_params_match).
-var comparedParams = saltmaster.ComparedParams()
+var comparedParams = saltext.ComparedParams()
 
 // credentialKeys are vault:auth keys that hold the master's credentials:
 // never copied.

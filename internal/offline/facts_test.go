@@ -11,7 +11,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
-	"github.com/minionvault/minion-vault-operator/internal/testsamples"
+	"github.com/minionvault/minion-vault-operator/internal/testing/samples"
 )
 
 // The gate over the samples and a few more bindings: the namespace
@@ -19,8 +19,8 @@ import (
 // (namespace/name; a binding that holds its minion ID keeps it), from
 // claimants that are copies of what the order reads.
 func TestFactsAdmit(t *testing.T) {
-	dir := testsamples.Copy(t)
-	testsamples.WriteFile(t, filepath.Join(dir, "more.yaml"), `apiVersion: minionvault.dev/v1alpha1
+	dir := samples.Copy(t)
+	samples.WriteFile(t, filepath.Join(dir, "more.yaml"), `apiVersion: minionvault.dev/v1alpha1
 kind: MinionBinding
 metadata: {name: a-first, namespace: default}
 spec: {minionID: DB01, templateRef: {name: salt-minions}, grains: {id: DB01}, pillar: {roles: [db], env: prod}}
@@ -90,7 +90,7 @@ status: {appRole: {roleID: r-1}}
 // stalled, in the operator's words, with the template's own error beside
 // it); a template is compiled once, whatever the number of its bindings.
 func TestFactsRefuseThroughTheGate(t *testing.T) {
-	dir := testsamples.Copy(t)
+	dir := samples.Copy(t)
 	sample, err := os.ReadFile(filepath.Join(dir, "miniontemplate.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -98,8 +98,8 @@ func TestFactsRefuseThroughTheGate(t *testing.T) {
 	// Its parameters come from a ConfigMap the files lack.
 	broken := strings.Replace(string(sample), "name: salt-minions", "name: broken", 1) +
 		"  parameters: {configMapRefs: [{name: no-such-configmap, namespace: default}]}\n"
-	testsamples.WriteFile(t, filepath.Join(dir, "broken.yaml"), broken)
-	testsamples.WriteFile(t, filepath.Join(dir, "more.yaml"), `apiVersion: minionvault.dev/v1alpha1
+	samples.WriteFile(t, filepath.Join(dir, "broken.yaml"), broken)
+	samples.WriteFile(t, filepath.Join(dir, "more.yaml"), `apiVersion: minionvault.dev/v1alpha1
 kind: MinionBinding
 metadata: {name: b1, namespace: default}
 spec: {minionID: b1, templateRef: {name: broken}, grains: {id: b1}}

@@ -10,13 +10,13 @@ import (
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/internal/manifest"
-	"github.com/minionvault/minion-vault-operator/internal/testsamples"
+	"github.com/minionvault/minion-vault-operator/internal/testing/samples"
 )
 
 // A large manifest file parsed in pieces gives the documents of one parse.
 func TestParseManifestPieces(t *testing.T) {
 	dir := t.TempDir()
-	testsamples.WriteFleet(t, dir, 3000, false)
+	samples.WriteFleet(t, dir, 3000, false)
 	data, err := os.ReadFile(filepath.Join(dir, "bindings.yaml"))
 	if err != nil {
 		t.Fatal(err)

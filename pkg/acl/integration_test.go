@@ -2,7 +2,7 @@
 
 package acl
 
-// The evaluator against a real Vault dev server (internal/testenv, Vault
+// The evaluator against a real Vault dev server (internal/testing/testenv, Vault
 // only): random policies (globs, +, deny, overlaps across policies,
 // templated paths with present and missing keys, alias and group
 // selectors, KV v2 paths) are written to Vault, minions log in through
@@ -25,7 +25,7 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
-	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/internal/testing/testenv"
 )
 
 func TestMain(m *testing.M) {

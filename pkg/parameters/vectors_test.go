@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minionvault/minion-vault-operator/internal/vectors"
+	"github.com/minionvault/minion-vault-operator/internal/testing/vectors"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 

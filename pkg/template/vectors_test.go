@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/minionvault/minion-vault-operator/internal/vectors"
+	"github.com/minionvault/minion-vault-operator/internal/testing/vectors"
 )
 
 // renderVector renders a case the way upstream's function for its kind did.

@@ -2,7 +2,6 @@ package vault
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/vault/api"
+
+	"github.com/minionvault/minion-vault-operator/pkg/vault/internal/rules"
 )
 
 // Login methods, as reported to Observer.Login.
@@ -145,7 +146,7 @@ func (c *client) renewLocked(ctx context.Context, s *session, now time.Time) (*s
 	if auth == nil {
 		return nil, errors.New("renew-self: no auth in the response")
 	}
-	lease := number(auth["lease_duration"])
+	lease := rules.Number(auth["lease_duration"])
 	renewable, _ := auth["renewable"].(bool)
 	ns := *s
 	ns.renewable = renewable && (s.increment == 0 || lease >= s.increment)
@@ -216,7 +217,7 @@ func (c *client) loginLocked(ctx context.Context) error {
 }
 
 func mountOr(mount, def string) string {
-	if m := cleanMount(mount); m != "" {
+	if m := rules.CleanMount(mount); m != "" {
 		return m
 	}
 	return def
@@ -238,7 +239,7 @@ func (c *client) loginWith(ctx context.Context, path string, body map[string]any
 	if err != nil {
 		return nil, c.newError(req, 0, nil, err)
 	}
-	lease := number(auth["lease_duration"])
+	lease := rules.Number(auth["lease_duration"])
 	s := &session{api: a, token: token, increment: lease}
 	s.renewable, _ = auth["renewable"].(bool)
 	s.setLease(c.now(), lease, lease)
@@ -258,8 +259,8 @@ func (c *client) lookupStatic(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	d := resp.data()
-	remaining, total := number(d["ttl"]), number(d["creation_ttl"])
-	if period := number(d["period"]); period > 0 {
+	remaining, total := rules.Number(d["ttl"]), rules.Number(d["creation_ttl"])
+	if period := rules.Number(d["period"]); period > 0 {
 		total = period
 	}
 	s := &session{api: a, token: token, increment: total}
@@ -296,28 +297,6 @@ func (c *client) recoverAuth(ctx context.Context, failed *session) (retry bool, 
 		return false, err
 	}
 	return true, nil
-}
-
-// number reads a JSON number (json.Number, float64 or a numeric string) as
-// whole seconds.
-func number(v any) int64 {
-	switch n := v.(type) {
-	case json.Number:
-		if i, err := n.Int64(); err == nil {
-			return i
-		}
-		f, _ := n.Float64()
-		return int64(f)
-	case float64:
-		return int64(n)
-	case int64:
-		return n
-	case int:
-		return int64(n)
-	case string:
-		return number(json.Number(n))
-	}
-	return 0
 }
 
 // secretSet holds the secrets this client knows, to keep them out of error

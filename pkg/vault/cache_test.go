@@ -1,4 +1,4 @@
-package vault
+package vault_test
 
 import (
 	"context"
@@ -7,19 +7,22 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
-// countingNew returns a Cache.New that hands out Fakes and counts logins;
+// countingNew returns a vault.Cache.New that hands out Fakes and counts logins;
 // fail makes the next logins fail.
 type countingNew struct {
 	logins  atomic.Int32
 	fail    atomic.Int32
 	delay   time.Duration
 	mu      sync.Mutex
-	clients []*Fake
+	clients []*vaulttest.Fake
 }
 
-func (n *countingNew) New(ctx context.Context, cfg Config, obs Observer) (Client, error) {
+func (n *countingNew) New(ctx context.Context, cfg vault.Config, obs vault.Observer) (vault.Client, error) {
 	n.logins.Add(1)
 	if n.delay > 0 {
 		select {
@@ -29,35 +32,26 @@ func (n *countingNew) New(ctx context.Context, cfg Config, obs Observer) (Client
 		}
 	}
 	if n.fail.Add(-1) >= 0 {
-		return nil, &Error{Op: "login auth/approle/login", StatusCode: 400, Messages: []string{"invalid role or secret ID"}}
+		return nil, &vault.Error{Op: "login auth/approle/login", StatusCode: 400, Messages: []string{"invalid role or secret ID"}}
 	}
-	f := NewFake()
+	f := vaulttest.NewFake()
 	n.mu.Lock()
 	n.clients = append(n.clients, f)
 	n.mu.Unlock()
 	return f, nil
 }
 
-func TestCacheKey(t *testing.T) {
-	if k := CacheKey("vault-prod", "3", "12345", "678"); k != "vault-prod/3/12345/678" {
-		t.Errorf("key %q", k)
-	}
-	if c := connectionOf(CacheKey("vault-prod", "3")); c != "vault-prod" {
-		t.Errorf("connection %q", c)
-	}
-}
-
 func TestCacheOneLoginPerKey(t *testing.T) {
 	n := &countingNew{delay: 50 * time.Millisecond}
-	c := &Cache{New: n.New}
+	c := &vault.Cache{New: n.New}
 	defer c.Close()
 	var wg sync.WaitGroup
-	got := make([]Client, 20)
+	got := make([]vault.Client, 20)
 	for i := range got {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl, err := c.Get(context.Background(), "prod/1/100", Config{}, nil)
+			cl, err := c.Get(context.Background(), "prod/1/100", vault.Config{}, nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -73,12 +67,12 @@ func TestCacheOneLoginPerKey(t *testing.T) {
 			t.Fatal("different clients for one key")
 		}
 	}
-	again, _ := c.Get(context.Background(), "prod/1/100", Config{}, nil)
+	again, _ := c.Get(context.Background(), "prod/1/100", vault.Config{}, nil)
 	if again != got[0] || n.logins.Load() != 1 {
 		t.Error("a second Get logged in again")
 	}
 	// Another connection: its own client.
-	other, _ := c.Get(context.Background(), "staging/1/7", Config{}, nil)
+	other, _ := c.Get(context.Background(), "staging/1/7", vault.Config{}, nil)
 	if other == got[0] || n.logins.Load() != 2 || c.Len() != 2 {
 		t.Error("connections share a client")
 	}
@@ -86,32 +80,32 @@ func TestCacheOneLoginPerKey(t *testing.T) {
 
 func TestCacheReplacesOnKeyChange(t *testing.T) {
 	n := &countingNew{}
-	c := &Cache{New: n.New}
+	c := &vault.Cache{New: n.New}
 	ctx := context.Background()
-	first, _ := c.Get(ctx, CacheKey("prod", "1", "100"), Config{}, nil)
-	second, _ := c.Get(ctx, CacheKey("prod", "2", "100"), Config{}, nil)
+	first, _ := c.Get(ctx, vault.CacheKey("prod", "1", "100"), vault.Config{}, nil)
+	second, _ := c.Get(ctx, vault.CacheKey("prod", "2", "100"), vault.Config{}, nil)
 	if first == second {
 		t.Fatal("the key changed but the client did not")
 	}
-	if !first.(*Fake).Closed() || second.(*Fake).Closed() {
+	if !first.(*vaulttest.Fake).Closed() || second.(*vaulttest.Fake).Closed() {
 		t.Error("the old client was not closed, or the new one was")
 	}
 	if c.Len() != 1 {
 		t.Errorf("Len %d, want 1", c.Len())
 	}
 	c.Forget("prod")
-	if !second.(*Fake).Closed() || c.Len() != 0 {
+	if !second.(*vaulttest.Fake).Closed() || c.Len() != 0 {
 		t.Error("Forget did not close the client")
 	}
-	third, _ := c.Get(ctx, CacheKey("prod", "2", "100"), Config{}, nil)
+	third, _ := c.Get(ctx, vault.CacheKey("prod", "2", "100"), vault.Config{}, nil)
 	if third == second || n.logins.Load() != 3 {
 		t.Error("Get after Forget did not log in")
 	}
 	_ = c.Close()
-	if !third.(*Fake).Closed() {
+	if !third.(*vaulttest.Fake).Closed() {
 		t.Error("Close did not close the client")
 	}
-	if _, err := c.Get(ctx, "prod/3", Config{}, nil); err == nil {
+	if _, err := c.Get(ctx, "prod/3", vault.Config{}, nil); err == nil {
 		t.Error("Get after Close worked")
 	}
 }
@@ -119,18 +113,18 @@ func TestCacheReplacesOnKeyChange(t *testing.T) {
 func TestCacheDoesNotKeepFailures(t *testing.T) {
 	n := &countingNew{}
 	n.fail.Store(1)
-	c := &Cache{New: n.New}
+	c := &vault.Cache{New: n.New}
 	defer c.Close()
 	ctx := context.Background()
-	_, err := c.Get(ctx, "prod/1", Config{}, nil)
-	var ve *Error
+	_, err := c.Get(ctx, "prod/1", vault.Config{}, nil)
+	var ve *vault.Error
 	if !errors.As(err, &ve) || ve.StatusCode != 400 {
 		t.Fatalf("err = %v", err)
 	}
 	if c.Len() != 0 {
 		t.Error("the failure is cached")
 	}
-	cl, err := c.Get(ctx, "prod/1", Config{}, nil)
+	cl, err := c.Get(ctx, "prod/1", vault.Config{}, nil)
 	if err != nil || cl == nil || n.logins.Load() != 2 {
 		t.Fatalf("retry: %v %v (%d logins)", cl, err, n.logins.Load())
 	}
@@ -139,7 +133,7 @@ func TestCacheDoesNotKeepFailures(t *testing.T) {
 func TestCacheConcurrentFailureSharedOnce(t *testing.T) {
 	n := &countingNew{delay: 50 * time.Millisecond}
 	n.fail.Store(1)
-	c := &Cache{New: n.New}
+	c := &vault.Cache{New: n.New}
 	defer c.Close()
 	var wg sync.WaitGroup
 	var failures atomic.Int32
@@ -147,7 +141,7 @@ func TestCacheConcurrentFailureSharedOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := c.Get(context.Background(), "prod/1", Config{}, nil); err != nil {
+			if _, err := c.Get(context.Background(), "prod/1", vault.Config{}, nil); err != nil {
 				failures.Add(1)
 			}
 		}()
@@ -158,21 +152,21 @@ func TestCacheConcurrentFailureSharedOnce(t *testing.T) {
 	if n.logins.Load() < 1 || failures.Load() < 1 || int(failures.Load())+int(n.logins.Load())-1 > 10 {
 		t.Errorf("%d logins, %d failures", n.logins.Load(), failures.Load())
 	}
-	if _, err := c.Get(context.Background(), "prod/1", Config{}, nil); err != nil {
+	if _, err := c.Get(context.Background(), "prod/1", vault.Config{}, nil); err != nil {
 		t.Errorf("after the failure: %v", err)
 	}
 }
 
 func TestCacheWaiterHonoursContext(t *testing.T) {
 	n := &countingNew{delay: 300 * time.Millisecond}
-	c := &Cache{New: n.New}
+	c := &vault.Cache{New: n.New}
 	defer c.Close()
-	go func() { _, _ = c.Get(context.Background(), "prod/1", Config{}, nil) }()
+	go func() { _, _ = c.Get(context.Background(), "prod/1", vault.Config{}, nil) }()
 	time.Sleep(20 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := c.Get(ctx, "prod/1", Config{}, nil); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.Get(ctx, "prod/1", vault.Config{}, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v", err)
 	}
 	if time.Since(start) > 200*time.Millisecond {
@@ -182,18 +176,18 @@ func TestCacheWaiterHonoursContext(t *testing.T) {
 
 func TestCacheReplacedWhileLoggingIn(t *testing.T) {
 	n := &countingNew{delay: 100 * time.Millisecond}
-	c := &Cache{New: n.New}
+	c := &vault.Cache{New: n.New}
 	defer c.Close()
-	done := make(chan Client)
+	done := make(chan vault.Client)
 	go func() {
-		cl, err := c.Get(context.Background(), "prod/1", Config{}, nil)
-		if err == nil || !Transient(err) {
+		cl, err := c.Get(context.Background(), "prod/1", vault.Config{}, nil)
+		if err == nil || !vault.Transient(err) {
 			t.Errorf("stale Get: %v", err)
 		}
 		done <- cl
 	}()
 	time.Sleep(20 * time.Millisecond)
-	newer, err := c.Get(context.Background(), "prod/2", Config{}, nil)
+	newer, err := c.Get(context.Background(), "prod/2", vault.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +197,8 @@ func TestCacheReplacedWhileLoggingIn(t *testing.T) {
 	if older != nil {
 		t.Errorf("the stale Get returned a client")
 	}
-	again, err := c.Get(context.Background(), "prod/2", Config{}, nil)
-	if err != nil || again != newer || newer.(*Fake).Closed() {
+	again, err := c.Get(context.Background(), "prod/2", vault.Config{}, nil)
+	if err != nil || again != newer || newer.(*vaulttest.Fake).Closed() {
 		t.Errorf("the newer client was replaced: %v", err)
 	}
 	n.mu.Lock()
@@ -221,53 +215,33 @@ func TestCacheReplacedWhileLoggingIn(t *testing.T) {
 	_ = newer
 }
 
-func TestCacheWithRealClient(t *testing.T) {
-	m := newMockVault(t, nil)
-	var c Cache
-	defer c.Close()
-	cl, err := c.Get(context.Background(), "prod/1", m.approleConfig(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Get(context.Background(), "prod/1", m.approleConfig(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if n := m.count("", "auth/approle/login"); n != 1 {
-		t.Errorf("%d logins", n)
-	}
-	c.Forget("prod/1")
-	if _, err := cl.ServerInfo(context.Background()); !errors.Is(err, ErrClosed) {
-		t.Errorf("forgotten client: %v", err)
-	}
-}
-
 // Lookup answers only with a logged-in client of exactly that key, and
 // never logs in: a failed or unfinished login, another version of the
 // connection, or a forgotten one is a miss.
 func TestCacheLookup(t *testing.T) {
 	n := &countingNew{}
 	n.fail.Store(1)
-	c := &Cache{New: n.New}
+	c := &vault.Cache{New: n.New}
 	defer c.Close()
 	ctx := context.Background()
-	key := CacheKey("prod", "1", "100")
+	key := vault.CacheKey("prod", "1", "100")
 	if _, ok := c.Lookup(key); ok {
 		t.Fatal("a hit in an empty cache")
 	}
-	if _, err := c.Get(ctx, key, Config{}, nil); err == nil {
+	if _, err := c.Get(ctx, key, vault.Config{}, nil); err == nil {
 		t.Fatal("the first login should fail")
 	}
 	if _, ok := c.Lookup(key); ok {
 		t.Fatal("a failed login is a hit")
 	}
-	cl, err := c.Get(ctx, key, Config{}, nil)
+	cl, err := c.Get(ctx, key, vault.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := c.Lookup(key); !ok || got != cl {
 		t.Fatalf("Lookup = %v, %v; want the logged-in client", got, ok)
 	}
-	if _, ok := c.Lookup(CacheKey("prod", "1", "101")); ok {
+	if _, ok := c.Lookup(vault.CacheKey("prod", "1", "101")); ok {
 		t.Error("another version of the connection is a hit")
 	}
 	c.Forget("prod")
@@ -280,9 +254,9 @@ func TestCacheLookup(t *testing.T) {
 
 	// While a login is under way, Lookup says no at once.
 	slow := &countingNew{delay: time.Second}
-	sc := &Cache{New: slow.New}
+	sc := &vault.Cache{New: slow.New}
 	defer sc.Close()
-	go func() { _, _ = sc.Get(ctx, key, Config{}, nil) }()
+	go func() { _, _ = sc.Get(ctx, key, vault.Config{}, nil) }()
 	for slow.logins.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}

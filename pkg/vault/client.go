@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/vault/api"
+
+	"github.com/minionvault/minion-vault-operator/pkg/vault/internal/rules"
 )
 
 // DefaultTimeout bounds one request when Config.Timeout is 0.
@@ -430,39 +432,8 @@ func isAuthFailure(err error) bool {
 	return false
 }
 
-// Paths and names.
-
-// segment checks a name that becomes one path segment.
-func segment(kind, name string) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/?#%\\") || hasControl(name) {
-		return fmt.Errorf("%w: %s %q cannot be one Vault path segment", ErrInvalid, kind, name)
-	}
-	return nil
-}
-
-// segments checks a name that may span path segments (policy names, mounts).
-func segments(kind, name string) error {
-	if name == "" || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.ContainsAny(name, "?#%\\") || hasControl(name) {
-		return fmt.Errorf("%w: %s %q is not a clean Vault path", ErrInvalid, kind, name)
-	}
-	for _, s := range strings.Split(name, "/") {
-		if s == "" || s == "." || s == ".." {
-			return fmt.Errorf("%w: %s %q is not a clean Vault path", ErrInvalid, kind, name)
-		}
-	}
-	return nil
-}
-
-func hasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return true
-		}
-	}
-	return false
-}
-
-func cleanMount(mount string) string { return strings.Trim(mount, "/") }
+// Paths and names: the checks and paths are in internal/rules, which the
+// fake (vaulttest) shares.
 
 func invalid(op, path string, err error) error { return &Error{Op: op + " " + path, Err: err} }
 
@@ -514,8 +485,8 @@ func (c *client) TokenLease() (expires time.Time, lease time.Duration) {
 // (the VaultConnection's periodic check) and dropped when Vault answers
 // "invalid mount accessor" (see call); a mount not in it is looked up.
 func (c *client) MountAccessor(ctx context.Context, authMount string) (string, error) {
-	mount := cleanMount(authMount)
-	if err := segments("auth mount", mount); err != nil {
+	mount := rules.CleanMount(authMount)
+	if err := rules.Segments("auth mount", mount); err != nil {
 		return "", invalid(OpRead, "sys/auth", err)
 	}
 	c.accessorsMu.Lock()
@@ -566,19 +537,8 @@ func (c *client) forgetAccessors() {
 	c.accessorsMu.Unlock()
 }
 
-func rolePath(mount, name string) (string, error) {
-	mount = cleanMount(mount)
-	if err := segments("auth mount", mount); err != nil {
-		return "", err
-	}
-	if err := segment("role name", name); err != nil {
-		return "", err
-	}
-	return "auth/" + mount + "/role/" + name, nil
-}
-
 func (c *client) ReadRole(ctx context.Context, mount, name string) (map[string]any, error) {
-	p, err := rolePath(mount, name)
+	p, err := rules.RolePath(mount, name)
 	if err != nil {
 		return nil, invalid(OpRead, "auth/"+mount+"/role/"+name, err)
 	}
@@ -594,7 +554,7 @@ func (c *client) ReadRole(ctx context.Context, mount, name string) (map[string]a
 }
 
 func (c *client) WriteRole(ctx context.Context, mount, name string, params map[string]any) error {
-	p, err := rolePath(mount, name)
+	p, err := rules.RolePath(mount, name)
 	if err != nil {
 		return invalid(OpWrite, "auth/"+mount+"/role/"+name, err)
 	}
@@ -606,7 +566,7 @@ func (c *client) WriteRole(ctx context.Context, mount, name string, params map[s
 }
 
 func (c *client) DeleteRole(ctx context.Context, mount, name string) error {
-	p, err := rolePath(mount, name)
+	p, err := rules.RolePath(mount, name)
 	if err != nil {
 		return invalid(OpDelete, "auth/"+mount+"/role/"+name, err)
 	}
@@ -615,7 +575,7 @@ func (c *client) DeleteRole(ctx context.Context, mount, name string) error {
 }
 
 func (c *client) ReadRoleID(ctx context.Context, mount, name string) (string, error) {
-	p, err := rolePath(mount, name)
+	p, err := rules.RolePath(mount, name)
 	if err != nil {
 		return "", invalid(OpRead, "auth/"+mount+"/role/"+name+"/role-id", err)
 	}
@@ -627,15 +587,8 @@ func (c *client) ReadRoleID(ctx context.Context, mount, name string) (string, er
 	return id, nil
 }
 
-func entityPath(name string) (string, error) {
-	if err := segment("entity name", name); err != nil {
-		return "", err
-	}
-	return "identity/entity/name/" + name, nil
-}
-
 func (c *client) ReadEntityByName(ctx context.Context, name string) (*Entity, error) {
-	p, err := entityPath(name)
+	p, err := rules.EntityPath(name)
 	if err != nil {
 		return nil, invalid(OpRead, "identity/entity/name/"+name, err)
 	}
@@ -677,7 +630,7 @@ func parseAlias(m map[string]any) Alias {
 // WriteEntityByName creates the entity (Vault answers 200 with its ID) or
 // replaces its metadata (Vault answers 204).
 func (c *client) WriteEntityByName(ctx context.Context, name string, metadata map[string]string) (string, error) {
-	p, err := entityPath(name)
+	p, err := rules.EntityPath(name)
 	if err != nil {
 		return "", invalid(OpWrite, "identity/entity/name/"+name, err)
 	}
@@ -694,7 +647,7 @@ func (c *client) WriteEntityByName(ctx context.Context, name string, metadata ma
 }
 
 func (c *client) DeleteEntityByName(ctx context.Context, name string) error {
-	p, err := entityPath(name)
+	p, err := rules.EntityPath(name)
 	if err != nil {
 		return invalid(OpDelete, "identity/entity/name/"+name, err)
 	}
@@ -741,7 +694,7 @@ func (c *client) CreateEntityAlias(ctx context.Context, name, mountAccessor, can
 }
 
 func (c *client) UpdateEntityAlias(ctx context.Context, id, name, mountAccessor, canonicalID string) error {
-	if err := segment("alias ID", id); err != nil {
+	if err := rules.Segment("alias ID", id); err != nil {
 		return invalid(OpWrite, "identity/entity-alias/id/"+id, err)
 	}
 	body := map[string]any{}
@@ -755,22 +708,15 @@ func (c *client) UpdateEntityAlias(ctx context.Context, id, name, mountAccessor,
 }
 
 func (c *client) DeleteEntityAlias(ctx context.Context, id string) error {
-	if err := segment("alias ID", id); err != nil {
+	if err := rules.Segment("alias ID", id); err != nil {
 		return invalid(OpDelete, "identity/entity-alias/id/"+id, err)
 	}
 	_, err := c.call(ctx, request{op: OpDelete, method: http.MethodDelete, path: "identity/entity-alias/id/" + id, absentOK: true})
 	return err
 }
 
-func policyPath(name string) (string, error) {
-	if err := segments("policy name", name); err != nil {
-		return "", err
-	}
-	return "sys/policies/acl/" + name, nil
-}
-
 func (c *client) ReadPolicy(ctx context.Context, name string) (string, bool, error) {
-	p, err := policyPath(name)
+	p, err := rules.PolicyPath(name)
 	if err != nil {
 		return "", false, invalid(OpRead, "sys/policies/acl/"+name, err)
 	}
@@ -783,7 +729,7 @@ func (c *client) ReadPolicy(ctx context.Context, name string) (string, bool, err
 }
 
 func (c *client) WritePolicy(ctx context.Context, name, hcl string) error {
-	p, err := policyPath(name)
+	p, err := rules.PolicyPath(name)
 	if err != nil {
 		return invalid(OpWrite, "sys/policies/acl/"+name, err)
 	}
@@ -792,7 +738,7 @@ func (c *client) WritePolicy(ctx context.Context, name, hcl string) error {
 }
 
 func (c *client) DeletePolicy(ctx context.Context, name string) error {
-	p, err := policyPath(name)
+	p, err := rules.PolicyPath(name)
 	if err != nil {
 		return invalid(OpDelete, "sys/policies/acl/"+name, err)
 	}
@@ -832,8 +778,8 @@ func (c *client) ListEntities(ctx context.Context) ([]Entity, error) {
 }
 
 func (c *client) ListRoles(ctx context.Context, mount string) ([]string, error) {
-	mount = cleanMount(mount)
-	if err := segments("auth mount", mount); err != nil {
+	mount = rules.CleanMount(mount)
+	if err := rules.Segments("auth mount", mount); err != nil {
 		return nil, invalid(OpList, "auth/"+mount+"/role", err)
 	}
 	return c.list(ctx, "auth/"+mount+"/role")

@@ -2,14 +2,16 @@
 
 package vault
 
-// Integration tests against a real Vault dev server (internal/testenv,
+// Integration tests against a real Vault dev server (internal/testing/testenv,
 // Vault only). They prove that config/vault/operator-policy.hcl is enough
 // for every call of the client, that AppRole logins and re-logins work, and
 // that a short-lived token is renewed.
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,7 +20,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	vaultpolicy "github.com/minionvault/minion-vault-operator/config/vault"
-	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/internal/testing/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -65,6 +67,12 @@ func boolPtr(b bool) *bool { return &b }
 // unique makes names that do not collide with earlier runs against the same
 // Vault (-count=2, USE_EXISTING_VAULT).
 func unique(prefix string) string { return prefix + randomHex(3) + "-" }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%x", b)
+}
 
 func TestIntegrationOperatorPolicyIsSufficient(t *testing.T) {
 	t.Parallel()

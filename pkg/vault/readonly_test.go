@@ -1,21 +1,24 @@
-package vault
+package vault_test
 
 import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/minionvault/minion-vault-operator/pkg/vault"
+	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
-// A ReadOnly client refuses every write and reads through.
+// A vault.ReadOnly client refuses every write and reads through.
 func TestReadOnlyWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	fake := NewFake()
+	fake := vaulttest.NewFake()
 	fake.EnableAuth("salt-minions")
 	if err := fake.WritePolicy(ctx, "p", `path "x" { capabilities = ["read"] }`); err != nil {
 		t.Fatal(err)
 	}
 	written := fake.Writes()
-	d := ReadOnly(fake)
+	d := vault.ReadOnly(fake)
 	writes := map[string]error{
 		"WriteRole":          d.WriteRole(ctx, "salt-minions", "web01", map[string]any{"token_ttl": 60}),
 		"DeleteRole":         d.DeleteRole(ctx, "salt-minions", "web01"),
@@ -28,7 +31,7 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 	_, writes["WriteEntityByName"] = d.WriteEntityByName(ctx, "e", map[string]string{"a": "b"})
 	_, writes["CreateEntityAlias"] = d.CreateEntityAlias(ctx, "r", "acc", "e")
 	for op, err := range writes {
-		if !errors.Is(err, ErrReadOnly) {
+		if !errors.Is(err, vault.ErrReadOnly) {
 			t.Errorf("%s: %v", op, err)
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/minionvault/minion-vault-operator/pkg/vault/internal/rules"
 )
 
 // CanonicalCIDR writes a CIDR block as Vault answers token_bound_cidrs
@@ -217,7 +219,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // that cannot work (no address, no or two login methods, a CA bundle without
 // certificates) or a name that would change the API path ("..", "/" in a
 // role or entity name). Retrying does not help; fixing the input does.
-var ErrInvalid = errors.New("invalid")
+var ErrInvalid = rules.ErrInvalid
 
 // ErrIncompleteResponse marks an answer whose body cannot be decoded: cut
 // short (a connection dropped mid-body by a proxy or load balancer, a

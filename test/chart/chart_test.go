@@ -30,7 +30,7 @@ import (
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/internal/testing/testenv"
 )
 
 const (

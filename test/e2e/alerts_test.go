@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/alerting"
+	"github.com/minionvault/minion-vault-operator/internal/testing/alerting"
 )
 
 // alertRulesFile is the PrometheusRule the test reads; ALERT_RULES_FILE

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/faultproxy"
+	"github.com/minionvault/minion-vault-operator/internal/testing/faultproxy"
 )
 
 // gateBindings is how many bindings TestRevokedTokenWaitsAtTheConnection

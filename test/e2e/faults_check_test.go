@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/faultproxy"
+	"github.com/minionvault/minion-vault-operator/internal/testing/faultproxy"
 )
 
 // fleetState is one look at the fleet: the operator's status read from

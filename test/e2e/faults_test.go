@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/internal/faultproxy"
+	"github.com/minionvault/minion-vault-operator/internal/testing/faultproxy"
 )
 
 // The fault-injection suite: the operator reaches Vault through a proxy

@@ -28,7 +28,8 @@ import (
 	"github.com/minionvault/minion-vault-operator/internal/cli"
 	"github.com/minionvault/minion-vault-operator/internal/importer"
 	"github.com/minionvault/minion-vault-operator/internal/mastercheck"
-	"github.com/minionvault/minion-vault-operator/internal/saltmaster"
+	"github.com/minionvault/minion-vault-operator/internal/saltext"
+	"github.com/minionvault/minion-vault-operator/internal/testing/saltmaster"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 
@@ -67,7 +68,7 @@ func smTemplate() *v1alpha1.MinionTemplate {
 }
 
 // saltMaster is a replay of a Salt master: saltext-vault 1.8.0's issuing
-// calls (internal/saltmaster) with its own Vault token, a clock the test
+// calls (internal/testing/saltmaster) with its own Vault token, a clock the test
 // moves, and the minions' pillar as the master compiles it.
 type saltMaster struct {
 	*saltmaster.Master
@@ -83,7 +84,7 @@ func (s *suite) newSaltMaster(t *testing.T, policy, config string, pillar map[st
 	s.must(err)
 	config = strings.ReplaceAll(config, "MASTER-TOKEN", tok.Auth.ClientToken)
 	config = strings.ReplaceAll(config, "VAULT-ADDR", s.env.Vault.Addr)
-	cfg, err := saltmaster.NewConfigFromMasterYAML([]byte(config))
+	cfg, err := saltext.NewConfigFromMasterYAML([]byte(config))
 	s.must(err)
 	m := &saltMaster{Master: saltmaster.NewMaster(cfg, nil), accessor: tok.Auth.Accessor, now: time.Now()}
 	m.Now = func() time.Time { return m.now }

@@ -23,7 +23,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	vaultpolicy "github.com/minionvault/minion-vault-operator/config/vault"
-	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/internal/testing/testenv"
 )
 
 // The Vault side of kubernetes auth: the role the operator's

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/minionvault/minion-vault-operator/internal/testenv"
+	"github.com/minionvault/minion-vault-operator/internal/testing/testenv"
 )
 
 // asRun is how the container runtime ran the manager container: the OCI
