@@ -180,7 +180,7 @@ fuzz: ## Run every fuzz target briefly (a count each, or FUZZTIME).
 	$(call fuzz-target,FuzzStack,./pkg/parameters,100000x)
 	$(call fuzz-target,FuzzDecodeYAML,./pkg/value,200000x)
 	$(call fuzz-target,FuzzImportConfig,./internal/importer,15000x)
-	$(call fuzz-target,FuzzRender,./internal/offline,2000x)
+	$(call fuzz-target,FuzzRender,./internal/rendercmd,2000x)
 	$(call fuzz-target,FuzzParseAndCheck,./pkg/acl,200000x)
 	$(call fuzz-target,FuzzParseMarker,./pkg/ownership,200000x)
 	$(call fuzz-target,FuzzDecode,./pkg/ownership,100000x)

@@ -9,7 +9,7 @@
 // The checks run in a fixed order, each a small function returning a
 // verdict (cert-manager's policy chains): the first verdict wins. Where the
 // facts come from is a Source: the informer cache in the operator, the
-// manifests in the CLI (internal/offline.Facts).
+// manifests in the CLI (internal/manifest.Facts).
 package admission
 
 import (

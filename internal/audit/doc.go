@@ -4,7 +4,7 @@
 //
 // A Fleet is read from manifests (Load, LoadDiff, LoadForDrift), every
 // binding admitted through the operator's admission gate
-// (internal/admission, over offline.Facts) and rendered as the operator
+// (internal/admission, over manifest.Facts) and rendered as the operator
 // would, or from Vault itself with read rights only (LoadOnline). The
 // reports are pure functions of fleets (WhoCan, WhatCan, Diff, Check,
 // Pillar, Drift), except Verify, which asks Vault's own sys/capabilities;

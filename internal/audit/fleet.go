@@ -17,7 +17,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
-	"github.com/minionvault/minion-vault-operator/internal/offline"
+	"github.com/minionvault/minion-vault-operator/internal/manifest"
 	"github.com/minionvault/minion-vault-operator/pkg/acl"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
@@ -127,7 +127,7 @@ type loadOptions struct {
 	// minions name that are neither rendered nor a file, and for default.
 	vault *Fleet
 	// manifests, when set, parses a file content once for several fleets.
-	manifests *offline.ManifestCache
+	manifests *manifest.Cache
 	// unprepared leaves every minion's prep nil (audit diff prepares each
 	// minion while it compares it and lets it go).
 	unprepared bool
@@ -150,7 +150,7 @@ func Load(paths []string, o Options) (*Fleet, error) {
 // left unprepared: Diff prepares each one while it compares it, never all
 // at once.
 func LoadDiff(base, head []string, o Options) (*Fleet, *Fleet, error) {
-	lo := loadOptions{Options: o, manifests: offline.NewManifestCache(2), unprepared: true, shared: newSharedMinions(2)}
+	lo := loadOptions{Options: o, manifests: manifest.NewCache(2), unprepared: true, shared: newSharedMinions(2)}
 	var bf *Fleet
 	var berr error
 	done := make(chan struct{})
@@ -194,7 +194,7 @@ func loadFleet(paths []string, o loadOptions) (*Fleet, error) {
 			return nil, err
 		}
 	}
-	in, err := offline.ReadManifests(paths, o.manifests)
+	in, err := manifest.ReadSet(paths, o.manifests)
 	if err != nil {
 		return nil, err
 	}
@@ -270,13 +270,13 @@ func (f *Fleet) leave(l LeftOut) {
 // for them, said after the templates' warnings, where the audit has
 // always said them. A template that does not compile leaves its bindings
 // out (the gate refuses them), with one warning.
-func (f *Fleet) admit(in *offline.Manifests, files map[string]string, o loadOptions) error {
+func (f *Fleet) admit(in *manifest.Set, files map[string]string, o loadOptions) error {
 	ctx := context.Background()
-	facts := offline.NewFacts(in, o.manifests)
+	facts := manifest.NewFacts(in, o.manifests)
 	from := map[string]string{}
 	for _, t := range in.Templates {
 		tpl := t.Obj
-		var te *offline.TemplateError
+		var te *manifest.TemplateError
 		if _, err := facts.Compile(ctx, tpl); errors.As(err, &te) {
 			f.warnings = append(f.warnings, fmt.Sprintf("MinionTemplate %s does not render (%v): its minions are left out", tpl.Name, te.Err))
 		}
@@ -305,7 +305,7 @@ func (f *Fleet) admit(in *offline.Manifests, files map[string]string, o loadOpti
 
 // admitOne passes one binding through the gate: admitted, it joins the
 // fleet; refused, it is left out.
-func (f *Fleet) admitOne(ctx context.Context, facts *offline.Facts, b *v1alpha1.MinionBinding, files, from map[string]string, o loadOptions) error {
+func (f *Fleet) admitOne(ctx context.Context, facts *manifest.Facts, b *v1alpha1.MinionBinding, files, from map[string]string, o loadOptions) error {
 	name := b.Namespace + "/" + b.Name
 	a, err := admission.Admit(ctx, facts, b)
 	out, err := leftOut(a, err)
@@ -333,7 +333,7 @@ func (f *Fleet) admitOne(ctx context.Context, facts *offline.Facts, b *v1alpha1.
 // the source's own failure.
 func leftOut(a *admission.Admitted, err error) (*LeftOut, error) {
 	const bound = "its minion ID is bound by another MinionBinding"
-	var te *offline.TemplateError
+	var te *manifest.TemplateError
 	if errors.As(err, &te) {
 		// Its template does not compile: the template's warning says it,
 		// once (admit); the diff's gate counts bindings, not templates.

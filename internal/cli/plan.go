@@ -17,7 +17,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/binding"
 	"github.com/minionvault/minion-vault-operator/controllers/template"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
-	"github.com/minionvault/minion-vault-operator/internal/offline"
+	"github.com/minionvault/minion-vault-operator/internal/manifest"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -108,7 +108,7 @@ or when the operator would refuse a binding or template (printed).`,
 
 // planInput is what the manifests hold, and whose cluster the plan is for.
 type planInput struct {
-	*offline.Manifests
+	*manifest.Set
 	// cluster is the operator's cluster identity ("": learned from the
 	// policies' headers).
 	cluster string
@@ -257,7 +257,7 @@ func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult
 		// The gate's compile, once per template: one that does not
 		// compile is refused itself, its policies not planned.
 		if _, err := facts.Compile(ctx, tpl); err != nil {
-			var te *offline.TemplateError
+			var te *manifest.TemplateError
 			if !errors.As(err, &te) {
 				return nil, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/minionvault/minion-vault-operator/internal/offline"
+	"github.com/minionvault/minion-vault-operator/internal/manifest"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -15,11 +15,11 @@ import (
 
 // readPlanInput reads every manifest of the files and folders.
 func readPlanInput(paths []string) (*planInput, error) {
-	m, err := offline.ReadManifests(paths, nil)
+	m, err := manifest.ReadSet(paths, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &planInput{Manifests: m}, nil
+	return &planInput{Set: m}, nil
 }
 
 // planVaultConfig is the VaultConnection of the first template (when it is

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/minionvault/minion-vault-operator/internal/manifest"
-	"github.com/minionvault/minion-vault-operator/internal/offline"
+	"github.com/minionvault/minion-vault-operator/internal/rendercmd"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
 )
 
@@ -60,15 +60,15 @@ func runRender(o renderOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	configMaps, err := offline.ReadConfigMaps(o.configMaps)
+	configMaps, err := rendercmd.ReadConfigMaps(o.configMaps)
 	if err != nil {
 		return err
 	}
-	res, violations, err := offline.Render(offline.Options{Template: o.template, Binding: o.binding, JID: o.jid, User: o.user}, tdoc, bdoc, configMaps)
+	res, violations, err := rendercmd.Render(rendercmd.Options{Template: o.template, Binding: o.binding, JID: o.jid, User: o.user}, tdoc, bdoc, configMaps)
 	if err != nil {
 		return err
 	}
-	if err := offline.Write(stdout, offline.Output(res, violations), o.output); err != nil {
+	if err := rendercmd.Write(stdout, rendercmd.Output(res, violations), o.output); err != nil {
 		return err
 	}
 	if o.strict && len(violations) > 0 {

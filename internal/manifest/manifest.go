@@ -1,6 +1,11 @@
-// Package manifest reads MinionTemplate and MinionBinding manifests from
-// YAML files, keeping what Kubernetes' own decoding loses: mapping key order
-// and the int/float distinction of grains, pillar and parameter files.
+// Package manifest is what the CLI knows of MinionTemplate and
+// MinionBinding manifests: documents read from YAML files, keeping what
+// Kubernetes' own decoding loses (mapping key order, the int/float
+// distinction of grains, pillar and parameter files; manifest.go); the
+// manifests of files and folders read once (ReadSet, with a Cache for
+// audit diff's two sides; set.go); and the admission gate's source of
+// facts over them (Facts, facts.go), through which `minionvault plan` and
+// `minionvault audit` admit exactly the bindings the operator would.
 package manifest
 
 import (

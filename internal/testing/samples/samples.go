@@ -1,7 +1,7 @@
 // Package samples is test support: config/samples copied to a folder a
 // test may edit, and fleets of bindings of the sample template
 // generated at any size. The CLI's tests, internal/audit's and
-// internal/offline's share them.
+// internal/manifest's share them.
 package samples
 
 import (

@@ -1,4 +1,4 @@
-package offline
+package rendercmd
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // template and binding manifests: no input may panic, and whatever renders
 // must be printable.
 //
-//	go test -run='^$' -fuzz='^FuzzRender$' -fuzztime=30s ./internal/offline
+//	go test -run='^$' -fuzz='^FuzzRender$' -fuzztime=30s ./internal/rendercmd
 func FuzzRender(f *testing.F) {
 	samples := filepath.Join("..", "..", "config", "samples")
 	tpl, _ := os.ReadFile(filepath.Join(samples, "miniontemplate.yaml"))

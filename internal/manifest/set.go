@@ -1,4 +1,4 @@
-package offline
+package manifest
 
 import (
 	"bytes"
@@ -16,14 +16,13 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
-	"github.com/minionvault/minion-vault-operator/internal/manifest"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/value"
 )
 
-// Manifests is what a set of manifest files holds: what `minionvault
+// Set is what a set of manifest files holds: what `minionvault
 // plan`, `master check` and `audit` read.
-type Manifests struct {
+type Set struct {
 	Templates   []Template                // by name
 	Bindings    []*v1alpha1.MinionBinding // by namespace/name
 	Connections map[string]*v1alpha1.VaultConnection
@@ -35,14 +34,14 @@ type Manifests struct {
 // metadata keeps (convert.Template).
 type Template struct {
 	Obj *v1alpha1.MinionTemplate
-	Doc manifest.Document
+	Doc Document
 }
 
-// ManifestCache parses each distinct file content once: audit diff reads
+// Cache parses each distinct file content once: audit diff reads
 // the same bindings on both sides, side by side. A nil cache parses every
 // time. The documents are
 // immutable once parsed; each side decodes its own objects from them.
-type ManifestCache struct {
+type Cache struct {
 	// readers is how many reads of a content there will be at most: the
 	// cache lets go of it after the last.
 	readers int
@@ -64,7 +63,7 @@ type manifestEntry struct {
 // returned where the reader reaches the document). A binding decoded once
 // is shared by the readers and never changed.
 type parsedDoc struct {
-	manifest.Document
+	Document
 	meta    docMeta
 	metaErr error
 	binding *v1alpha1.MinionBinding
@@ -149,7 +148,7 @@ func splitDocuments(data []byte, n int) [][]byte {
 // binding only the object is kept.
 func parseManifestPiece(data []byte) ([]parsedDoc, error) {
 	var out []parsedDoc
-	err := manifest.Each(data, func(d manifest.Document) error {
+	err := Each(data, func(d Document) error {
 		pd := parsedDoc{Document: d}
 		if d.Kind == "MinionBinding" {
 			// Decoded strictly, a binding has the metadata the lenient
@@ -192,7 +191,7 @@ type convertedBinding struct {
 // Binding is convert.Binding(&b.Spec), once per binding shared by the
 // readers (the values are immutable); the cache lets go of it after the
 // last reader.
-func (c *ManifestCache) Binding(b *v1alpha1.MinionBinding) (render.Binding, error) {
+func (c *Cache) Binding(b *v1alpha1.MinionBinding) (render.Binding, error) {
 	if c == nil {
 		return convert.Binding(&b.Spec)
 	}
@@ -205,14 +204,14 @@ func (c *ManifestCache) Binding(b *v1alpha1.MinionBinding) (render.Binding, erro
 	return cb.rb, cb.err
 }
 
-// NewManifestCache is a cache for readers reads of each content.
-func NewManifestCache(readers int) *ManifestCache {
-	return &ManifestCache{readers: readers, entries: map[[sha256.Size]byte]*manifestEntry{}}
+// NewCache is a cache for readers reads of each content.
+func NewCache(readers int) *Cache {
+	return &Cache{readers: readers, entries: map[[sha256.Size]byte]*manifestEntry{}}
 }
 
-// read is manifest.ReadFile, parsing a content seen before only once (a
+// read is ReadFile, parsing a content seen before only once (a
 // nil cache parses every time).
-func (c *ManifestCache) read(file string) ([]parsedDoc, error) {
+func (c *Cache) read(file string) ([]parsedDoc, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -244,10 +243,10 @@ func (c *ManifestCache) read(file string) ([]parsedDoc, error) {
 	return e.docs, nil
 }
 
-// ReadManifests reads every manifest of the files and folders in paths,
+// ReadSet reads every manifest of the files and folders in paths,
 // parsed through cache (nil: no cache).
-func ReadManifests(paths []string, cache *ManifestCache) (*Manifests, error) {
-	in := &Manifests{Connections: map[string]*v1alpha1.VaultConnection{}, Namespaces: map[string]map[string]string{}}
+func ReadSet(paths []string, cache *Cache) (*Set, error) {
+	in := &Set{Connections: map[string]*v1alpha1.VaultConnection{}, Namespaces: map[string]map[string]string{}}
 	type cmKey struct{ ns, name string }
 	cms := map[cmKey]map[string]string{}
 	files, err := manifestFiles(paths)

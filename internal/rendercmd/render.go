@@ -1,15 +1,11 @@
-// Package offline is what the CLI knows from manifests alone, with no
-// cluster and no Vault: one binding rendered with its template, as
-// `minionvault render` prints it for review (Render, Output, Write); the
-// manifests of files and folders read once (ReadManifests, with a
-// ManifestCache for audit diff's two sides); and the admission gate's
-// source over them (Facts), through which `minionvault plan` and
-// `minionvault audit` admit exactly the bindings the operator would.
+// Package rendercmd is `minionvault render`'s core: one binding rendered
+// with its template from manifests alone, with no cluster and no Vault,
+// and its printed form for review (Render, Output, Write).
 //
 // It is kept apart from the CLI's commands so that what fuzzing compiles
 // with coverage instrumentation is the render path alone, not the client
 // libraries the other commands link (deps_test.go).
-package offline
+package rendercmd
 
 import (
 	"bytes"

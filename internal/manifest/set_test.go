@@ -1,4 +1,4 @@
-package offline
+package manifest
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minionvault/minion-vault-operator/internal/manifest"
 	"github.com/minionvault/minion-vault-operator/internal/testing/samples"
 )
 
@@ -79,7 +78,7 @@ func TestParsedBindingMetadata(t *testing.T) {
 		if err != nil || len(got) != 1 {
 			t.Fatalf("%q: %v", text, err)
 		}
-		docs, err := manifest.Parse([]byte(text))
+		docs, err := Parse([]byte(text))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package offline
+package manifest
 
 import (
 	"context"
@@ -41,7 +41,7 @@ metadata: {name: zz-holder, namespace: default}
 spec: {minionID: web01, templateRef: {name: salt-minions}, grains: {id: web01}, pillar: {roles: [web], env: prod}}
 status: {appRole: {roleID: r-1}}
 `)
-	m, err := ReadManifests([]string{dir}, nil)
+	m, err := ReadSet([]string{dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ kind: MinionBinding
 metadata: {name: lost, namespace: default}
 spec: {minionID: lost, templateRef: {name: no-such-template}, grains: {id: lost}}
 `)
-	m, err := ReadManifests([]string{dir}, nil)
+	m, err := ReadSet([]string{dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package offline
+package rendercmd
 
 import (
 	"os/exec"
@@ -11,7 +11,7 @@ import (
 // `make fuzz`. The two fuzz targets that reach the API types (FuzzRender
 // here, FuzzImportConfig) stay clear of the client and API server
 // libraries: with them, that compile was 688 packages and 620 CPU-s
-// instead of 94 and 119 (docs/development.md, `internal/offline`).
+// instead of 94 and 119 (docs/development.md, `internal/rendercmd`).
 func TestFuzzedPackagesStaySmall(t *testing.T) {
 	heavy := []string{"k8s.io/client-go/", "sigs.k8s.io/controller-runtime", "k8s.io/apiextensions-apiserver/", "k8s.io/apiserver/", "github.com/google/cel-go/", "github.com/hashicorp/vault/"}
 	for _, pkg := range []string{".", "../importer"} {

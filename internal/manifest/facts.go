@@ -1,4 +1,4 @@
-package offline
+package manifest
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 // template not among the manifests, or one that does not compile, is the
 // gate's verdict. Not safe for concurrent use.
 type Facts struct {
-	m        *Manifests
-	cache    *ManifestCache
+	m        *Set
+	cache    *Cache
 	compiled map[string]compiled // by template name, once compiled
 	// claims keeps of each binding only what the claim order reads, not
 	// the binding: audit lets a binding go once admitted (10,000 bindings
@@ -67,7 +67,7 @@ func (e *TemplateError) Unwrap() error { return e.Verdict }
 
 // NewFacts is the gate's source over m. Bindings are converted through
 // cache (nil: each one anew), which audit diff shares between its sides.
-func NewFacts(m *Manifests, cache *ManifestCache) *Facts {
+func NewFacts(m *Set, cache *Cache) *Facts {
 	f := &Facts{m: m, cache: cache, compiled: map[string]compiled{}, claims: map[string][]claim{},
 		verdicts: map[verdictKey]*admission.Verdict{}}
 	for _, b := range m.Bindings {
