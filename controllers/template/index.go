@@ -355,11 +355,8 @@ const notOwnedFirst = 5 * time.Second
 // their wait is over (untilRecheck): their owner (another template,
 // another cluster, an administrator) may have deleted them since, and
 // nothing else would tell.
-func (idx *policyIndex) recheckNotOwned(template string) {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templates[template]
-	if tp == nil || len(tp.notOwned) == 0 || time.Since(tp.notOwnedSeen) < tp.notOwnedWait {
+func (tp *templatePolicies) recheckNotOwned(now time.Time) {
+	if len(tp.notOwned) == 0 || now.Sub(tp.notOwnedSeen) < tp.notOwnedWait {
 		return
 	}
 	for n := range tp.notOwned {
@@ -369,14 +366,11 @@ func (idx *policyIndex) recheckNotOwned(template string) {
 
 // untilRecheck is the time until names found someone else's are looked at
 // again (0: there are none).
-func (idx *policyIndex) untilRecheck(template string) time.Duration {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templates[template]
-	if tp == nil || len(tp.notOwned) == 0 {
+func (tp *templatePolicies) untilRecheck(now time.Time) time.Duration {
+	if len(tp.notOwned) == 0 {
 		return 0
 	}
-	return max(tp.notOwnedWait-time.Since(tp.notOwnedSeen), time.Second)
+	return max(tp.notOwnedWait-now.Sub(tp.notOwnedSeen), time.Second)
 }
 
 // policyWork is what one sync claimed: names to bring to a body, and
@@ -535,10 +529,7 @@ func (tp *templatePolicies) flipDigest(name string) {
 
 // takeUnreported returns and clears what syncs wrote and deleted since
 // the last call.
-func (idx *policyIndex) takeUnreported(template string) (written, deleted []string) {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templateLocked(template)
+func (tp *templatePolicies) takeUnreported() (written, deleted []string) {
 	written, deleted = tp.unreported.written, tp.unreported.deleted
 	tp.unreported = policyPass{}
 	return written, deleted
@@ -591,6 +582,8 @@ type templateSummary struct {
 // pending reports whether Vault is not yet known to be as wanted.
 func (s templateSummary) pending() bool { return s.missing+s.stale+s.unchecked > 0 }
 
+// summary is what the template's status shows now (empty before its
+// first pass).
 func (idx *policyIndex) summary(template string) templateSummary {
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
@@ -598,6 +591,10 @@ func (idx *policyIndex) summary(template string) templateSummary {
 	if tp == nil {
 		return templateSummary{}
 	}
+	return tp.summary()
+}
+
+func (tp *templatePolicies) summary() templateSummary {
 	// Nothing here walks every name: a status refresh of a template with a
 	// policy per minion costs the same at 10 names as at 50,000.
 	s := templateSummary{built: tp.built, members: tp.members, owned: len(tp.owned), notOwned: slices.Sorted(maps.Keys(tp.notOwned)),
@@ -638,10 +635,7 @@ const (
 // scanDue records the template's Vault and says which full scan is due,
 // why (log values), and the key of what was known of a Vault that is no
 // longer the template's ("" if none).
-func (idx *policyIndex) scanDue(template string, rq scanRequest) (scan scanKind, why []any, forget string) {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templateLocked(template)
+func (tp *templatePolicies) scanDue(rq scanRequest, now time.Time) (scan scanKind, why []any, forget string) {
 	if tp.identity != rq.identity {
 		// Another Vault, or the same one re-initialised or restored: what
 		// was found there is no longer known.
@@ -664,7 +658,7 @@ func (idx *policyIndex) scanDue(template string, rq scanRequest) (scan scanKind,
 	switch {
 	case !tp.built || !tp.discovered || requested:
 		scan = verifyScan
-	case tp.compiled != rq.compiled || time.Since(tp.lastScan) >= rq.interval-rq.interval/10:
+	case tp.compiled != rq.compiled || now.Sub(tp.lastScan) >= rq.interval-rq.interval/10:
 		scan = renderScan
 	}
 	return scan, why, forget
@@ -706,10 +700,8 @@ func handledRequest(asked, compared string, pending bool, kind shared.OutcomeKin
 }
 
 // untilScan is the time left until the template's next full scan.
-func (idx *policyIndex) untilScan(template string, interval time.Duration) time.Duration {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	return interval - time.Since(idx.templateLocked(template).lastScan)
+func (tp *templatePolicies) untilScan(interval time.Duration, now time.Time) time.Duration {
+	return interval - now.Sub(tp.lastScan)
 }
 
 // discovered reports whether the template's Vault was listed since the

@@ -28,42 +28,34 @@ const syncRounds = 4
 // when one is due, otherwise a retry of the dirty names) and records in
 // sc the outcome and requeue the index says.
 func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, handled string, sc *templateScope) error {
-	interval := shared.TemplateInterval(tpl, r.DefaultInterval)
 	identity, key := r.templateVault(ctx, tpl.Spec.ConnectionRef.Name)
-	asked := tpl.Annotations[v1alpha1.ReconcileRequestAnnotation]
-	scan, why, forget := r.index.scanDue(tpl.Name, scanRequest{compiled: compiled, identity: identity, vaultKey: key,
-		asked: asked, handled: handled, interval: interval})
-	if forget != "" {
-		r.owners.forget(forget)
+	pass := r.index.begin(tpl.Name, scanRequest{compiled: compiled, identity: identity, vaultKey: key,
+		asked: tpl.Annotations[v1alpha1.ReconcileRequestAnnotation], handled: handled,
+		interval: shared.TemplateInterval(tpl, r.DefaultInterval)}, time.Now())
+	if pass.forget != "" {
+		r.owners.forget(pass.forget)
 	}
-	// The names whose turn to be compared with Vault came (verify.go).
-	r.index.verifyDue(tpl.Name, time.Now(), interval)
-	var err error
-	if scan != noScan {
-		ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", append(why, "verify", scan == verifyScan)...)
-		request := ""
-		if asked != handled {
-			request = asked
-		}
-		err = r.fullScan(ctx, tpl, compiled, scan == verifyScan, request)
-	} else {
-		r.index.recheckNotOwned(tpl.Name)
-		err = r.retryDirty(ctx, tpl)
-	}
-	sc.written, sc.deleted = r.index.takeUnreported(tpl.Name)
+	err := r.work(ctx, tpl, compiled, pass)
+	end := r.index.end(pass, time.Now())
+	sc.written, sc.deleted = end.written, end.deleted
 	if err != nil {
 		return err
 	}
-	s := r.summarize(tpl)
-	sc.outcome, sc.pending, sc.compared = s.outcome(), s.pending(), s.compared
-	sc.requeue = shared.Jitter(max(r.index.untilScan(tpl.Name, interval), time.Second))
-	if slot := r.index.untilSlot(tpl.Name, time.Now()); slot > 0 {
-		sc.requeue = min(sc.requeue, slot)
-	}
-	if recheck := r.index.untilRecheck(tpl.Name); recheck > 0 {
-		sc.requeue = min(sc.requeue, recheck)
-	}
+	end.summary.writeTo(tpl)
+	sc.outcome, sc.pending, sc.compared = end.summary.outcome(), end.summary.pending(), end.summary.compared
+	sc.requeue = end.times.requeue(shared.Jitter)
 	return nil
+}
+
+// work is the pass's work, under its hold: the full scan begin found
+// due, or a retry of what earlier syncs left dirty.
+func (r *Reconciler) work(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, pass templatePass) error {
+	defer pass.hold()()
+	if pass.scan == noScan {
+		return r.syncDirty(ctx, tpl)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", append(pass.why, "verify", pass.scan == verifyScan)...)
+	return r.fullScan(ctx, tpl, compiled, pass.scan == verifyScan, pass.request)
 }
 
 // fullScan renders every binding of the template, rebuilds its part of the
@@ -73,9 +65,8 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 // them after a start; else those whose wanted state changed), with deltas
 // held off. request is the reconcile request not yet reported handled
 // ("" for none): nothing is presumed for it, and every name is read from
-// Vault as it is now.
+// Vault as it is now. The caller holds the template for the scan.
 func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, verify bool, request string) error {
-	defer r.index.holdForScan(tpl.Name)()
 	// The cache's own objects, not copies: a scan reads every binding of
 	// the template (10,000 with a policy per minion), and copying them all
 	// would make a scan's garbage as large as the cache. Nothing here
@@ -233,13 +224,6 @@ func (r *Reconciler) syncDirty(ctx context.Context, tpl *v1alpha1.MinionTemplate
 		}
 	}
 	return nil
-}
-
-// summarize writes the index's counts into the template's status.
-func (r *Reconciler) summarize(tpl *v1alpha1.MinionTemplate) templateSummary {
-	s := r.index.summary(tpl.Name)
-	s.writeTo(tpl)
-	return s
 }
 
 func (s templateSummary) writeTo(tpl *v1alpha1.MinionTemplate) {

@@ -42,10 +42,7 @@ func slotsOf(interval time.Duration) (length time.Duration, slots int64) {
 // last call (at most one interval's worth), and returns how many. The
 // first call only starts the clock: a full comparison (the first scan)
 // or a presumption covers the time before.
-func (idx *policyIndex) verifyDue(template string, now time.Time, interval time.Duration) int {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templateLocked(template)
+func (tp *templatePolicies) verifyDue(now time.Time, interval time.Duration) int {
 	slotLen, slots := slotsOf(interval)
 	tick := now.UnixNano() / int64(slotLen)
 	if tp.verifiedTick == 0 || tp.slotLen != slotLen {
@@ -78,11 +75,8 @@ func (idx *policyIndex) verifyDue(template string, now time.Time, interval time.
 
 // untilSlot is the time until the template's next slot is due (0: the
 // template has no policy to compare, or its clock has not started).
-func (idx *policyIndex) untilSlot(template string, now time.Time) time.Duration {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templates[template]
-	if tp == nil || tp.verifiedTick == 0 || len(tp.refs)+len(tp.owned) == 0 {
+func (tp *templatePolicies) untilSlot(now time.Time) time.Duration {
+	if tp.verifiedTick == 0 || len(tp.refs)+len(tp.owned) == 0 {
 		return 0
 	}
 	next := time.Unix(0, (tp.verifiedTick+1)*int64(tp.slotLen))
