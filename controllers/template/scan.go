@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -224,29 +223,4 @@ func (r *Reconciler) syncDirty(ctx context.Context, tpl *v1alpha1.MinionTemplate
 		}
 	}
 	return nil
-}
-
-func (s templateSummary) writeTo(tpl *v1alpha1.MinionTemplate) {
-	tpl.Status.Bindings = int32(s.members)
-	tpl.Status.Policies = &v1alpha1.PolicySummary{Count: int64(s.owned), Digest: s.digest, ContentDigest: s.content}
-}
-
-// outcome is the template's condition from the index: Ready only when
-// every wanted policy is confirmed in Vault and no stale one is left.
-func (s templateSummary) outcome() shared.Outcome {
-	switch {
-	case len(s.conflicts) > 0:
-		return shared.Outcome{Kind: shared.OutcomeStalled, Reason: v1alpha1.ValidationFailedReason, Message: strings.Join(shared.FirstN(s.conflicts, 10), "; ")}
-	case len(s.notOwned) > 0:
-		// Vault's state, not the template's: the owner may delete them (a
-		// handover between two clusters on one Vault), so they are looked
-		// at again (recheckNotOwned).
-		return shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.PolicyNotOwnedReason,
-			Message: fmt.Sprintf("%d ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s",
-				len(s.notOwned), strings.Join(shared.FirstN(s.notOwned, 20), ", "))}
-	case s.pending():
-		return shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.ProgressingReason,
-			Message: fmt.Sprintf("ACL policies in progress: %d to write, %d to delete, %d to compare with Vault", s.missing, s.stale, s.unchecked)}
-	}
-	return shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: fmt.Sprintf("%d bindings, %d ACL policies", s.members, s.owned)}
 }
