@@ -695,7 +695,7 @@ func TestKeptBodyIsNotUsedAfterAWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	// t's sync writes p; the answer is lost: the pass fails.
-	rd.changing("p")
+	rd.sendingChange("p")
 	if err := v.WritePolicy(ctx, "p", want); err != nil {
 		t.Fatal(err)
 	}

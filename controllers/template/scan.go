@@ -74,7 +74,7 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 	if err := r.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: tpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the bindings of template %q: %w", tpl.Name, err)
 	}
-	rendered, head := r.headStart(ctx, tpl, compiled, list.Items)
+	rendered, head := r.renderFirstAndSync(ctx, tpl, compiled, list.Items)
 	scanned, err := r.renderAll(ctx, tpl.Name, list.Items, rendered, runtime.GOMAXPROCS(0))
 	if head != nil {
 		// Its names left dirty if it failed: the sync below retries them.
@@ -116,7 +116,7 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 // reads.
 const headStartBindings = policyWorkers
 
-// headStart, when the template changed, renders its first few bindings
+// renderFirstAndSync, when the template changed, renders its first few bindings
 // and syncs the policies that are theirs alone (policyIndex.headStart)
 // while the scan renders the others: a change of a policy per minion
 // reaches Vault for its first minions after a few renders, not after
@@ -125,7 +125,7 @@ const headStartBindings = policyWorkers
 // rendered, the policies of items[:len(rendered)], for the scan not to
 // render them again, and a channel, nil when no sync was started, that
 // gives the sync's error.
-func (r *Reconciler) headStart(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, items []v1alpha1.MinionBinding) ([]map[string]string, <-chan error) {
+func (r *Reconciler) renderFirstAndSync(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, items []v1alpha1.MinionBinding) ([]map[string]string, <-chan error) {
 	if !r.index.changing(tpl.Name, compiled) {
 		return nil, nil
 	}
@@ -152,7 +152,7 @@ func (r *Reconciler) headStart(ctx context.Context, tpl *v1alpha1.MinionTemplate
 // policy per minion: 1.45 s on one core before the first write of a
 // policy rollout), and rendering is pure CPU work, the cache's objects
 // only read. rendered are the policies of items[:len(rendered)], already
-// rendered (headStart).
+// rendered (renderFirstAndSync).
 func (r *Reconciler) renderAll(ctx context.Context, template string, items []v1alpha1.MinionBinding, rendered []map[string]string, workers int) (map[types.NamespacedName]bindingPolicies, error) {
 	docs := make([]map[string]string, len(items))
 	copy(docs, rendered)
