@@ -35,25 +35,32 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 		r.owners.forget(pass.forget)
 	}
 	err := r.work(ctx, tpl, compiled, pass)
-	end := r.index.end(pass, time.Now())
-	sc.written, sc.deleted = end.written, end.deleted
+	sc.ended(tpl, r.index.end(pass, time.Now()), err)
+	return err
+}
+
+// ended records what a pass left: what syncs did in Vault, and unless
+// the pass failed (finishStatus derives the outcome from the error), the
+// index's counts in the template's status, its outcome and the next pass.
+func (sc *templateScope) ended(tpl *v1alpha1.MinionTemplate, e passEnd, err error) {
+	sc.written, sc.deleted = e.written, e.deleted
 	if err != nil {
-		return err
+		return
 	}
-	end.summary.writeTo(tpl)
-	sc.outcome, sc.pending, sc.compared = end.summary.outcome(), end.summary.pending(), end.summary.compared
-	sc.requeue = end.times.requeue(shared.Jitter)
-	return nil
+	e.summary.writeTo(tpl)
+	sc.outcome, sc.pending, sc.compared = e.summary.outcome(), e.summary.pending(), e.summary.compared
+	sc.requeue = e.times.requeue(shared.Jitter)
 }
 
 // work is the pass's work, under its hold: the full scan begin found
 // due, or a retry of what earlier syncs left dirty.
 func (r *Reconciler) work(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, pass templatePass) error {
-	defer pass.hold()()
 	if pass.scan == noScan {
+		defer pass.hold()()
 		return r.syncDirty(ctx, tpl)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", append(pass.why, "verify", pass.scan == verifyScan)...)
+	defer pass.hold()()
 	return r.fullScan(ctx, tpl, compiled, pass.scan == verifyScan, pass.request)
 }
 
