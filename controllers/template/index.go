@@ -1,9 +1,6 @@
 package template
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -12,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -24,7 +20,9 @@ import (
 // interval) and kept current by binding deltas in between.
 //
 // Every method takes the index's own lock: callers hold none and touch no
-// field. What the index believes is in Vault changes only in settle, from
+// field. The methods of a template's part (templatePolicies) run under
+// it, inside the index's own, so that a reconcile's pass takes the lock
+// once to begin and once to end (begin, end). What the index believes is in Vault changes only in settle, from
 // the outcome of a Vault read, write or delete that succeeded. A name whose
 // wanted state is not confirmed in Vault is dirty until a sync confirms
 // it, so a failed write is retried by the next sync of the template,
@@ -347,371 +345,6 @@ func (idx *policyIndex) discoveredOwned(template string, found []string) {
 	tp.discovered = true
 }
 
-// notOwnedFirst is the first wait before names found someone else's are
-// looked at again.
-const notOwnedFirst = 5 * time.Second
-
-// recheckNotOwned marks the names found someone else's dirty again when
-// their wait is over (untilRecheck): their owner (another template,
-// another cluster, an administrator) may have deleted them since, and
-// nothing else would tell.
-func (idx *policyIndex) recheckNotOwned(template string) {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templates[template]
-	if tp == nil || len(tp.notOwned) == 0 || time.Since(tp.notOwnedSeen) < tp.notOwnedWait {
-		return
-	}
-	for n := range tp.notOwned {
-		tp.dirty[n] = true
-	}
-}
-
-// untilRecheck is the time until names found someone else's are looked at
-// again (0: there are none).
-func (idx *policyIndex) untilRecheck(template string) time.Duration {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templates[template]
-	if tp == nil || len(tp.notOwned) == 0 {
-		return 0
-	}
-	return max(tp.notOwnedWait-time.Since(tp.notOwnedSeen), time.Second)
-}
-
-// policyWork is what one sync claimed: names to bring to a body, and
-// names no binding wants (deleted when the template owns them).
-type policyWork struct {
-	desired map[string]string
-	stale   []string
-}
-
-func (w policyWork) empty() bool { return len(w.desired) == 0 && len(w.stale) == 0 }
-
-func (w policyWork) names() []string {
-	return append(slices.Collect(maps.Keys(w.desired)), w.stale...)
-}
-
-// inOrder is the order a sync reads and plans the names in: the wanted in
-// name order, then the stale ones that are not also wanted (a name is
-// planned once).
-func (w policyWork) inOrder() []string {
-	names := slices.Sorted(maps.Keys(w.desired))
-	for _, n := range w.stale {
-		if _, ok := w.desired[n]; !ok {
-			names = append(names, n)
-		}
-	}
-	return names
-}
-
-// claim takes the template's dirty names that no other sync holds. They
-// stay dirty until settle confirms them, so a claim that fails leaves them
-// for the next one.
-func (idx *policyIndex) claim(template string) policyWork {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templates[template]
-	if tp == nil {
-		return policyWork{}
-	}
-	w := policyWork{desired: map[string]string{}}
-	for name := range tp.dirty {
-		if tp.inFlight[name] {
-			continue
-		}
-		tp.inFlight[name] = true
-		if ref := tp.refs[name]; ref != nil {
-			if body, ok, _ := ref.desired(); ok {
-				w.desired[name] = body
-				continue
-			}
-		}
-		w.stale = append(w.stale, name)
-	}
-	slices.Sort(w.stale)
-	return w
-}
-
-// settle records what a sync of claimed work found and did in Vault, and
-// releases the claim. A name stays dirty unless Vault was seen in the state
-// the index wants now: a failed name (no outcome) is retried by the next
-// sync, and so is one whose wanted body changed while it was in flight.
-func (idx *policyIndex) settle(template string, w policyWork, pass policyPass) {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templateLocked(template)
-	// The notOwned mark first: own and disown recount the name.
-	for _, n := range pass.owned {
-		delete(tp.notOwned, n)
-		tp.own(n, w.desired[n])
-	}
-	for _, n := range slices.Concat(pass.deleted, pass.absent) {
-		delete(tp.notOwned, n)
-		tp.disown(n)
-	}
-	for _, n := range pass.notOwned {
-		tp.notOwned[n] = true
-		tp.disown(n)
-	}
-	switch {
-	case len(pass.notOwned) > 0:
-		tp.notOwnedSeen = time.Now()
-		tp.notOwnedWait = min(max(2*tp.notOwnedWait, notOwnedFirst), shared.WaitAfter)
-	case len(tp.notOwned) == 0:
-		tp.notOwnedWait = 0
-	}
-	tp.unreported.written = appendCounted(tp.unreported.written, pass.written)
-	tp.unreported.deleted = appendCounted(tp.unreported.deleted, pass.deleted)
-	for _, n := range w.names() {
-		delete(tp.inFlight, n)
-	}
-	for _, n := range slices.Concat(pass.owned, pass.deleted, pass.absent, pass.notOwned) {
-		if tp.confirmedLocked(n) {
-			delete(tp.dirty, n)
-		}
-	}
-}
-
-// confirmedLocked: Vault was seen as the index wants the name now (or
-// someone else's policy is there, which the status reports).
-func (tp *templatePolicies) confirmedLocked(name string) bool {
-	body, wanted := "", false
-	if ref := tp.refs[name]; ref != nil {
-		body, wanted, _ = ref.desired()
-	}
-	got, owned := tp.owned[name]
-	switch {
-	case wanted && tp.notOwned[name]:
-		return true
-	case wanted:
-		return owned && got == body
-	}
-	return !owned
-}
-
-// own records name as in Vault with the template's header and body.
-func (tp *templatePolicies) own(name, body string) {
-	old, was := tp.owned[name]
-	if !was {
-		tp.flipDigest(name)
-	} else {
-		flipContent(&tp.content, name, old)
-	}
-	flipContent(&tp.content, name, body)
-	tp.owned[name] = body
-	tp.recount(name)
-}
-
-// disown records name as not the template's in Vault.
-func (tp *templatePolicies) disown(name string) {
-	if old, was := tp.owned[name]; was {
-		tp.flipDigest(name)
-		flipContent(&tp.content, name, old)
-		delete(tp.owned, name)
-	}
-	tp.recount(name)
-}
-
-// flipContent adds a name and body to a content digest, or removes them.
-func flipContent(d *[16]byte, name, body string) {
-	h := sha256.New()
-	h.Write([]byte(name))
-	h.Write([]byte{0})
-	h.Write([]byte(body))
-	sum := h.Sum(nil)
-	for i := range d {
-		d[i] ^= sum[i]
-	}
-}
-
-// flipDigest adds a name to the digest of the owned names, or removes it.
-func (tp *templatePolicies) flipDigest(name string) {
-	sum := sha256.Sum256([]byte(name))
-	for i := range tp.digest {
-		tp.digest[i] ^= sum[i]
-	}
-}
-
-// takeUnreported returns and clears what syncs wrote and deleted since
-// the last call.
-func (idx *policyIndex) takeUnreported(template string) (written, deleted []string) {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templateLocked(template)
-	written, deleted = tp.unreported.written, tp.unreported.deleted
-	tp.unreported = policyPass{}
-	return written, deleted
-}
-
-// appendCounted appends names to a report list, keeping at most
-// reportNames of them and "and N more" for the rest.
-func appendCounted(list, names []string) []string {
-	if len(names) == 0 {
-		return list
-	}
-	more := 0
-	if n := len(list); n > 0 {
-		if _, err := fmt.Sscanf(list[n-1], "and %d more", &more); err == nil {
-			list = list[:n-1]
-		}
-	}
-	for _, n := range names {
-		if len(list) < reportNames {
-			list = append(list, n)
-		} else {
-			more++
-		}
-	}
-	if more > 0 {
-		list = append(list, fmt.Sprintf("and %d more", more))
-	}
-	return list
-}
-
-// reportNames is how many policy names one event names.
-const reportNames = 20
-
-// templateSummary is what a template's status shows of the index.
-type templateSummary struct {
-	built     bool
-	members   int
-	owned     int
-	digest    string
-	content   string
-	conflicts []string // messages
-	notOwned  []string
-	// missing: wanted and not confirmed in Vault with that body; stale:
-	// owned and no longer wanted; unchecked: dirty, whatever Vault has.
-	missing, stale, unchecked int
-	// compared is the reconcile request whose full compare began.
-	compared string
-}
-
-// pending reports whether Vault is not yet known to be as wanted.
-func (s templateSummary) pending() bool { return s.missing+s.stale+s.unchecked > 0 }
-
-func (idx *policyIndex) summary(template string) templateSummary {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templates[template]
-	if tp == nil {
-		return templateSummary{}
-	}
-	// Nothing here walks every name: a status refresh of a template with a
-	// policy per minion costs the same at 10 names as at 50,000.
-	s := templateSummary{built: tp.built, members: tp.members, owned: len(tp.owned), notOwned: slices.Sorted(maps.Keys(tp.notOwned)),
-		unchecked: len(tp.dirty), missing: tp.tallies.missing, stale: tp.tallies.stale, conflicts: tp.conflictMessages(), compared: tp.compared}
-	if len(tp.owned) > 0 {
-		s.digest = hex.EncodeToString(tp.digest[:])
-		s.content = hex.EncodeToString(tp.content[:])
-	}
-	return s
-}
-
-// scanRequest is what decides whether a template's full scan is due.
-type scanRequest struct {
-	compiled *render.Compiled
-	identity string // the connection's Vault identity ("" unknown)
-	vaultKey string // see Reconciler.templateVault
-	asked    string // the template's reconcile request annotation
-	handled  string // the request its status says was handled
-	interval time.Duration
-}
-
-// scanKind is the full scan a template's reconcile makes.
-type scanKind int
-
-const (
-	noScan scanKind = iota
-	// renderScan: the template changed, or once per interval. Every
-	// binding is rendered again; only the names whose wanted state is not
-	// what Vault was confirmed to hold are synced (each name's comparison
-	// with Vault comes in its slot, verifyDue).
-	renderScan
-	// verifyScan: after a start, a new Vault, or a reconcile request.
-	// Every name is compared with Vault (after a start, unless status
-	// lets the index presume them, presume).
-	verifyScan
-)
-
-// scanDue records the template's Vault and says which full scan is due,
-// why (log values), and the key of what was known of a Vault that is no
-// longer the template's ("" if none).
-func (idx *policyIndex) scanDue(template string, rq scanRequest) (scan scanKind, why []any, forget string) {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templateLocked(template)
-	if tp.identity != rq.identity {
-		// Another Vault, or the same one re-initialised or restored: what
-		// was found there is no longer known.
-		forget, tp.discovered = tp.vaultKey, false
-	}
-	// The key also changes when the connection's cluster becomes known:
-	// the same Vault, nothing to discover again.
-	tp.identity, tp.vaultKey = rq.identity, rq.vaultKey
-	// A request's compare begins once: the passes after it retry what it
-	// left dirty, and the status that reports it handled may not be in
-	// the cache yet when the next reconcile (a status refresh) reads it.
-	requested := rq.asked != "" && rq.asked != rq.handled && rq.asked != tp.compared
-	why = []any{"vault", rq.vaultKey, "built", tp.built, "discovered", tp.discovered, "compiledChanged", tp.compiled != rq.compiled, "requested", requested}
-	if requested {
-		// Vault's policies are listed again, for any with the template's
-		// header that the index does not know of (written by hand, or
-		// restored from a snapshot): the template owns them too.
-		tp.discovered = false
-	}
-	switch {
-	case !tp.built || !tp.discovered || requested:
-		scan = verifyScan
-	case tp.compiled != rq.compiled || time.Since(tp.lastScan) >= rq.interval-rq.interval/10:
-		scan = renderScan
-	}
-	return scan, why, forget
-}
-
-// beginCompare records that the full compare of a reconcile request
-// began, right after a verifying rebuild marked every name dirty, and
-// returns those names: their reads must ask Vault (readAgain).
-func (idx *policyIndex) beginCompare(template, request string) []string {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templateLocked(template)
-	tp.compared = request
-	return slices.Collect(maps.Keys(tp.dirty))
-}
-
-// handledRequest is the reconcile request a pass of the template may
-// report handled (status.lastHandledReconcileAt), "" for none yet: the
-// one asked once its full compare began (compared) and nothing of it is
-// left, no name still to compare, write or delete (pending, which counts
-// the names another sync holds) and no failure in this pass. A refusal
-// (Stalled: the template's own problem, or a write Vault refuses) is
-// handled too: only a change of the template clears it, and the
-// condition says which. A failure that a retry may clear is not: the
-// request stays open, and its compare goes on at the retry.
-func handledRequest(asked, compared string, pending bool, kind shared.OutcomeKind, err error) string {
-	switch {
-	case asked == "":
-		return ""
-	case err != nil:
-		if kind == shared.OutcomeStalled {
-			return asked
-		}
-		return ""
-	case pending || compared != asked:
-		return ""
-	}
-	return asked
-}
-
-// untilScan is the time left until the template's next full scan.
-func (idx *policyIndex) untilScan(template string, interval time.Duration) time.Duration {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	return interval - time.Since(idx.templateLocked(template).lastScan)
-}
-
 // discovered reports whether the template's Vault was listed since the
 // start (or since it changed).
 func (idx *policyIndex) discovered(template string) bool {
@@ -735,65 +368,25 @@ func (idx *policyIndex) forget(template string) {
 	delete(idx.templates, template)
 }
 
-// PolicySetDigest is status.policies.digest of a set of policy names: the
-// XOR of the first 16 bytes of each name's SHA-256, in hex ("" for none).
-// The index keeps it up to date one name at a time.
-func PolicySetDigest(names []string) string {
-	if len(names) == 0 {
-		return ""
+// own records name as in Vault with the template's header and body.
+func (tp *templatePolicies) own(name, body string) {
+	old, was := tp.owned[name]
+	if !was {
+		tp.flipDigest(name)
+	} else {
+		flipContent(&tp.content, name, old)
 	}
-	var d [16]byte
-	for _, n := range names {
-		sum := sha256.Sum256([]byte(n))
-		for i := range d {
-			d[i] ^= sum[i]
-		}
-	}
-	return hex.EncodeToString(d[:])
+	flipContent(&tp.content, name, body)
+	tp.owned[name] = body
+	tp.recount(name)
 }
 
-// changing reports whether a scan with compiled is a change of a template
-// whose index is built and whose Vault was listed: what it held before is
-// known, so a head start (headStart) can tell a binding's own policies.
-func (idx *policyIndex) changing(template string, compiled *render.Compiled) bool {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templates[template]
-	return tp != nil && tp.built && tp.discovered && tp.compiled != compiled
-}
-
-// headStart takes one binding's policies as rendered by a changed
-// template ahead of the full scan: a name that this binding alone renders
-// (a policy per minion) gets its new body and is dirty, for a sync while
-// the scan renders the rest of the fleet. A name other bindings render
-// too, or a new one, waits for the scan, the only one to see every
-// binding that renders it (two bodies for a name are a conflict, which no
-// binding alone can rule out). It returns how many names it made dirty.
-func (idx *policyIndex) headStart(template string, key types.NamespacedName, docs map[string]string) int {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templates[template]
-	b, ok := idx.bindings[key]
-	if tp == nil || !tp.built || !ok || b.template != template || !b.member {
-		return 0
+// disown records name as not the template's in Vault.
+func (tp *templatePolicies) disown(name string) {
+	if old, was := tp.owned[name]; was {
+		tp.flipDigest(name)
+		flipContent(&tp.content, name, old)
+		delete(tp.owned, name)
 	}
-	n := 0
-	for name, body := range docs {
-		old, had := b.docs[name]
-		ref := tp.refs[name]
-		if !had || old == body || ref == nil || len(ref.bodies) != 1 || ref.bodies[old] != 1 || ref.from[old] != key {
-			continue
-		}
-		if n == 0 {
-			b.docs = maps.Clone(b.docs) // the scan's map may be shared
-		}
-		b.docs[name] = body
-		ref.bodies = map[string]int{body: 1}
-		ref.from = map[string]types.NamespacedName{body: key}
-		tp.recount(name)
-		tp.dirty[name] = true
-		n++
-	}
-	idx.bindings[key] = b
-	return n
+	tp.recount(name)
 }

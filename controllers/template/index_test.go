@@ -209,12 +209,13 @@ func TestAppendCounted(t *testing.T) {
 	x := newPolicyIndex()
 	x.settle("t", policyWork{}, policyPass{written: names("w", 25), deleted: names("d", 1)})
 	x.settle("t", policyWork{}, policyPass{written: names("v", 5)})
-	w, d := x.takeUnreported("t")
-	if len(w) != reportNames+1 || w[reportNames] != "and 10 more" || strings.Join(d, ",") != "d0" {
+	pass := x.begin("t", scanRequest{interval: time.Hour}, time.Now())
+	e := x.end(pass, time.Now())
+	if w, d := e.written, e.deleted; len(w) != reportNames+1 || w[reportNames] != "and 10 more" || strings.Join(d, ",") != "d0" {
 		t.Errorf("unreported: %v / %v", w, d)
 	}
-	if w, d := x.takeUnreported("t"); w != nil || d != nil {
-		t.Errorf("reported twice: %v / %v", w, d)
+	if e := x.end(pass, time.Now()); e.written != nil || e.deleted != nil {
+		t.Errorf("reported twice: %v / %v", e.written, e.deleted)
 	}
 }
 
@@ -695,7 +696,7 @@ func TestKeptBodyIsNotUsedAfterAWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	// t's sync writes p; the answer is lost: the pass fails.
-	rd.changing("p")
+	rd.sendingChange("p")
 	if err := v.WritePolicy(ctx, "p", want); err != nil {
 		t.Fatal(err)
 	}

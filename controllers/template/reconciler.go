@@ -201,7 +201,7 @@ func (r *Reconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTempl
 		tpl.Status.LastHandledReconcileAt = v
 	}
 	shared.SetConditions(tpl, sc.outcome)
-	r.observe(tpl.Name, sc.outcome)
+	r.countVerdict(tpl.Name, sc.outcome)
 	perr := shared.PatchStatus(ctx, r.Client, tpl, statusBefore, templateStatus)
 	r.events(tpl, sc)
 	switch {
@@ -219,11 +219,11 @@ func (r *Reconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTempl
 	return shared.ResultFor(sc.outcome, retErr, sc.requeue)
 }
 
-// observe counts the template's verdict. A failure is one the template's
+// countVerdict counts the template's verdict. A failure is one the template's
 // own policies met: refused, not owned, or Vault failing them. Policies in
 // progress are no failure yet, and a connection that fails its checks is
 // the connection's alert, not one per template of it.
-func (r *Reconciler) observe(name string, o shared.Outcome) {
+func (r *Reconciler) countVerdict(name string, o shared.Outcome) {
 	reason := o.Reason
 	if o.Kind == shared.OutcomeSuspended {
 		reason = v1alpha1.SuspendedReason

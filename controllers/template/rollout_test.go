@@ -93,7 +93,7 @@ func TestScanDue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			x := newPolicyIndex()
 			if tc.setup == nil || !strings.HasPrefix(tc.name, "never") {
-				x.scanDue("t", scanRequest{compiled: compiled, identity: "v"})
+				x.begin("t", scanRequest{compiled: compiled, identity: "v"}, time.Now())
 				x.rebuild("t", compiled, nil, true)
 				x.discoveredOwned("t", nil)
 			}
@@ -105,8 +105,8 @@ func TestScanDue(t *testing.T) {
 			if rq.identity == "" {
 				rq.identity = "v"
 			}
-			if got, why, _ := x.scanDue("t", rq); got != tc.want {
-				t.Errorf("scan %v, want %v (%v)", got, tc.want, why)
+			if got := x.begin("t", rq, time.Now()); got.scan != tc.want {
+				t.Errorf("scan %v, want %v (%v)", got.scan, tc.want, got.why)
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -28,42 +27,41 @@ const syncRounds = 4
 // when one is due, otherwise a retry of the dirty names) and records in
 // sc the outcome and requeue the index says.
 func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, handled string, sc *templateScope) error {
-	interval := shared.TemplateInterval(tpl, r.DefaultInterval)
 	identity, key := r.templateVault(ctx, tpl.Spec.ConnectionRef.Name)
-	asked := tpl.Annotations[v1alpha1.ReconcileRequestAnnotation]
-	scan, why, forget := r.index.scanDue(tpl.Name, scanRequest{compiled: compiled, identity: identity, vaultKey: key,
-		asked: asked, handled: handled, interval: interval})
-	if forget != "" {
-		r.owners.forget(forget)
+	pass := r.index.begin(tpl.Name, scanRequest{compiled: compiled, identity: identity, vaultKey: key,
+		asked: tpl.Annotations[v1alpha1.ReconcileRequestAnnotation], handled: handled,
+		interval: shared.TemplateInterval(tpl, r.DefaultInterval)}, time.Now())
+	if pass.forget != "" {
+		r.owners.forget(pass.forget)
 	}
-	// The names whose turn to be compared with Vault came (verify.go).
-	r.index.verifyDue(tpl.Name, time.Now(), interval)
-	var err error
-	if scan != noScan {
-		ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", append(why, "verify", scan == verifyScan)...)
-		request := ""
-		if asked != handled {
-			request = asked
-		}
-		err = r.fullScan(ctx, tpl, compiled, scan == verifyScan, request)
-	} else {
-		r.index.recheckNotOwned(tpl.Name)
-		err = r.retryDirty(ctx, tpl)
-	}
-	sc.written, sc.deleted = r.index.takeUnreported(tpl.Name)
+	err := r.work(ctx, tpl, compiled, pass)
+	sc.ended(tpl, r.index.end(pass, time.Now()), err)
+	return err
+}
+
+// ended records what a pass left: what syncs did in Vault, and unless
+// the pass failed (finishStatus derives the outcome from the error), the
+// index's counts in the template's status, its outcome and the next pass.
+func (sc *templateScope) ended(tpl *v1alpha1.MinionTemplate, e passEnd, err error) {
+	sc.written, sc.deleted = e.written, e.deleted
 	if err != nil {
-		return err
+		return
 	}
-	s := r.summarize(tpl)
-	sc.outcome, sc.pending, sc.compared = s.outcome(), s.pending(), s.compared
-	sc.requeue = shared.Jitter(max(r.index.untilScan(tpl.Name, interval), time.Second))
-	if slot := r.index.untilSlot(tpl.Name, time.Now()); slot > 0 {
-		sc.requeue = min(sc.requeue, slot)
+	e.summary.writeTo(tpl)
+	sc.outcome, sc.pending, sc.compared = e.summary.outcome(), e.summary.pending(), e.summary.compared
+	sc.requeue = e.times.requeue(shared.Jitter)
+}
+
+// work is the pass's work, under its hold: the full scan begin found
+// due, or a retry of what earlier syncs left dirty.
+func (r *Reconciler) work(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, pass templatePass) error {
+	if pass.scan == noScan {
+		defer pass.hold()()
+		return r.syncDirty(ctx, tpl)
 	}
-	if recheck := r.index.untilRecheck(tpl.Name); recheck > 0 {
-		sc.requeue = min(sc.requeue, recheck)
-	}
-	return nil
+	ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", append(pass.why, "verify", pass.scan == verifyScan)...)
+	defer pass.hold()()
+	return r.fullScan(ctx, tpl, compiled, pass.scan == verifyScan, pass.request)
 }
 
 // fullScan renders every binding of the template, rebuilds its part of the
@@ -73,9 +71,8 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 // them after a start; else those whose wanted state changed), with deltas
 // held off. request is the reconcile request not yet reported handled
 // ("" for none): nothing is presumed for it, and every name is read from
-// Vault as it is now.
+// Vault as it is now. The caller holds the template for the scan.
 func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, verify bool, request string) error {
-	defer r.index.holdForScan(tpl.Name)()
 	// The cache's own objects, not copies: a scan reads every binding of
 	// the template (10,000 with a policy per minion), and copying them all
 	// would make a scan's garbage as large as the cache. Nothing here
@@ -84,7 +81,7 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 	if err := r.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: tpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the bindings of template %q: %w", tpl.Name, err)
 	}
-	rendered, head := r.headStart(ctx, tpl, compiled, list.Items)
+	rendered, head := r.renderFirstAndSync(ctx, tpl, compiled, list.Items)
 	scanned, err := r.renderAll(ctx, tpl.Name, list.Items, rendered, runtime.GOMAXPROCS(0))
 	if head != nil {
 		// Its names left dirty if it failed: the sync below retries them.
@@ -126,7 +123,7 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 // reads.
 const headStartBindings = policyWorkers
 
-// headStart, when the template changed, renders its first few bindings
+// renderFirstAndSync, when the template changed, renders its first few bindings
 // and syncs the policies that are theirs alone (policyIndex.headStart)
 // while the scan renders the others: a change of a policy per minion
 // reaches Vault for its first minions after a few renders, not after
@@ -135,7 +132,7 @@ const headStartBindings = policyWorkers
 // rendered, the policies of items[:len(rendered)], for the scan not to
 // render them again, and a channel, nil when no sync was started, that
 // gives the sync's error.
-func (r *Reconciler) headStart(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, items []v1alpha1.MinionBinding) ([]map[string]string, <-chan error) {
+func (r *Reconciler) renderFirstAndSync(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, items []v1alpha1.MinionBinding) ([]map[string]string, <-chan error) {
 	if !r.index.changing(tpl.Name, compiled) {
 		return nil, nil
 	}
@@ -162,7 +159,7 @@ func (r *Reconciler) headStart(ctx context.Context, tpl *v1alpha1.MinionTemplate
 // policy per minion: 1.45 s on one core before the first write of a
 // policy rollout), and rendering is pure CPU work, the cache's objects
 // only read. rendered are the policies of items[:len(rendered)], already
-// rendered (headStart).
+// rendered (renderFirstAndSync).
 func (r *Reconciler) renderAll(ctx context.Context, template string, items []v1alpha1.MinionBinding, rendered []map[string]string, workers int) (map[types.NamespacedName]bindingPolicies, error) {
 	docs := make([]map[string]string, len(items))
 	copy(docs, rendered)
@@ -233,36 +230,4 @@ func (r *Reconciler) syncDirty(ctx context.Context, tpl *v1alpha1.MinionTemplate
 		}
 	}
 	return nil
-}
-
-// summarize writes the index's counts into the template's status.
-func (r *Reconciler) summarize(tpl *v1alpha1.MinionTemplate) templateSummary {
-	s := r.index.summary(tpl.Name)
-	s.writeTo(tpl)
-	return s
-}
-
-func (s templateSummary) writeTo(tpl *v1alpha1.MinionTemplate) {
-	tpl.Status.Bindings = int32(s.members)
-	tpl.Status.Policies = &v1alpha1.PolicySummary{Count: int64(s.owned), Digest: s.digest, ContentDigest: s.content}
-}
-
-// outcome is the template's condition from the index: Ready only when
-// every wanted policy is confirmed in Vault and no stale one is left.
-func (s templateSummary) outcome() shared.Outcome {
-	switch {
-	case len(s.conflicts) > 0:
-		return shared.Outcome{Kind: shared.OutcomeStalled, Reason: v1alpha1.ValidationFailedReason, Message: strings.Join(shared.FirstN(s.conflicts, 10), "; ")}
-	case len(s.notOwned) > 0:
-		// Vault's state, not the template's: the owner may delete them (a
-		// handover between two clusters on one Vault), so they are looked
-		// at again (recheckNotOwned).
-		return shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.PolicyNotOwnedReason,
-			Message: fmt.Sprintf("%d ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s",
-				len(s.notOwned), strings.Join(shared.FirstN(s.notOwned, 20), ", "))}
-	case s.pending():
-		return shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.ProgressingReason,
-			Message: fmt.Sprintf("ACL policies in progress: %d to write, %d to delete, %d to compare with Vault", s.missing, s.stale, s.unchecked)}
-	}
-	return shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: fmt.Sprintf("%d bindings, %d ACL policies", s.members, s.owned)}
 }

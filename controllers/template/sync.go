@@ -33,8 +33,8 @@ type policyPass struct {
 	owned, notOwned, written, deleted, absent []string
 }
 
-// record files a name whose action is done (or needed no request).
-func (p *policyPass) record(a policyAction) {
+// addDone files a name whose action is done (or needed no request).
+func (p *policyPass) addDone(a policyAction) {
 	switch a.kind {
 	case ownership.PolicyKeep:
 		p.owned = append(p.owned, a.name)
@@ -207,19 +207,19 @@ func executePolicies(ctx context.Context, vc vault.Client, actions []policyActio
 		if a.sendsRequest() {
 			calls = append(calls, a)
 		} else {
-			pass.record(a)
+			pass.addDone(a)
 		}
 	}
 	err := inParallel(ctx, calls, finishInFlight, func(ctx context.Context, a policyAction) error {
 		// From now on no read of the name that began before may stand for
 		// it: the write can land whatever the client hears (an answer lost
 		// on the way back is an error here and a change in Vault).
-		reader.changing(a.name)
+		reader.sendingChange(a.name)
 		if err := a.execute(ctx, vc); err != nil {
 			return err
 		}
 		mu.Lock()
-		pass.record(a)
+		pass.addDone(a)
 		mu.Unlock()
 		return nil
 	})
@@ -569,9 +569,9 @@ func (r *policyReader) readOnce(ctx context.Context, vc vault.Client, name strin
 	return res, nil
 }
 
-// changing notes that a write or delete of name is being sent (a nil
+// sendingChange notes that a write or delete of name is being sent (a nil
 // reader, a plan's, keeps nothing).
-func (r *policyReader) changing(name string) {
+func (r *policyReader) sendingChange(name string) {
 	if r == nil {
 		return
 	}

@@ -35,17 +35,17 @@ func TestEachPolicyIsComparedOncePerIntervalInItsSlot(t *testing.T) {
 	const n, interval = 6000, time.Hour
 	x := confirmedIndex(n)
 	start := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
-	if got := x.verifyDue("t", start, interval); got != 0 {
+	if got := x.part("t").verifyDue(start, interval); got != 0 {
 		t.Fatalf("the first call marked %d", got)
 	}
 	seen := map[string]int{}
 	slot := interval / verifySlots
 	for i := 1; i <= verifySlots; i++ {
 		now := start.Add(time.Duration(i) * slot)
-		if wait := x.untilSlot("t", now.Add(-slot/2)); wait != slot/2 {
+		if wait := x.part("t").untilSlot(now.Add(-slot / 2)); wait != slot/2 {
 			t.Fatalf("slot %d: next slot in %s, want %s", i, wait, slot/2)
 		}
-		marked := x.verifyDue("t", now, interval)
+		marked := x.part("t").verifyDue(now, interval)
 		w := x.claim("t")
 		if len(w.desired) != marked || marked < n/verifySlots/2 || marked > 2*n/verifySlots {
 			t.Fatalf("slot %d: marked %d, claimed %d (want about %d)", i, marked, len(w.desired), n/verifySlots)
@@ -64,7 +64,7 @@ func TestEachPolicyIsComparedOncePerIntervalInItsSlot(t *testing.T) {
 		}
 	}
 	// A process paused for three intervals compares everything once.
-	if got := x.verifyDue("t", start.Add(4*interval), interval); got != n {
+	if got := x.part("t").verifyDue(start.Add(4*interval), interval); got != n {
 		t.Errorf("after a long pause %d marked, want %d", got, n)
 	}
 }
@@ -164,10 +164,10 @@ func TestShortIntervalsHaveFewerSlots(t *testing.T) {
 	}
 	x := confirmedIndex(100)
 	start := time.Unix(1_000_000, 0)
-	x.verifyDue("t", start, 10*time.Second)
+	x.part("t").verifyDue(start, 10*time.Second)
 	seen := map[string]bool{}
 	for i := 1; i <= 10; i++ {
-		x.verifyDue("t", start.Add(time.Duration(i)*time.Second), 10*time.Second)
+		x.part("t").verifyDue(start.Add(time.Duration(i)*time.Second), 10*time.Second)
 		w := x.claim("t")
 		for name := range w.desired {
 			seen[name] = true

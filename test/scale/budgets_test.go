@@ -354,7 +354,7 @@ func phaseSeconds(p *phaseResult) float64 {
 
 // slotReads is what the template's slots may read in a phase: each policy
 // is compared with Vault once per interval, in the slot of verifySlots
-// its name hashes to (controllers/template/verify.go, fnv-32a), one slot
+// its name hashes to (controllers/template/index_schedule.go, fnv-32a), one slot
 // every interval/verifySlots. A phase of s seconds sees at most
 // s/slotLength+1 slots come, and reads one more that came just before it
 // started; each at most the largest slot's names. The slots are of
@@ -370,7 +370,7 @@ func slotReads(p *phaseResult, names []string) (int, string) {
 }
 
 // verifySlots is the number of slots the template cuts its interval into
-// (controllers/template/verify.go).
+// (controllers/template/index_schedule.go).
 const verifySlots = 60
 
 // largestSlot is the most names that hash to one of slots slots, as the

@@ -2,7 +2,6 @@ package template
 
 import (
 	"encoding/hex"
-	"hash/fnv"
 	"strings"
 	"time"
 
@@ -11,83 +10,6 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 )
-
-// A template's policies are compared with Vault once per interval each,
-// spread over it: the names are cut into verifySlots slots by a hash of
-// the name, and every interval/verifySlots the next slot's names are
-// marked dirty and read. A template with a policy per minion thus costs
-// Vault a steady trickle (10,000 policies, one hour: 167 reads a minute),
-// not 10,000 reads at once every hour; and a new operator process that
-// status lets presume the policies (presume) continues the trickle
-// instead of reading every policy at its start.
-
-// verifySlots is how many slots an interval is cut into (slotsOf).
-const verifySlots = 60
-
-// slotOf is the slot of slots a policy name is compared with Vault in.
-func slotOf(name string, slots int64) int64 {
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	return int64(h.Sum32()) % slots
-}
-
-// slotsOf cuts an interval into slots: verifySlots of them, each at least
-// a second long (an interval under a minute has fewer).
-func slotsOf(interval time.Duration) (length time.Duration, slots int64) {
-	length = max(interval/verifySlots, time.Second)
-	return length, max(int64(interval/length), 1)
-}
-
-// verifyDue marks dirty the template's names whose slot came since the
-// last call (at most one interval's worth), and returns how many. The
-// first call only starts the clock: a full comparison (the first scan)
-// or a presumption covers the time before.
-func (idx *policyIndex) verifyDue(template string, now time.Time, interval time.Duration) int {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templateLocked(template)
-	slotLen, slots := slotsOf(interval)
-	tick := now.UnixNano() / int64(slotLen)
-	if tp.verifiedTick == 0 || tp.slotLen != slotLen {
-		tp.verifiedTick, tp.slotLen = tick, slotLen
-		return 0
-	}
-	due := map[int64]bool{}
-	for t := tp.verifiedTick + 1; t <= tick && int64(len(due)) < slots; t++ {
-		due[t%slots] = true
-	}
-	tp.verifiedTick = tick
-	if len(due) == 0 {
-		return 0
-	}
-	marked := 0
-	mark := func(name string) {
-		if !tp.dirty[name] && due[slotOf(name, slots)] {
-			tp.dirty[name] = true
-			marked++
-		}
-	}
-	for name := range tp.refs {
-		mark(name)
-	}
-	for name := range tp.owned {
-		mark(name)
-	}
-	return marked
-}
-
-// untilSlot is the time until the template's next slot is due (0: the
-// template has no policy to compare, or its clock has not started).
-func (idx *policyIndex) untilSlot(template string, now time.Time) time.Duration {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	tp := idx.templates[template]
-	if tp == nil || tp.verifiedTick == 0 || len(tp.refs)+len(tp.owned) == 0 {
-		return 0
-	}
-	next := time.Unix(0, (tp.verifiedTick+1)*int64(tp.slotLen))
-	return max(next.Sub(now), time.Millisecond)
-}
 
 // presumption is what a template's status says its last pass confirmed in
 // Vault: written by the operator alone.
