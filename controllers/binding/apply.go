@@ -11,7 +11,7 @@ import (
 	"sort"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
@@ -54,7 +54,7 @@ func (r *Reconciler) apply(ctx context.Context, vc vault.Client, obj *v1alpha1.M
 	if reason, _, refused := Refusal(err); refused && reason == v1alpha1.MinionIDLostReason {
 		// The collector marks the loss (the window starts) and collects it
 		// when the window ends; this claimant writes nothing.
-		r.Lost.Notice(shared.LostCandidate{Vault: cur.Vault, Connection: cur.Connection, Mount: res.AppRole.Mount,
+		r.Lost.Notice(lostnotice.Candidate{Vault: cur.Vault, Connection: cur.Connection, Mount: res.AppRole.Mount,
 			Role: res.AppRole.RoleName, Entity: res.EntityName})
 	}
 	if len(w.stale) == 0 {

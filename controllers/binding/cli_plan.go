@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -77,12 +77,12 @@ func PlanBinding(ctx context.Context, vc vault.Client, vaultNamespace string, ob
 		return ""
 	})
 	if err != nil {
-		return BindingPlan{}, &shared.ErrInvalidInput{Err: err}
+		return BindingPlan{}, &outcome.ErrInvalidInput{Err: err}
 	}
 	var w bindingWork
 	switch {
 	case obj.DeletionTimestamp.IsZero():
-		w = applyWork(obj, a, vc, inv, currentPlacement(a, key), shared.PlanCluster, desiredHash(key, a.Result))
+		w = applyWork(obj, a, vc, inv, currentPlacement(a, key), ownership.PlanCluster, desiredHash(key, a.Result))
 	case controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer):
 		w = deletionWork(obj, tpl, inv, func(string) string { return key })
 	default:
@@ -114,7 +114,7 @@ func PlanBinding(ctx context.Context, vc vault.Client, vaultNamespace string, ob
 func planPipeline(obj *v1alpha1.MinionBinding, vc vault.Client, key string) *bindingPipeline {
 	var random [16]byte
 	_, _ = rand.Read(random[:]) // never fails (crypto/rand)
-	pr := statusProof(ownerOf(shared.PlanCluster, obj), obj)
+	pr := statusProof(ownerOf(ownership.PlanCluster, obj), obj)
 	pr.byName = true
 	return &bindingPipeline{
 		proof: pr,
@@ -189,13 +189,13 @@ func (bp BindingPlan) Execute(ctx context.Context, vc vault.Client) error {
 
 // Refusal says why the operator would write nothing for a binding: Vault's
 // objects are not the binding's, or the error would stall it (the one
-// error → outcome table, OutcomeFor). ok is false for any other error.
+// error → outcome table, outcome.For). ok is false for any other error.
 func Refusal(err error) (reason, msg string, ok bool) {
-	var r *shared.ErrRefused
+	var r *outcome.ErrRefused
 	if errors.As(err, &r) {
 		return r.Reason, r.Msg, true
 	}
-	if o := shared.OutcomeFor(err); o.Kind == shared.OutcomeStalled {
+	if o := outcome.For(err); o.Kind == outcome.OutcomeStalled {
 		return o.Reason, o.Message, true
 	}
 	return "", "", false

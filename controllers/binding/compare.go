@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -210,12 +210,12 @@ func metadataDiffers(desired, actual map[string]string) (bool, string) {
 		}
 	}
 	var parts []string
-	parts = append(parts, shared.FirstN(changed, metadataDiffsShown)...)
+	parts = append(parts, outcome.FirstN(changed, metadataDiffsShown)...)
 	if len(missing) > 0 {
-		parts = append(parts, strings.Join(shared.FirstN(missing, metadataDiffsShown), ", ")+" missing")
+		parts = append(parts, strings.Join(outcome.FirstN(missing, metadataDiffsShown), ", ")+" missing")
 	}
 	if len(extra) > 0 {
-		parts = append(parts, strings.Join(shared.FirstN(extra, metadataDiffsShown), ", ")+" not rendered any more")
+		parts = append(parts, strings.Join(outcome.FirstN(extra, metadataDiffsShown), ", ")+" not rendered any more")
 	}
 	if len(parts) == 0 {
 		return false, ""

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -51,7 +51,7 @@ func TestDeadTokenGatesTheConnection(t *testing.T) {
 	for _, name := range names {
 		h.reconcile("salt", name)
 		b := h.get("salt", name)
-		ready := shared.ReadyOf(b)
+		ready := outcome.ReadyOf(b)
 		if ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.AccessDeniedReason || !strings.Contains(ready.Message, `VaultConnection "vault" cannot be used`) {
 			t.Fatalf("%s: Ready %+v", name, ready)
 		}
@@ -76,7 +76,7 @@ func TestDeadTokenGatesTheConnection(t *testing.T) {
 	}
 	for _, name := range names {
 		h.reconcile("salt", name)
-		if ready := shared.ReadyOf(h.get("salt", name)); ready.Status != metav1.ConditionTrue {
+		if ready := outcome.ReadyOf(h.get("salt", name)); ready.Status != metav1.ConditionTrue {
 			t.Fatalf("%s after the check passed: %+v", name, ready)
 		}
 	}
@@ -92,14 +92,14 @@ func TestAPathRefusalIsNotTheConnections(t *testing.T) {
 	if err == nil || !vault.Denied(err) {
 		t.Fatalf("reconcile: %v, want the refusal for backoff", err)
 	}
-	if ready := shared.ReadyOf(h.get("salt", "web01")); ready.Reason != v1alpha1.AccessDeniedReason {
+	if ready := outcome.ReadyOf(h.get("salt", "web01")); ready.Reason != v1alpha1.AccessDeniedReason {
 		t.Errorf("Ready %+v", ready)
 	}
 	if _, _, gerr := h.r.Connections.Get(context.Background(), "vault"); gerr != nil {
 		t.Errorf("the connection is gated: %v", gerr)
 	}
 	h.reconcile("salt", "web01")
-	if ready := shared.ReadyOf(h.get("salt", "web01")); ready.Status != metav1.ConditionTrue {
+	if ready := outcome.ReadyOf(h.get("salt", "web01")); ready.Status != metav1.ConditionTrue {
 		t.Errorf("the next reconcile: %+v", ready)
 	}
 }
@@ -122,7 +122,7 @@ func TestAPassBeforeTheRequestsDoesNotExcuseThem(t *testing.T) {
 	h.v.FailNext("*", errRevoked)
 	h.r.checks.forget(types.NamespacedName{Namespace: "salt", Name: "web01"})
 	h.reconcile("salt", "web01")
-	ready := shared.ReadyOf(h.get("salt", "web01"))
+	ready := outcome.ReadyOf(h.get("salt", "web01"))
 	if ready.Reason != v1alpha1.AccessDeniedReason || !strings.Contains(ready.Message, `VaultConnection "vault" cannot be used`) {
 		t.Errorf("Ready %+v, want the connection's wait", ready)
 	}

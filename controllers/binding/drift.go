@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 )
 
 // A correction within recurringDriftWindow of the one before continues a
@@ -91,7 +91,7 @@ func setDriftRecurring(obj *v1alpha1.MinionBinding, drift []string) {
 		msg = driftRecurringMessage(run, drift)
 	}
 	meta.SetStatusCondition(&conds, metav1.Condition{Type: v1alpha1.DriftRecurringCondition, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.OtherWriterReason, Message: shared.Truncate(msg), ObservedGeneration: obj.Generation})
+		Reason: v1alpha1.OtherWriterReason, Message: outcome.Truncate(msg), ObservedGeneration: obj.Generation})
 	obj.Status.Conditions = conds
 }
 

@@ -11,7 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 )
 
 func TestTrackDrift(t *testing.T) {
@@ -63,7 +64,7 @@ func TestTrackDrift(t *testing.T) {
 func TestRecurringDriftIsSaidOnce(t *testing.T) {
 	h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
 	reg := prometheus.NewRegistry()
-	h.r.Metrics = shared.NewMetrics(reg)
+	h.r.Metrics = metrics.New(reg)
 	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	h.r.clock = func() time.Time { return now }
 	ctx := context.Background()
@@ -108,7 +109,7 @@ func TestRecurringDriftIsSaidOnce(t *testing.T) {
 			!strings.Contains(c.Message, otherWriterDoc) || !strings.Contains(c.Message, "AppRole salt-minions/web01") {
 			t.Fatalf("correction %d: condition %+v", i+2, c)
 		}
-		if ready := shared.ReadyOf(h.get("salt", "web01")); ready.Status != metav1.ConditionTrue {
+		if ready := outcome.ReadyOf(h.get("salt", "web01")); ready.Status != metav1.ConditionTrue {
 			t.Fatalf("Ready %+v", ready)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -57,7 +57,7 @@ func (ex *executed) run(ctx context.Context, vc vault.Client, a vaultAction) err
 			if id == "" {
 				// Someone created it between our read and write: read it
 				// and decide again.
-				return shared.VaultState(nil, fmt.Sprintf("entity %s appeared while the operator created it", a.name))
+				return outcome.VaultState(nil, fmt.Sprintf("entity %s appeared while the operator created it", a.name))
 			}
 			ex.entityID = id
 		}

@@ -10,7 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -47,7 +48,7 @@ func TestDeletionWaitsForACredential(t *testing.T) {
 	h.reconcile("salt", "web01")
 	working := h.r.Connections.NewClient
 	h.r.Connections.NewClient = func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) {
-		return nil, shared.Waiting(shared.WaitingForCredential, "Secret ops/token does not exist")
+		return nil, outcome.Waiting(outcome.WaitingForCredential, "Secret ops/token does not exist")
 	}
 	if err := h.c.Delete(ctx, h.get("salt", "web01")); err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func TestBrokenRecordStallsUntilRemoved(t *testing.T) {
 	if err := h.c.Update(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if !shared.RecordRepaired.Update(event.UpdateEvent{ObjectOld: good, ObjectNew: b}) {
+	if !watch.RecordRepaired.Update(event.UpdateEvent{ObjectOld: good, ObjectNew: b}) {
 		t.Error("breaking the record does not wake the binding")
 	}
 	h.reconcile("salt", "web01")
@@ -137,7 +138,7 @@ func TestBrokenRecordStallsUntilRemoved(t *testing.T) {
 	if err := h.c.Update(ctx, fixed); err != nil {
 		t.Fatal(err)
 	}
-	if !shared.RecordRepaired.Update(event.UpdateEvent{ObjectOld: stalled, ObjectNew: fixed}) {
+	if !watch.RecordRepaired.Update(event.UpdateEvent{ObjectOld: stalled, ObjectNew: fixed}) {
 		t.Fatal("removing the broken record does not wake the binding")
 	}
 	h.reconcile("salt", "web01")
@@ -164,7 +165,7 @@ func TestRetainDoesNotWaitForVault(t *testing.T) {
 	h.reconcile("salt", "web01")
 	h.events()
 	h.r.Connections.NewClient = func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) {
-		return nil, shared.Waiting(shared.WaitingForCredential, "Secret ops/token does not exist")
+		return nil, outcome.Waiting(outcome.WaitingForCredential, "Secret ops/token does not exist")
 	}
 	h.deleteAndFinalize("salt", "web01")
 	if r, _ := h.v.ReadRole(ctx, "salt-minions", "web01"); r == nil {

@@ -11,7 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/patch"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
@@ -49,7 +50,7 @@ func inventoryOf(obj *v1alpha1.MinionBinding, vaultOf func(conn string) string) 
 // status), "" when unknown: to place a record that names only a connection.
 func connectionVault(ctx context.Context, c client.Reader, name string) string {
 	conn := &v1alpha1.VaultConnection{}
-	if err := c.Get(ctx, shared.Named(name), conn); err != nil || conn.Status.ClusterID == "" {
+	if err := c.Get(ctx, watch.Named(name), conn); err != nil || conn.Status.ClusterID == "" {
 		return ""
 	}
 	return ownership.VaultKey(conn.Status.ClusterID, conn.Spec.Namespace)
@@ -82,7 +83,7 @@ func (r *Reconciler) recordBeforeWriting(ctx context.Context, obj *v1alpha1.Mini
 		}
 		return nil
 	}
-	err := shared.AddFinalizer(ctx, r.Client, obj, func() bool {
+	err := patch.AddFinalizer(ctx, r.Client, obj, func() bool {
 		setInventory(obj, inv.Merge(cur))
 		return true
 	})

@@ -11,7 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestBindingsGaugeFollowsReconciles(t *testing.T) {
 	h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
 	reg := prometheus.NewRegistry()
-	h.r.Metrics = shared.NewMetrics(reg)
+	h.r.Metrics = metrics.New(reg)
 	want := func(exposition string) {
 		t.Helper()
 		if err := testutil.GatherAndCompare(reg, strings.NewReader(`# HELP minionvault_bindings MinionBindings by namespace, template, and their Ready condition's status and reason, as this process last reconciled them.

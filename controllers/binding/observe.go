@@ -8,7 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -129,7 +130,7 @@ func (p *bindingPipeline) observeCurrent(ctx context.Context, vc vault.Client, o
 		return nil, fmt.Errorf("reading the accessor of auth/%s: %w", mount, err)
 	}
 	if accessor == "" {
-		return nil, shared.VaultState(nil, fmt.Sprintf("no auth method is mounted at auth/%s", mount))
+		return nil, outcome.VaultState(nil, fmt.Sprintf("no auth method is mounted at auth/%s", mount))
 	}
 	o := &observed{proof: p.proof, accessor: accessor, mount: mount, name: role, entityName: res.EntityName, rivals: rivals}
 	if knownRoleID != "" {
@@ -254,17 +255,17 @@ func decide(o *observed, adopt bool, window time.Duration) (decisions, error) {
 func refusal(v ownership.Verdict) error {
 	switch v.Reason {
 	case ownership.ReasonReleasing:
-		return &shared.ErrRefused{Reason: v1alpha1.MinionIDReleasingReason, Msg: v.Why}
+		return &outcome.ErrRefused{Reason: v1alpha1.MinionIDReleasingReason, Msg: v.Why}
 	case ownership.ReasonConflict:
-		return &shared.ErrRefused{Reason: v1alpha1.MinionIDConflictReason, Msg: v.Why}
+		return &outcome.ErrRefused{Reason: v1alpha1.MinionIDConflictReason, Msg: v.Why}
 	case ownership.ReasonDuplicate:
-		return &shared.ErrRefused{Reason: v1alpha1.DuplicateMinionIDReason, Msg: v.Why}
+		return &outcome.ErrRefused{Reason: v1alpha1.DuplicateMinionIDReason, Msg: v.Why}
 	case ownership.ReasonNotOwned:
-		return &shared.ErrRefused{Reason: v1alpha1.NotOwnedReason, Msg: v.Why}
+		return &outcome.ErrRefused{Reason: v1alpha1.NotOwnedReason, Msg: v.Why}
 	case ownership.ReasonRetained:
-		return &shared.ErrRefused{Reason: v1alpha1.MinionIDRetainedReason, Msg: v.Why}
+		return &outcome.ErrRefused{Reason: v1alpha1.MinionIDRetainedReason, Msg: v.Why}
 	case ownership.ReasonLost:
-		return &shared.ErrRefused{Reason: v1alpha1.MinionIDLostReason, Msg: v.Why}
+		return &outcome.ErrRefused{Reason: v1alpha1.MinionIDLostReason, Msg: v.Why}
 	}
 	return nil
 }
@@ -285,7 +286,7 @@ func (r *Reconciler) claimState(ctx context.Context, c ownership.Claim, self own
 }
 
 // holderState asks the API server about the binding a marker names, when
-// it is in this cluster (shared.HolderOf).
+// it is in this cluster (lostnotice.HolderOf).
 func (r *Reconciler) holderState(ctx context.Context, holder, self ownership.Owner) (ownership.HolderState, error) {
 	if !holder.SameCluster(self) || holder.UID == "" {
 		return ownership.HolderUnknown, nil
@@ -294,6 +295,6 @@ func (r *Reconciler) holderState(ctx context.Context, holder, self ownership.Own
 	if r.APIReader != nil {
 		reader = r.APIReader
 	}
-	state, _, err := shared.HolderOf(ctx, reader, holder)
+	state, _, err := lostnotice.HolderOf(ctx, reader, holder)
 	return state, err
 }

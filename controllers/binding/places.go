@@ -14,7 +14,9 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/patch"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -232,7 +234,7 @@ func (r *Reconciler) clientFor(ctx context.Context, p ownership.Placement) (vaul
 	for _, name := range rt.candidates {
 		vc, conn, err := r.Connections.Get(ctx, name)
 		if err != nil {
-			if shared.WaitingOn(err, shared.WaitingForConnection) {
+			if outcome.WaitingOn(err, outcome.WaitingForConnection) {
 				continue // no such connection
 			}
 			if name == p.Connection {
@@ -271,7 +273,7 @@ func (r *Reconciler) clientFor(ctx context.Context, p ownership.Placement) (vaul
 
 // record patches the binding's annotation to inv, if it differs.
 func (r *Reconciler) record(ctx context.Context, obj *v1alpha1.MinionBinding, inv ownership.Inventory) error {
-	err := shared.PatchMetadata(ctx, r.Client, obj, func() bool {
+	err := patch.Metadata(ctx, r.Client, obj, func() bool {
 		before := obj.Annotations[v1alpha1.VaultObjectsAnnotation]
 		setInventory(obj, inv)
 		return obj.Annotations[v1alpha1.VaultObjectsAnnotation] != before
@@ -299,7 +301,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.MinionBinding, 
 	// recorded with each placement (a Retain is not lost by deleting the
 	// template first, nor by losing status).
 	tpl := &v1alpha1.MinionTemplate{}
-	if err := r.Get(ctx, shared.Named(obj.Spec.TemplateRef.Name), tpl); apierrors.IsNotFound(err) {
+	if err := r.Get(ctx, watch.Named(obj.Spec.TemplateRef.Name), tpl); apierrors.IsNotFound(err) {
 		tpl = nil
 	} else if err != nil {
 		return err
@@ -314,8 +316,8 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.MinionBinding, 
 	// A connection that exists but cannot log in yet (its Secret is
 	// missing): wait rather than leave an AppRole that still works.
 	for _, p := range w.stale {
-		if _, _, err := r.Connections.Get(ctx, p.Connection); shared.WaitingOn(err, shared.WaitingForCredential) && w.policy(p) != v1alpha1.DeletionPolicyRetain {
-			sc.outcome = shared.DeletionWaiting("waiting to delete the Vault objects", err)
+		if _, _, err := r.Connections.Get(ctx, p.Connection); outcome.WaitingOn(err, outcome.WaitingForCredential) && w.policy(p) != v1alpha1.DeletionPolicyRetain {
+			sc.outcome = outcome.DeletionWaiting("waiting to delete the Vault objects", err)
 			return nil
 		}
 	}
@@ -323,14 +325,14 @@ func (r *Reconciler) finalize(ctx context.Context, obj *v1alpha1.MinionBinding, 
 		log.V(1).Info("Nothing was written to Vault; removing the finalizer")
 	} else if gone, err := r.run(ctx, w, sc); err != nil {
 		// Remember what is gone already; the finalizer stays.
-		sc.outcome = shared.DeletionBlocked("deleting Vault objects", err)
+		sc.outcome = outcome.DeletionBlocked("deleting Vault objects", err)
 		return errors.Join(err, r.record(ctx, obj, ownership.Inventory(w.stale).Without(gone)))
 	}
-	if err := shared.RemoveFinalizer(ctx, r.Client, obj); err != nil {
+	if err := patch.RemoveFinalizer(ctx, r.Client, obj); err != nil {
 		return err
 	}
 	// Its objects are deleted or retained: its disappearance is no loss.
 	r.Lost.Finalized(obj.UID)
-	sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: "deleted"}
+	sc.outcome = outcome.Outcome{Kind: outcome.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: "deleted"}
 	return nil
 }

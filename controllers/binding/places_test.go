@@ -9,7 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/patch"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -102,7 +103,7 @@ func TestAStalePlaceInAResetVault(t *testing.T) {
 				if err != nil || len(inv) != 1 {
 					t.Fatalf("record %+v: %v", inv, err)
 				}
-				if err := shared.PatchMetadata(ctx, h.c, b, func() bool { setInventory(b, append(inv, stale)); return true }); err != nil {
+				if err := patch.Metadata(ctx, h.c, b, func() bool { setInventory(b, append(inv, stale)); return true }); err != nil {
 					t.Fatal(err)
 				}
 				h.events()
@@ -111,7 +112,7 @@ func TestAStalePlaceInAResetVault(t *testing.T) {
 
 				b = h.get("salt", "web01")
 				after, _ := ownership.Decode(b.Annotations[v1alpha1.VaultObjectsAnnotation])
-				ready, ev := shared.ReadyOf(b), h.events()
+				ready, ev := outcome.ReadyOf(b), h.events()
 				if h.v.Calls("delete") != 0 {
 					t.Errorf("%d deletions in Vault", h.v.Calls("delete"))
 				}

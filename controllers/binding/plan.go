@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -131,7 +131,7 @@ func planBinding(res *render.Result, o *observed, mode planMode) (bindingPlan, e
 	}
 	desired, err := ownership.Metadata(entityMetadata(o.entity), res.EntityMetadata, o.proof.self)
 	if err != nil {
-		return bindingPlan{}, &shared.ErrInvalidInput{Err: err}
+		return bindingPlan{}, &outcome.ErrInvalidInput{Err: err}
 	}
 	p := &planner{mode: mode}
 	if !p.entity(res.EntityName, d.entity, o, desired) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/template"
@@ -197,7 +197,7 @@ func TestPlanBinding(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			plan, err := planBinding(tt.res, tt.o, tt.mode)
-			var refused *shared.ErrRefused
+			var refused *outcome.ErrRefused
 			switch {
 			case tt.refuse != "":
 				if !errors.As(err, &refused) || refused.Reason != tt.refuse || len(plan.actions) != 0 {

@@ -14,7 +14,10 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/patch"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -25,11 +28,11 @@ type Reconciler struct {
 	Recorder    events.EventRecorder
 	Connections *connection.Connections
 	Templates   *admit.Templates
-	Metrics     *shared.Metrics
+	Metrics     *metrics.Metrics
 	// Rollouts, when the template controller runs beside this one, takes
 	// the updates that a binding's own spec did not cause, for its
 	// template's event (nil: each binding reports its own).
-	Rollouts *shared.Rollouts
+	Rollouts *outcome.Rollouts
 	// DefaultInterval applies when a template sets no interval.
 	DefaultInterval time.Duration
 
@@ -46,7 +49,7 @@ type Reconciler struct {
 	// Lost connects the binding controller with the lost-minion collector
 	// in this process (nil: none runs here); LostWindow is the restore
 	// window a claimant of a lost minion is told about.
-	Lost       *shared.LostNotices
+	Lost       *lostnotice.Notices
 	LostWindow time.Duration
 
 	// random is the randomness of a new role ID (crypto/rand).
@@ -69,7 +72,7 @@ func (r *Reconciler) now() time.Time {
 // bindingScope records what one reconcile saw and did; status and events
 // are derived from it after the work.
 type bindingScope struct {
-	outcome shared.Outcome
+	outcome outcome.Outcome
 	result  *render.Result
 	tpl     *v1alpha1.MinionTemplate
 	conn    string
@@ -148,11 +151,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("minionID", obj.Spec.MinionID))
 	statusBefore := obj.Status.DeepCopy()
 	sc := &bindingScope{specHandled: obj.Status.ObservedGeneration == obj.Generation}
-	before := shared.ReadyOf(obj)
+	before := outcome.ReadyOf(obj)
 
 	defer func() {
-		if retErr != nil && sc.outcome.Kind == shared.OutcomeReady {
-			sc.outcome = shared.OutcomeFor(retErr)
+		if retErr != nil && sc.outcome.Kind == outcome.OutcomeReady {
+			sc.outcome = outcome.For(retErr)
 		}
 		sc.handled = handlesRequest(sc.outcome, sc.compared, retErr)
 		r.finishStatus(obj, sc)
@@ -160,9 +163,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		// finds the metric counted too.
 		observeBinding(r.Metrics, sc)
 		r.Metrics.Binding(req.NamespacedName, bindingState(obj))
-		perr := shared.PatchStatus(ctx, r.Client, obj, statusBefore, bindingStatus)
+		perr := patch.Status(ctx, r.Client, obj, statusBefore, bindingStatus)
 		r.events(obj, sc, before)
-		result, retErr = shared.ResultFor(sc.outcome, retErr, sc.requeue)
+		result, retErr = outcome.ResultFor(sc.outcome, retErr, sc.requeue)
 		if perr != nil {
 			// The status must be written: retry, even a stalled binding.
 			result, retErr = ctrl.Result{}, perr
@@ -173,7 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, r.finalize(ctx, obj, sc)
 	}
 	if obj.Spec.Suspend {
-		sc.outcome = shared.Outcome{Kind: shared.OutcomeSuspended}
+		sc.outcome = outcome.Outcome{Kind: outcome.OutcomeSuspended}
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.reconcile(ctx, obj, sc)
@@ -182,7 +185,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 func bindingStatus(b *v1alpha1.MinionBinding) *v1alpha1.MinionBindingStatus { return &b.Status }
 
 // reconcile admits the binding, then brings Vault to what it renders to.
-// Every refusal and failure is returned as an error; OutcomeFor sorts them.
+// Every refusal and failure is returned as an error; outcome.For sorts them.
 func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding, sc *bindingScope) error {
 	a, err := admit.Admit(ctx, r.Client, r.Templates, obj)
 	sc.tpl, sc.result = a.Template, a.Result
@@ -192,7 +195,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 	tpl, res := a.Template, a.Result
 	inv, err := r.inventory(ctx, obj)
 	if err != nil {
-		return &shared.ErrInvalidInput{Err: err}
+		return &outcome.ErrInvalidInput{Err: err}
 	}
 	vc, conn, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 	if err != nil {
@@ -207,10 +210,10 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 	cur := currentPlacement(a, sc.vault)
 	sc.hash = desiredHash(sc.vault, res)
 	sk := scheduleKey{key: client.ObjectKeyFromObject(obj), uid: obj.UID, identity: conn.Status.Identity,
-		interval: shared.TemplateInterval(tpl, r.DefaultInterval), roleFP: roleFingerprint(sc.vault, conn.Status.Identity, res)}
+		interval: outcome.TemplateInterval(tpl, r.DefaultInterval), roleFP: roleFingerprint(sc.vault, conn.Status.Identity, res)}
 	if wait, ok := r.untilCheck(obj, sk, sc.hash, inv, cur); ok {
 		// In sync when last looked at, and its check not due yet.
-		sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
+		sc.outcome = outcome.Outcome{Kind: outcome.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
 		sc.requeue = wait
 		return nil
 	}
@@ -226,7 +229,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 		// wait on it, and its siblings with it, without trying Vault.
 		return r.Connections.Verify(ctx, sc.conn, sent, err)
 	}
-	sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
+	sc.outcome = outcome.Outcome{Kind: outcome.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: readyMessage(res)}
 	sc.requeue = r.nextCheck(sk, known, sc)
 	return nil
 }
@@ -240,12 +243,12 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding,
 // clear (Vault unavailable, a connection or template to wait for), a
 // suspended binding, or a pass that took Vault as it last saw it leaves
 // the request open: the next reconcile compares everything again.
-func handlesRequest(o shared.Outcome, compared bool, err error) bool {
+func handlesRequest(o outcome.Outcome, compared bool, err error) bool {
 	if err != nil {
 		_, _, refused := Refusal(err)
 		return refused
 	}
-	return o.Kind == shared.OutcomeReady && compared
+	return o.Kind == outcome.OutcomeReady && compared
 }
 
 func readyMessage(res *render.Result) string {

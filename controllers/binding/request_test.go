@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -19,27 +19,27 @@ import (
 // refused the binding for a reason only a change clears; never by one
 // that failed, waited, or took Vault as it last saw it.
 func TestHandlesRequest(t *testing.T) {
-	ready := shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason}
+	ready := outcome.Outcome{Kind: outcome.OutcomeReady, Reason: v1alpha1.SucceededReason}
 	tests := []struct {
 		name     string
-		outcome  shared.Outcome
+		outcome  outcome.Outcome
 		compared bool
 		err      error
 		want     bool
 	}{
 		{"compared and in sync or repaired", ready, true, nil, true},
-		{"compared, drift only detected (detect-only)", shared.Outcome{Kind: shared.OutcomeReady, Reason: "DriftDetected"}, true, nil, true},
+		{"compared, drift only detected (detect-only)", outcome.Outcome{Kind: outcome.OutcomeReady, Reason: "DriftDetected"}, true, nil, true},
 		{"Ready as last checked, Vault not read", ready, false, nil, false},
-		{"suspended", shared.Outcome{Kind: shared.OutcomeSuspended}, false, nil, false},
-		{"Vault's objects are someone else's", shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.NotOwnedReason}, true,
-			&shared.ErrRefused{Reason: v1alpha1.NotOwnedReason, Msg: "not ours"}, true},
-		{"refused at admission (stalled)", shared.Outcome{Kind: shared.OutcomeStalled, Reason: v1alpha1.DuplicateMinionIDReason}, false,
+		{"suspended", outcome.Outcome{Kind: outcome.OutcomeSuspended}, false, nil, false},
+		{"Vault's objects are someone else's", outcome.Outcome{Kind: outcome.OutcomeWaiting, Reason: v1alpha1.NotOwnedReason}, true,
+			&outcome.ErrRefused{Reason: v1alpha1.NotOwnedReason, Msg: "not ours"}, true},
+		{"refused at admission (stalled)", outcome.Outcome{Kind: outcome.OutcomeStalled, Reason: v1alpha1.DuplicateMinionIDReason}, false,
 			&admission.Verdict{Kind: admission.Stalled, Reason: v1alpha1.DuplicateMinionIDReason, Message: "bound by another"}, true},
-		{"Vault unavailable", shared.Outcome{Kind: shared.OutcomeFailed, Reason: v1alpha1.VaultUnavailableReason}, true,
+		{"Vault unavailable", outcome.Outcome{Kind: outcome.OutcomeFailed, Reason: v1alpha1.VaultUnavailableReason}, true,
 			&vault.Error{Op: "read auth/salt-minions/role/web01", StatusCode: 503}, false},
-		{"waiting for the connection", shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.ConnectionNotReadyReason}, false,
-			shared.Waiting(shared.WaitingForConnection, "no connection"), false},
-		{"waiting for the template", shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.TemplateNotFoundReason}, false,
+		{"waiting for the connection", outcome.Outcome{Kind: outcome.OutcomeWaiting, Reason: v1alpha1.ConnectionNotReadyReason}, false,
+			outcome.Waiting(outcome.WaitingForConnection, "no connection"), false},
+		{"waiting for the template", outcome.Outcome{Kind: outcome.OutcomeWaiting, Reason: v1alpha1.TemplateNotFoundReason}, false,
 			&admission.Verdict{Kind: admission.Waiting, Reason: v1alpha1.TemplateNotFoundReason, Message: "no template"}, false},
 	}
 	for _, tc := range tests {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
@@ -248,7 +248,7 @@ func (r *Reconciler) nextCheck(sk scheduleKey, knownRoleID string, sc *bindingSc
 		r.checks.checked(sk.key, sk.uid, sk.identity, at, knownRole{fp: sk.roleFP, roleID: knownRoleID})
 		return at.Sub(r.now())
 	}
-	wait := shared.Jitter(sk.interval)
+	wait := outcome.Jitter(sk.interval)
 	role := knownRole{}
 	if sc.roleID != "" && !sc.held(objRole) {
 		role = knownRole{fp: sk.roleFP, roleID: sc.roleID}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -162,7 +162,7 @@ func TestChecksAreSpreadAndChangesReadWhatTheyWrite(t *testing.T) {
 		if s.requeue > 0 && res.RequeueAfter != s.requeue {
 			t.Errorf("%s: requeued after %s, want %s", s.name, res.RequeueAfter, s.requeue)
 		}
-		if c := shared.ReadyOf(h.get("salt", "web01")); c == nil || c.Status != metav1.ConditionTrue {
+		if c := outcome.ReadyOf(h.get("salt", "web01")); c == nil || c.Status != metav1.ConditionTrue {
 			t.Errorf("%s: not Ready: %+v", s.name, c)
 		}
 	}
@@ -218,7 +218,7 @@ func TestAWaitKeepsTheRoleDigest(t *testing.T) {
 	reads.take()
 	h.r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "salt", Name: "web01"}})
 	b := h.get("salt", "web01")
-	if ready := shared.ReadyOf(b); ready == nil || ready.Status == metav1.ConditionTrue {
+	if ready := outcome.ReadyOf(b); ready == nil || ready.Status == metav1.ConditionTrue {
 		t.Fatalf("the reconcile behind a closed gate: Ready %+v", ready)
 	}
 	if st := b.Status.AppRole; st == nil || st.ParamsDigest == "" {

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 )
 
 // SetupWithManager watches bindings, and re-queues them when their
@@ -28,11 +28,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		b = b.WatchesRawSource(r.Lost.Claimants(r.Client))
 	}
 	return b.
-		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(shared.SpecOrRequest, shared.RecordRepaired))).
+		For(&v1alpha1.MinionBinding{}, builder.WithPredicates(predicate.Or(watch.SpecOrRequest, watch.RecordRepaired))).
 		Watches(&v1alpha1.MinionTemplate{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfConnection),
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, shared.BecameReady, shared.IdentityChanged))).
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, watch.BecameReady, watch.IdentityChanged))).
 		WatchesRawSource(r.Connections.Opened(r.bindingsOfConnection)).
 		// Metadata only: the operator holds no Secret or ConfigMap data
 		// in its cache; it reads data by name when a version changes.
@@ -41,7 +41,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&v1alpha1.MinionBinding{}, handler.EnqueueRequestsFromMapFunc(r.otherClaimants),
-			builder.WithPredicates(predicate.Or(shared.ClaimReleased, shared.HoldsChanged))).
+			builder.WithPredicates(predicate.Or(watch.ClaimReleased, watch.HoldsChanged))).
 		Watches(&v1alpha1.MinionBinding{}, changedFirst{}).
 		WithOptions(opts).
 		Named("minionbinding").
@@ -49,8 +49,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 }
 
 func (r *Reconciler) bindingsOfTemplate(ctx context.Context, o client.Object) []reconcile.Request {
-	reqs, err := shared.BindingsOfTemplates(ctx, r.Client, []string{o.GetName()})
-	return shared.Mapped(ctx, reqs, err)
+	reqs, err := watch.BindingsOfTemplates(ctx, r.Client, []string{o.GetName()})
+	return watch.Mapped(ctx, reqs, err)
 }
 
 // bindingsOfConnection wakes the bindings that use a connection (through
@@ -59,53 +59,53 @@ func (r *Reconciler) bindingsOfTemplate(ctx context.Context, o client.Object) []
 // for backoff.
 func (r *Reconciler) bindingsOfConnection(ctx context.Context, o client.Object) []reconcile.Request {
 	reqs, err := r.connectionBindings(ctx, o.GetName())
-	return shared.Mapped(ctx, reqs, err)
+	return watch.Mapped(ctx, reqs, err)
 }
 
 func (r *Reconciler) connectionBindings(ctx context.Context, conn string) ([]reconcile.Request, error) {
-	out, err := shared.BindingsBy(ctx, r.Client, shared.BindingConnectionIndex, conn)
+	out, err := watch.BindingsBy(ctx, r.Client, watch.BindingConnectionIndex, conn)
 	if err != nil {
 		return nil, err
 	}
-	templates, err := shared.TemplatesBy(ctx, r.Client, shared.TemplateConnectionIndex, conn)
+	templates, err := watch.TemplatesBy(ctx, r.Client, watch.TemplateConnectionIndex, conn)
 	if err != nil {
 		return nil, err
 	}
-	reqs, err := shared.BindingsOfTemplates(ctx, r.Client, templates)
-	return shared.UniqueRequests(append(out, reqs...)), err
+	reqs, err := watch.BindingsOfTemplates(ctx, r.Client, templates)
+	return watch.UniqueRequests(append(out, reqs...)), err
 }
 
 // bindingsOfSecret wakes the bindings of every connection that reads the
 // Secret: a rotated token or secret ID ends an AccessDenied backoff at once.
 func (r *Reconciler) bindingsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	conns, err := shared.ConnectionsBy(ctx, r.Client, shared.ConnectionSecretIndex, shared.ObjectKey(o.GetNamespace(), o.GetName()))
+	conns, err := watch.ConnectionsBy(ctx, r.Client, watch.ConnectionSecretIndex, watch.ObjectKey(o.GetNamespace(), o.GetName()))
 	if err != nil {
-		return shared.Mapped(ctx, nil, err)
+		return watch.Mapped(ctx, nil, err)
 	}
 	var out []reconcile.Request
 	for _, conn := range conns {
 		reqs, err := r.connectionBindings(ctx, conn)
 		if err != nil {
-			return shared.Mapped(ctx, nil, err)
+			return watch.Mapped(ctx, nil, err)
 		}
 		out = append(out, reqs...)
 	}
-	return shared.UniqueRequests(out)
+	return watch.UniqueRequests(out)
 }
 
 // bindingsOfConfigMap wakes the bindings of the templates whose parameter
 // stack reads the ConfigMap: a fixed parameter file ends a RenderFailed.
 func (r *Reconciler) bindingsOfConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
-	templates, err := shared.TemplatesBy(ctx, r.Client, shared.TemplateConfigMapIndex, shared.ObjectKey(o.GetNamespace(), o.GetName()))
+	templates, err := watch.TemplatesBy(ctx, r.Client, watch.TemplateConfigMapIndex, watch.ObjectKey(o.GetNamespace(), o.GetName()))
 	if err != nil {
-		return shared.Mapped(ctx, nil, err)
+		return watch.Mapped(ctx, nil, err)
 	}
-	reqs, err := shared.BindingsOfTemplates(ctx, r.Client, templates)
-	return shared.Mapped(ctx, reqs, err)
+	reqs, err := watch.BindingsOfTemplates(ctx, r.Client, templates)
+	return watch.Mapped(ctx, reqs, err)
 }
 
 func (r *Reconciler) bindingsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	return shared.BindingsOfNamespace(ctx, r.Client, o.GetName())
+	return watch.BindingsOfNamespace(ctx, r.Client, o.GetName())
 }
 
 // otherClaimants wakes the other claimants of a minion ID when one starts
@@ -113,5 +113,5 @@ func (r *Reconciler) bindingsInNamespace(ctx context.Context, o client.Object) [
 // takes the ID over), and when it starts or stops holding it (the claim
 // order changed).
 func (r *Reconciler) otherClaimants(ctx context.Context, o client.Object) []reconcile.Request {
-	return shared.OtherClaimants(ctx, r.Client, o)
+	return watch.OtherClaimants(ctx, r.Client, o)
 }

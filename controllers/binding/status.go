@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
@@ -19,7 +19,7 @@ const lastSyncRefresh = 24 * time.Hour
 
 // finishStatus derives the status from what the reconcile saw.
 func (r *Reconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope) {
-	if !obj.DeletionTimestamp.IsZero() && sc.outcome.Kind == shared.OutcomeReady {
+	if !obj.DeletionTimestamp.IsZero() && sc.outcome.Kind == outcome.OutcomeReady {
 		return // the object is going away; its status no longer matters
 	}
 	st := &obj.Status
@@ -43,7 +43,7 @@ func (r *Reconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope)
 			st.DeletionPolicy = sc.tpl.Spec.EffectiveDeletionPolicy()
 		}
 	}
-	if sc.outcome.Kind != shared.OutcomeReady && sc.applied && st.AppRole != nil {
+	if sc.outcome.Kind != outcome.OutcomeReady && sc.applied && st.AppRole != nil {
 		// Whatever the failed reconcile did to the role is not known. One
 		// that waited before Vault (a template or connection not ready, a
 		// new process's first minutes) changed nothing: dropping the digest
@@ -51,7 +51,7 @@ func (r *Reconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope)
 		// in the e2e rollout after a restart).
 		st.AppRole.ParamsDigest = ""
 	}
-	if sc.outcome.Kind == shared.OutcomeReady && sc.result != nil {
+	if sc.outcome.Kind == outcome.OutcomeReady && sc.result != nil {
 		now := metav1.Now()
 		if sc.wrote() || st.LastSyncTime == nil || now.Sub(st.LastSyncTime.Time) > lastSyncRefresh {
 			st.LastSyncTime = &now
@@ -62,7 +62,7 @@ func (r *Reconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope)
 			st.LastAppliedHash = sc.hash
 		}
 		if len(drift) > 0 && !corrected {
-			sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: "DriftDetected", Message: "Vault differs from the binding (detect-only): " + strings.Join(drift, "; ")}
+			sc.outcome = outcome.Outcome{Kind: outcome.OutcomeReady, Reason: "DriftDetected", Message: "Vault differs from the binding (detect-only): " + strings.Join(drift, "; ")}
 		}
 		sc.driftRun = trackDrift(st, sc.correctedObjects(), r.now())
 	}
@@ -70,7 +70,7 @@ func (r *Reconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope)
 		st.LastHandledReconcileAt = v
 	}
 	st.ObservedGeneration = obj.Generation
-	shared.SetConditions(obj, sc.outcome)
+	outcome.SetConditions(obj, sc.outcome)
 	if drift, corrected := sc.drift(); corrected {
 		setDriftRecurring(obj, drift)
 	} else {
@@ -81,7 +81,7 @@ func (r *Reconciler) finishStatus(obj *v1alpha1.MinionBinding, sc *bindingScope)
 // correctedObjects names the objects this reconcile wrote back after
 // someone else changed them.
 func (sc *bindingScope) correctedObjects() []string {
-	if sc.outcome.Kind != shared.OutcomeReady {
+	if sc.outcome.Kind != outcome.OutcomeReady {
 		return nil
 	}
 	var out []string
@@ -100,22 +100,22 @@ func (sc *bindingScope) correctedObjects() []string {
 // API server write per minion than the binding needs (Vault's audit log is
 // the record of every write). For the same reason an update that the
 // binding's own spec did not cause (a template edit rolled out) is counted
-// for its template's event (shared.Rollouts), when the template controller
+// for its template's event (outcome.Rollouts), when the template controller
 // runs beside this one.
 func (r *Reconciler) events(obj *v1alpha1.MinionBinding, sc *bindingScope, before *metav1.Condition) {
-	after := shared.ReadyOf(obj)
+	after := outcome.ReadyOf(obj)
 	drift, corrected := sc.drift()
 	switch {
 	case len(drift) > 0 && corrected && sc.driftRun == driftRunStarted:
 		// Said once per run, not at every resync of a fight: the
 		// condition carries the count and the latest difference.
-		shared.Emit(r.Recorder, obj, "Warning", v1alpha1.DriftRecurringCondition, "Reconcile", "%s", driftRecurringMessage(statusFacts(obj).drift, drift))
+		outcome.Emit(r.Recorder, obj, "Warning", v1alpha1.DriftRecurringCondition, "Reconcile", "%s", driftRecurringMessage(statusFacts(obj).drift, drift))
 	case len(drift) > 0 && corrected && sc.driftRun == driftRunRecurring:
 	case len(drift) > 0 && corrected:
-		shared.Emit(r.Recorder, obj, "Warning", "DriftCorrected", "Reconcile", "Vault had drifted and was corrected: %s", strings.Join(drift, "; "))
+		outcome.Emit(r.Recorder, obj, "Warning", "DriftCorrected", "Reconcile", "Vault had drifted and was corrected: %s", strings.Join(drift, "; "))
 	case len(drift) > 0:
 		if before == nil || before.Message != after.Message {
-			shared.Emit(r.Recorder, obj, "Warning", "DriftDetected", "Reconcile", "Vault differs from the binding (detect-only): %s", strings.Join(drift, "; "))
+			outcome.Emit(r.Recorder, obj, "Warning", "DriftDetected", "Reconcile", "Vault differs from the binding (detect-only): %s", strings.Join(drift, "; "))
 		}
 	case !sc.created:
 		switch written := sc.written(); {
@@ -123,18 +123,18 @@ func (r *Reconciler) events(obj *v1alpha1.MinionBinding, sc *bindingScope, befor
 		case sc.specHandled && r.Rollouts != nil && sc.tpl != nil:
 			r.Rollouts.Add(sc.tpl.Name)
 		default:
-			shared.Emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(written, ", "))
+			outcome.Emit(r.Recorder, obj, "Normal", "Updated", "Reconcile", "Updated in Vault: %s", strings.Join(written, ", "))
 		}
 	}
 	if taken := sc.taken(); len(taken) > 0 {
-		shared.Emit(r.Recorder, obj, "Normal", "TakenOver", "Reconcile", "Marked as this binding's in Vault: %s", strings.Join(taken, ", "))
+		outcome.Emit(r.Recorder, obj, "Normal", "TakenOver", "Reconcile", "Marked as this binding's in Vault: %s", strings.Join(taken, ", "))
 	}
 	r.removalEvents(obj, sc)
 	// A wait on the connection is the connection's event, not one per
-	// binding (shared.Outcome.OfConnection); the condition still says it.
-	if after != nil && after.Status != metav1.ConditionTrue && sc.outcome.Kind != shared.OutcomeSuspended && !sc.outcome.OfConnection {
+	// binding (outcome.Outcome.OfConnection); the condition still says it.
+	if after != nil && after.Status != metav1.ConditionTrue && sc.outcome.Kind != outcome.OutcomeSuspended && !sc.outcome.OfConnection {
 		if before == nil || before.Reason != after.Reason || before.Message != after.Message {
-			shared.Emit(r.Recorder, obj, "Warning", after.Reason, "Reconcile", "%s", after.Message)
+			outcome.Emit(r.Recorder, obj, "Warning", after.Reason, "Reconcile", "%s", after.Message)
 		}
 	}
 }
@@ -147,33 +147,33 @@ func (r *Reconciler) removalEvents(obj *v1alpha1.MinionBinding, sc *bindingScope
 		action = "Delete"
 	}
 	if sc.brokenRecord != "" {
-		shared.Emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s; looking only where status says the objects were written", sc.brokenRecord)
+		outcome.Emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s; looking only where status says the objects were written", sc.brokenRecord)
 	}
 	for _, p := range sc.retained {
-		shared.Emit(r.Recorder, obj, "Normal", "Retained", "Reconcile", "%s retained (deletionPolicy Retain)", p)
+		outcome.Emit(r.Recorder, obj, "Normal", "Retained", "Reconcile", "%s retained (deletionPolicy Retain)", p)
 	}
 	for _, p := range sc.unmarkedRetain {
-		shared.Emit(r.Recorder, obj, "Warning", "RetainedUnmarked", "Reconcile",
+		outcome.Emit(r.Recorder, obj, "Warning", "RetainedUnmarked", "Reconcile",
 			"%s: retained, but not marked %s in Vault: another binding of the minion ID would be handed it", p, ownership.RetainedKey)
 	}
 	for _, p := range sc.unreachable {
-		shared.Emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault", p)
+		outcome.Emit(r.Recorder, obj, "Warning", v1alpha1.DeletionBlockedReason, "Delete", "%s left in Vault", p)
 	}
 	// Normal: the Vault that held the place is gone as far as any
 	// connection can tell, and its objects with it when it was reset; the
 	// binding goes on with what it renders now.
 	for _, p := range sc.forgotten {
-		shared.Emit(r.Recorder, obj, "Normal", "Forgotten", action, "%s", p)
+		outcome.Emit(r.Recorder, obj, "Normal", "Forgotten", action, "%s", p)
 	}
 	if len(sc.notOwned) > 0 {
-		shared.Emit(r.Recorder, obj, "Warning", v1alpha1.NotOwnedReason, "Delete", "left in Vault, not proven this binding's: %s", strings.Join(sc.notOwned, "; "))
+		outcome.Emit(r.Recorder, obj, "Warning", v1alpha1.NotOwnedReason, "Delete", "left in Vault, not proven this binding's: %s", strings.Join(sc.notOwned, "; "))
 	}
 	switch deleted := sc.deleted(); {
 	case len(deleted) == 0:
 	case obj.DeletionTimestamp.IsZero():
-		shared.Emit(r.Recorder, obj, "Normal", "Removed", "Reconcile", "Removed from Vault, no longer rendered: %s", strings.Join(deleted, ", "))
+		outcome.Emit(r.Recorder, obj, "Normal", "Removed", "Reconcile", "Removed from Vault, no longer rendered: %s", strings.Join(deleted, ", "))
 	default:
-		shared.Emit(r.Recorder, obj, "Normal", "Deleted", "Delete", "Deleted from Vault: %s", strings.Join(deleted, ", "))
+		outcome.Emit(r.Recorder, obj, "Normal", "Deleted", "Delete", "Deleted from Vault: %s", strings.Join(deleted, ", "))
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -129,7 +130,7 @@ func (c *Connections) client(ctx context.Context, name string, gated bool) (vaul
 	conn := &v1alpha1.VaultConnection{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, conn); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, "", shared.Waiting(shared.WaitingForConnection, "VaultConnection %q does not exist", name)
+			return nil, nil, "", outcome.Waiting(outcome.WaitingForConnection, "VaultConnection %q does not exist", name)
 		}
 		return nil, nil, "", err
 	}
@@ -184,14 +185,14 @@ func (c *Connections) current(ctx context.Context, conn *v1alpha1.VaultConnectio
 		return "", nil, nil
 	}
 	versions := []string{fmt.Sprint(conn.Generation)}
-	for _, ref := range shared.SecretRefs(conn) {
+	for _, ref := range watch.SecretRefs(conn) {
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		if err := c.Metadata.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, m); err != nil {
 			if apierrors.IsNotFound(err) {
 				// The watch that fills this cache wakes the connection's
 				// bindings when the Secret appears.
-				return "", nil, shared.Waiting(shared.WaitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
+				return "", nil, outcome.Waiting(outcome.WaitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
 			}
 			return "", nil, nil
 		}
@@ -215,7 +216,7 @@ func (c *Connections) current(ctx context.Context, conn *v1alpha1.VaultConnectio
 func (c *Connections) noteWait(name, seen string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if seen == "" || !shared.IsWaiting(err) {
+	if seen == "" || !outcome.IsWaiting(err) {
 		delete(c.waits, name)
 		return
 	}
@@ -238,7 +239,7 @@ func (c *Connections) secretNamespace(conn *v1alpha1.VaultConnection) error {
 		if f.ref.Namespace == c.SecretNamespace {
 			continue
 		}
-		return shared.ErrWaiting{What: shared.WaitingForCredential, Stall: v1alpha1.SecretNamespaceNotAllowedReason, Msg: fmt.Sprintf(
+		return outcome.ErrWaiting{What: outcome.WaitingForCredential, Stall: v1alpha1.SecretNamespaceNotAllowedReason, Msg: fmt.Sprintf(
 			"VaultConnection %q: %s names Secret %s/%s, but the operator reads Secrets only in namespace %q: "+
 				"move the Secret into %q and set the reference's namespace to it (docs/operations.md#connection-secrets-in-the-operators-namespace)",
 			conn.Name, f.field, f.ref.Namespace, f.ref.Name, c.SecretNamespace, c.SecretNamespace)}
@@ -315,7 +316,7 @@ func (c *Connections) config(ctx context.Context, conn *v1alpha1.VaultConnection
 		k := a.Kubernetes
 		cfg.Auth.Kubernetes = &vault.KubernetesAuth{Mount: k.EffectiveMount(), Role: k.Role, JWT: c.serviceAccountToken(k.Audiences)}
 	default:
-		return cfg, "", shared.Waiting(shared.WaitingForCredential, "VaultConnection %q has no auth method", conn.Name)
+		return cfg, "", outcome.Waiting(outcome.WaitingForCredential, "VaultConnection %q has no auth method", conn.Name)
 	}
 	return cfg, vault.CacheKey(key[0], key[1:]...), nil
 }
@@ -330,13 +331,13 @@ func (c *Connections) secret(ctx context.Context, ref v1alpha1.SecretKeyReferenc
 	s := &corev1.Secret{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, "", shared.Waiting(shared.WaitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
+			return nil, "", outcome.Waiting(outcome.WaitingForCredential, "Secret %s/%s does not exist", ref.Namespace, ref.Name)
 		}
 		return nil, "", fmt.Errorf("reading Secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
 	v, ok := s.Data[ref.Key]
 	if !ok || len(v) == 0 {
-		return nil, "", shared.Waiting(shared.WaitingForCredential, "Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
+		return nil, "", outcome.Waiting(outcome.WaitingForCredential, "Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
 	}
 	return v, s.ResourceVersion, nil
 }

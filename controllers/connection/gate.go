@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -45,7 +46,7 @@ func (c *Connections) gated(name, key string) error {
 	}
 	// The reason is the connection's (VaultUnavailable, AccessDenied): what
 	// a binding would have found itself, without asking.
-	return shared.ErrWaiting{What: shared.WaitingForHealth, Reason: shared.OutcomeFor(g.err).Reason,
+	return outcome.ErrWaiting{What: outcome.WaitingForHealth, Reason: outcome.For(g.err).Reason,
 		Msg: fmt.Sprintf("VaultConnection %q cannot be used (%v): waiting for its check to pass", name, g.err)}
 }
 
@@ -68,7 +69,7 @@ func (c *Connections) retryAfter(name string, interval time.Duration) time.Durat
 	g := c.gates[name]
 	c.mu.Unlock()
 	d := minRetry << min(max(g.fails-1, 0), 3)
-	if g.err != nil && shared.Classify(g.err) == vault.ClassTransient {
+	if g.err != nil && outcome.Classify(g.err) == vault.ClassTransient {
 		d = minRetry
 		if g.fails > fastRetries {
 			d = maxRetry
@@ -94,7 +95,7 @@ func (c *Connections) record(name, key string, began time.Time, err error) {
 	if c.gates == nil {
 		c.gates = map[string]connGate{}
 	}
-	if err != nil && (shared.IsWaiting(err) || shared.Classify(err) == vault.ClassInvalid) {
+	if err != nil && (outcome.IsWaiting(err) || outcome.Classify(err) == vault.ClassInvalid) {
 		err = nil
 	}
 	prev := c.gates[name]
@@ -137,10 +138,10 @@ func (c *Connections) Probe(ctx context.Context, name string, check func(vault.C
 // every caller that failed before it was sent, which bounds them by the
 // failed reconciles, never more.
 func (c *Connections) Verify(ctx context.Context, name string, since time.Time, err error) error {
-	if err == nil || shared.IsWaiting(err) {
+	if err == nil || outcome.IsWaiting(err) {
 		return err
 	}
-	if cl := shared.Classify(err); cl != vault.ClassDenied && cl != vault.ClassTransient {
+	if cl := outcome.Classify(err); cl != vault.ClassDenied && cl != vault.ClassTransient {
 		return err
 	}
 	for {
@@ -203,11 +204,11 @@ func (c *Connections) OnClosed(wake func(name string)) {
 
 // OnOpened adds what record calls when a check passes after one failed:
 // the binding and template controllers enqueue what uses the connection.
-// The connection turning Ready (shared.BecameReady) is not enough: a
+// The connection turning Ready (watch.BecameReady) is not enough: a
 // binding's failure closes the gate through Verify while the connection
 // still says Ready, and when the connection controller's next check
 // passes, its condition does not change, so no watch event wakes the
-// bindings that waited on the gate (they would wait shared.WaitAfter).
+// bindings that waited on the gate (they would wait outcome.WaitAfter).
 func (c *Connections) OnOpened(wake func(name string)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
@@ -39,7 +39,7 @@ func TestConnectionMetricsFollowChecks(t *testing.T) {
 		return leased{Fake: h.v, expires: exp}, nil
 	}
 	reg := prometheus.NewRegistry()
-	r := &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.conns, Metrics: shared.NewMetrics(reg)}
+	r := &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.conns, Metrics: metrics.New(reg)}
 	reconcile := func() {
 		t.Helper()
 		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "vault"}}); err != nil {

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -19,10 +19,10 @@ import (
 // a failure does, a pass after a pass or a failure after anything does
 // not. A binding's failure closes the gate (Verify) while the connection
 // still says Ready; when the next check passes, no condition changes, and
-// without this the bindings waited two minutes (shared.WaitAfter).
+// without this the bindings waited two minutes (outcome.WaitAfter).
 func TestGateOpeningWakes(t *testing.T) {
 	down := &vault.Error{Op: "read auth/token/lookup-self", StatusCode: 503}
-	missing := shared.Waiting(shared.WaitingForCredential, "the Secret is missing")
+	missing := outcome.Waiting(outcome.WaitingForCredential, "the Secret is missing")
 	for _, tc := range []struct {
 		name     string
 		verdicts []error

@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -25,28 +25,28 @@ func TestFailedCheckOutcome(t *testing.T) {
 	tests := []struct {
 		name   string
 		err    error
-		kind   shared.OutcomeKind
+		kind   outcome.OutcomeKind
 		reason string
 		next   checkAgain
 	}{
 		{"token refused", &vault.Error{Op: "login auth/token/lookup-self", StatusCode: 403, Messages: []string{"permission denied"}},
-			shared.OutcomeFailed, v1alpha1.AccessDeniedReason, onRetrySchedule},
+			outcome.OutcomeFailed, v1alpha1.AccessDeniedReason, onRetrySchedule},
 		{"sealed", &vault.Error{Op: "login auth/token/lookup-self", StatusCode: 503, Messages: []string{"Vault is sealed"}},
-			shared.OutcomeFailed, v1alpha1.VaultUnavailableReason, onRetrySchedule},
+			outcome.OutcomeFailed, v1alpha1.VaultUnavailableReason, onRetrySchedule},
 		{"no answer", fmt.Errorf("connecting to Vault at http://vault: %w", context.DeadlineExceeded),
-			shared.OutcomeFailed, v1alpha1.VaultUnavailableReason, onRetrySchedule},
+			outcome.OutcomeFailed, v1alpha1.VaultUnavailableReason, onRetrySchedule},
 		{"sealed: no cluster ID", unsealed(vault.ServerInfo{Version: "1.21.4"}),
-			shared.OutcomeFailed, v1alpha1.VaultUnavailableReason, onRetrySchedule},
+			outcome.OutcomeFailed, v1alpha1.VaultUnavailableReason, onRetrySchedule},
 		{"a configuration the client refuses", fmt.Errorf("connecting to Vault at vault: %w: address \"vault\" is not an http or https URL", vault.ErrInvalid),
-			shared.OutcomeStalled, v1alpha1.ValidationFailedReason, onRetrySchedule},
-		{"Secret missing", shared.Waiting(shared.WaitingForCredential, "Secret ops/vault-token does not exist"),
-			shared.OutcomeWaiting, v1alpha1.ConnectionNotReadyReason, afterWait},
-		{"no auth method", shared.Waiting(shared.WaitingForCredential, `VaultConnection "vault" has no auth method`),
-			shared.OutcomeWaiting, v1alpha1.ConnectionNotReadyReason, afterWait},
-		{"gone meanwhile", shared.Waiting(shared.WaitingForConnection, `VaultConnection "vault" does not exist`),
-			shared.OutcomeWaiting, v1alpha1.ConnectionNotReadyReason, afterWait},
-		{"Secret outside the operator's namespace", shared.ErrWaiting{What: shared.WaitingForCredential, Stall: v1alpha1.SecretNamespaceNotAllowedReason, Msg: "not allowed"},
-			shared.OutcomeStalled, v1alpha1.SecretNamespaceNotAllowedReason, atInterval},
+			outcome.OutcomeStalled, v1alpha1.ValidationFailedReason, onRetrySchedule},
+		{"Secret missing", outcome.Waiting(outcome.WaitingForCredential, "Secret ops/vault-token does not exist"),
+			outcome.OutcomeWaiting, v1alpha1.ConnectionNotReadyReason, afterWait},
+		{"no auth method", outcome.Waiting(outcome.WaitingForCredential, `VaultConnection "vault" has no auth method`),
+			outcome.OutcomeWaiting, v1alpha1.ConnectionNotReadyReason, afterWait},
+		{"gone meanwhile", outcome.Waiting(outcome.WaitingForConnection, `VaultConnection "vault" does not exist`),
+			outcome.OutcomeWaiting, v1alpha1.ConnectionNotReadyReason, afterWait},
+		{"Secret outside the operator's namespace", outcome.ErrWaiting{What: outcome.WaitingForCredential, Stall: v1alpha1.SecretNamespaceNotAllowedReason, Msg: "not allowed"},
+			outcome.OutcomeStalled, v1alpha1.SecretNamespaceNotAllowedReason, atInterval},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,12 +65,12 @@ func TestAWaitingConnectionRequeuesAfterTheTablesWait(t *testing.T) {
 	conn := &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "vault", Generation: 2}, Spec: v1alpha1.VaultConnectionSpec{Address: "http://vault"}}
 	h := newHarness(t, conn)
 	h.conns.NewClient = func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) {
-		return nil, shared.Waiting(shared.WaitingForCredential, "Secret ops/vault-token does not exist")
+		return nil, outcome.Waiting(outcome.WaitingForCredential, "Secret ops/vault-token does not exist")
 	}
 	r := &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.conns}
 	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "vault"}})
-	if err != nil || res.RequeueAfter != shared.WaitAfter || shared.WaitAfter != 2*time.Minute {
-		t.Fatalf("reconcile: %+v, %v; want a requeue after %s (2m)", res, err, shared.WaitAfter)
+	if err != nil || res.RequeueAfter != outcome.WaitAfter || outcome.WaitAfter != 2*time.Minute {
+		t.Fatalf("reconcile: %+v, %v; want a requeue after %s (2m)", res, err, outcome.WaitAfter)
 	}
 	if h.conns.gated("vault", "") != nil {
 		t.Errorf("a wait for a Secret closed the gate")

@@ -24,7 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/patch"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -38,7 +41,7 @@ type Reconciler struct {
 	Recorder    events.EventRecorder
 	Connections *Connections
 	// Metrics get each check's verdict and the token's lease (nil: none).
-	Metrics *shared.Metrics
+	Metrics *metrics.Metrics
 }
 
 // lastLoginRefresh: a check that succeeds moves status.lastLoginTime only
@@ -54,7 +57,7 @@ const lastLoginRefresh = 10 * time.Minute
 type connectionScope struct {
 	statusBefore *v1alpha1.VaultConnectionStatus
 	readyBefore  *metav1.Condition
-	outcome      shared.Outcome
+	outcome      outcome.Outcome
 	// requeue is when the connection is checked again; 0 is the next
 	// periodic check (spec.checkInterval, jittered).
 	requeue time.Duration
@@ -71,7 +74,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	sc := &connectionScope{statusBefore: conn.Status.DeepCopy(), readyBefore: shared.ReadyOf(conn)}
+	sc := &connectionScope{statusBefore: conn.Status.DeepCopy(), readyBefore: outcome.ReadyOf(conn)}
 	defer func() { result, retErr = r.finishStatus(ctx, conn, sc) }()
 
 	found, err := r.check(ctx, conn)
@@ -129,9 +132,9 @@ func (r *Reconciler) check(ctx context.Context, conn *v1alpha1.VaultConnection) 
 // any), the outcome, and when the connection is checked again.
 func (r *Reconciler) failed(ctx context.Context, conn *v1alpha1.VaultConnection, c checked, err error, sc *connectionScope) {
 	r.Metrics.ConnectionFailed(conn.Name)
-	conn.Status.LastError = shared.Truncate(err.Error())
+	conn.Status.LastError = outcome.Truncate(err.Error())
 	info := c.info
-	if !c.asked && !shared.IsWaiting(err) {
+	if !c.asked && !outcome.IsWaiting(err) {
 		// The login failed before the check could ask (a new process, a
 		// token that died with the Vault it was made in): ask without one.
 		// Not when the check asked and Vault did not answer: asking again
@@ -146,7 +149,7 @@ func (r *Reconciler) failed(ctx context.Context, conn *v1alpha1.VaultConnection,
 	sc.outcome, next = failedCheck(err)
 	switch next {
 	case afterWait:
-		res, _ := shared.ResultFor(sc.outcome, nil, 0) // a wait: no error
+		res, _ := outcome.ResultFor(sc.outcome, nil, 0) // a wait: no error
 		sc.requeue = res.RequeueAfter
 	case onRetrySchedule:
 		ctrl.LoggerFrom(ctx).Info("Vault connection check failed", "connection", conn.Name, "reason", sc.outcome.Reason, "error", err.Error())
@@ -161,8 +164,8 @@ const (
 	// atInterval: the next periodic check (spec.checkInterval); a new
 	// generation reconciles at once.
 	atInterval checkAgain = iota
-	// afterWait: the outcome table's requeue for a wait (shared.ResultFor,
-	// shared.WaitAfter); the connection's Secrets are watched, so it
+	// afterWait: the outcome table's requeue for a wait (outcome.ResultFor,
+	// outcome.WaitAfter); the connection's Secrets are watched, so it
 	// usually looks sooner.
 	afterWait
 	// onRetrySchedule: within seconds (retryAfter), not with the work
@@ -178,12 +181,12 @@ const (
 // connection ends stalls it until the next check; any other wait (a
 // Secret, a key, an auth method missing) goes through the outcome table;
 // a failure of Vault or of the credentials is checked again soon.
-func failedCheck(err error) (shared.Outcome, checkAgain) {
-	if reason, ok := shared.StalledConnection(err); ok {
-		return shared.Outcome{Kind: shared.OutcomeStalled, Reason: reason, Message: err.Error()}, atInterval
+func failedCheck(err error) (outcome.Outcome, checkAgain) {
+	if reason, ok := outcome.StalledConnection(err); ok {
+		return outcome.Outcome{Kind: outcome.OutcomeStalled, Reason: reason, Message: err.Error()}, atInterval
 	}
-	o := shared.OutcomeFor(err)
-	if shared.IsWaiting(err) {
+	o := outcome.For(err)
+	if outcome.IsWaiting(err) {
 		return o, afterWait
 	}
 	return o, onRetrySchedule
@@ -195,14 +198,14 @@ func failedCheck(err error) (shared.Outcome, checkAgain) {
 // connection is checked again.
 func (r *Reconciler) finishStatus(ctx context.Context, conn *v1alpha1.VaultConnection, sc *connectionScope) (ctrl.Result, error) {
 	conn.Status.ObservedGeneration = conn.Generation
-	shared.SetConditions(conn, sc.outcome)
+	outcome.SetConditions(conn, sc.outcome)
 	r.versionReported(conn)
 	r.events(conn, sc.readyBefore)
-	if err := shared.PatchStatus(ctx, r.Client, conn, sc.statusBefore, connectionStatus); err != nil {
+	if err := patch.Status(ctx, r.Client, conn, sc.statusBefore, connectionStatus); err != nil {
 		return ctrl.Result{RequeueAfter: sc.requeue}, err
 	}
 	if sc.requeue == 0 {
-		return ctrl.Result{RequeueAfter: shared.Jitter(conn.EffectiveCheckInterval())}, nil
+		return ctrl.Result{RequeueAfter: outcome.Jitter(conn.EffectiveCheckInterval())}, nil
 	}
 	return ctrl.Result{RequeueAfter: sc.requeue}, nil
 }
@@ -223,7 +226,7 @@ func (r *Reconciler) reports(conn *v1alpha1.VaultConnection, info vault.ServerIn
 		return
 	}
 	if st.ClusterID != "" && r.Recorder != nil {
-		shared.Emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
+		outcome.Emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
 			"Vault reports cluster ID %s, was %s, and the check fails: Vault was initialised anew or the address reaches another Vault; places in the Vault that was are forgotten where no connection reports it",
 			info.ClusterID, st.ClusterID)
 	}
@@ -257,7 +260,7 @@ func unsealed(info vault.ServerInfo) error {
 
 // connected records a passing check in status: Vault's version and
 // identity (a change wakes everything written there), and the login time.
-func (r *Reconciler) connected(conn *v1alpha1.VaultConnection, info vault.ServerInfo, mounts map[string]vault.AuthMount) shared.Outcome {
+func (r *Reconciler) connected(conn *v1alpha1.VaultConnection, info vault.ServerInfo, mounts map[string]vault.AuthMount) outcome.Outcome {
 	st := &conn.Status
 	identity := vaultIdentity(info.ClusterID, mounts)
 	if st.Identity != "" && st.Identity != identity && r.Recorder != nil {
@@ -266,7 +269,7 @@ func (r *Reconciler) connected(conn *v1alpha1.VaultConnection, info vault.Server
 			// Recorded by a failing check (reports) since the identity was.
 			was = "found while the check failed"
 		}
-		shared.Emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
+		outcome.Emit(r.Recorder, conn, "Warning", "VaultChanged", "Check",
 			"Vault's identity changed (cluster ID %s, %s; or an AppRole mount was re-created): reconciling every binding and template of this connection now",
 			info.ClusterID, was)
 	}
@@ -275,7 +278,7 @@ func (r *Reconciler) connected(conn *v1alpha1.VaultConnection, info vault.Server
 	if now := metav1.Now(); st.LastLoginTime == nil || now.Sub(st.LastLoginTime.Time) > lastLoginRefresh {
 		st.LastLoginTime = &now
 	}
-	return shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: fmt.Sprintf("connected to Vault %s", info.Version)}
+	return outcome.Outcome{Kind: outcome.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: fmt.Sprintf("connected to Vault %s", info.Version)}
 }
 
 func connectionStatus(c *v1alpha1.VaultConnection) *v1alpha1.VaultConnectionStatus { return &c.Status }
@@ -309,7 +312,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.VaultConnection{}, builder.WithPredicates(shared.SpecOrRequest)).
+		For(&v1alpha1.VaultConnection{}, builder.WithPredicates(watch.SpecOrRequest)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.connectionsOfSecret)).
 		WatchesRawSource(source.Channel(closed, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
@@ -318,10 +321,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 }
 
 func (r *Reconciler) connectionsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	names, err := shared.ConnectionsBy(ctx, r.Client, shared.ConnectionSecretIndex, shared.ObjectKey(o.GetNamespace(), o.GetName()))
+	names, err := watch.ConnectionsBy(ctx, r.Client, watch.ConnectionSecretIndex, watch.ObjectKey(o.GetNamespace(), o.GetName()))
 	out := make([]reconcile.Request, 0, len(names))
 	for _, n := range names {
-		out = append(out, reconcile.Request{NamespacedName: shared.Named(n)})
+		out = append(out, reconcile.Request{NamespacedName: watch.Named(n)})
 	}
-	return shared.Mapped(ctx, out, err)
+	return watch.Mapped(ctx, out, err)
 }

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
@@ -91,15 +91,15 @@ func TestConnectionSecretNamespace(t *testing.T) {
 			if n := outside.Load(); n != 0 {
 				t.Errorf("%d Secret reads outside %s", n, opNamespace)
 			}
-			if reason, ok := shared.StalledConnection(err); !ok || reason != v1alpha1.SecretNamespaceNotAllowedReason {
+			if reason, ok := outcome.StalledConnection(err); !ok || reason != v1alpha1.SecretNamespaceNotAllowedReason {
 				t.Errorf("connection stall reason %q, %v", reason, ok)
 			}
 			// Bindings and templates: a wait on the connection, and a
 			// deleted binding keeps its Vault objects' finalizer.
-			if o := shared.OutcomeFor(err); o.Kind != shared.OutcomeWaiting || o.Reason != v1alpha1.ConnectionNotReadyReason {
+			if o := outcome.For(err); o.Kind != outcome.OutcomeWaiting || o.Reason != v1alpha1.ConnectionNotReadyReason {
 				t.Errorf("binding outcome %+v, want waiting with %s", o, v1alpha1.ConnectionNotReadyReason)
 			}
-			if !shared.WaitingOn(err, shared.WaitingForCredential) {
+			if !outcome.WaitingOn(err, outcome.WaitingForCredential) {
 				t.Error("not a wait for the connection's credentials")
 			}
 			for _, want := range []string{`VaultConnection "vault"`, tc.wantField, tc.wantRef, `namespace "` + opNamespace + `"`, "docs/operations.md#connection-secrets-in-the-operators-namespace"} {

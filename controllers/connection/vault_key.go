@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -23,7 +23,7 @@ func VaultKey(ctx context.Context, vc vault.Client, conn *v1alpha1.VaultConnecti
 		id = info.ClusterID
 	}
 	if id == "" {
-		return "", shared.VaultState(nil, "Vault reports no cluster ID")
+		return "", outcome.VaultState(nil, "Vault reports no cluster ID")
 	}
 	return ownership.VaultKey(id, conn.Spec.Namespace), nil
 }

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -71,6 +71,6 @@ func (r *Reconciler) versionReported(conn *v1alpha1.VaultConnection) {
 	})
 	conn.SetConditions(conds)
 	if r.Recorder != nil && (was == nil || was.Message != v.message) {
-		shared.Emit(r.Recorder, conn, "Warning", v.reason, "Check", "%s", v.message)
+		outcome.Emit(r.Recorder, conn, "Warning", v.reason, "Check", "%s", v.message)
 	}
 }

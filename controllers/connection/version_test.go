@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 	"github.com/minionvault/minion-vault-operator/pkg/vaultversion"
 )
@@ -51,7 +51,7 @@ func TestUntestedVersionWarnsWithoutStopping(t *testing.T) {
 	conn := &v1alpha1.VaultConnection{ObjectMeta: metav1.ObjectMeta{Name: "vault", Generation: 1}, Spec: v1alpha1.VaultConnectionSpec{Address: "http://vault"}}
 	h := newHarness(t, conn)
 	reg := prometheus.NewRegistry()
-	r := &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.conns, Metrics: shared.NewMetrics(reg)}
+	r := &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.conns, Metrics: metrics.New(reg)}
 	check := func(version string) *v1alpha1.VaultConnection {
 		t.Helper()
 		h.v.SetVersion(version)

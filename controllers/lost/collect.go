@@ -7,7 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
@@ -74,7 +74,7 @@ func (w *pass) collect(key string, m *lostMinion, s *seen, released bool) error 
 	if len(deleted) == 0 {
 		deleted = []string{"nothing left"}
 	}
-	shared.EmitRelated(w.c.Recorder, conn, m.related(), "Normal", "MinionCollected", "Collect",
+	outcome.EmitRelated(w.c.Recorder, conn, m.related(), "Normal", "MinionCollected", "Collect",
 		"deleted the lost minion of %s, %s: %s; its secret IDs no longer log in and the tokens of its logins stop working",
 		m.whose(), why, strings.Join(deleted, ", "))
 	w.wake(m)

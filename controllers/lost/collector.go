@@ -6,7 +6,7 @@
 //
 // It works per Vault, not per binding: the request key is the Vault's key
 // (ownership.VaultKey), so that two connections to one Vault sweep it once.
-// What wakes it: a claimant that found a lost holder (shared.LostNotices),
+// What wakes it: a claimant that found a lost holder (lostnotice.Notices),
 // a binding deleted without this process running its deletion, a
 // connection reaching a Vault or asking for a collection
 // (v1alpha1.CollectAnnotation), and its own schedule: the sweep, which
@@ -31,7 +31,10 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
@@ -48,8 +51,8 @@ type Collector struct {
 	APIReader   client.Reader
 	Recorder    events.EventRecorder
 	Connections *connection.Connections
-	Metrics     *shared.Metrics
-	Notices     *shared.LostNotices
+	Metrics     *metrics.Metrics
+	Notices     *lostnotice.Notices
 	// ClusterID: only objects marked by this cluster are looked at.
 	ClusterID string
 	// Window is the restore window; Interval the sweep's.
@@ -101,7 +104,7 @@ func (c *Collector) forget(key string) {
 }
 
 // notice queues a candidate to be looked at now.
-func (c *Collector) notice(cand shared.LostCandidate) {
+func (c *Collector) notice(cand lostnotice.Candidate) {
 	if cand.Vault == "" {
 		return
 	}
@@ -164,8 +167,8 @@ func (c *Collector) bindingDeleted(ctx context.Context, e event.TypedDeleteEvent
 	if err := c.Get(ctx, client.ObjectKey{Name: st.Connection}, conn); err != nil || conn.Status.ClusterID == "" {
 		return // the sweep of its Vault finds it, if a connection reaches it
 	}
-	cand := shared.LostCandidate{Vault: ownership.VaultKey(conn.Status.ClusterID, conn.Spec.Namespace), Connection: conn.Name,
-		Mount: st.AppRole.Mount, Role: shared.MinionIDKey(b.Spec.MinionID)}
+	cand := lostnotice.Candidate{Vault: ownership.VaultKey(conn.Status.ClusterID, conn.Spec.Namespace), Connection: conn.Name,
+		Mount: st.AppRole.Mount, Role: watch.MinionIDKey(b.Spec.MinionID)}
 	if st.Entity != nil {
 		cand.Entity = st.Entity.Name
 	}
@@ -193,8 +196,8 @@ func (c *Collector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	vc, _, err := c.Connections.Get(ctx, conn.Name)
 	if err != nil {
-		if shared.IsWaiting(err) {
-			return ctrl.Result{RequeueAfter: shared.WaitAfter}, nil
+		if outcome.IsWaiting(err) {
+			return ctrl.Result{RequeueAfter: outcome.WaitAfter}, nil
 		}
 		return ctrl.Result{}, err
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -51,7 +51,7 @@ func newWorld(t *testing.T, objs ...client.Object) *world {
 	c := testkit.Builder().WithObjects(append([]client.Object{conn, tpl}, objs...)...).WithStatusSubresource(conn).Build()
 	w := &world{t: t, v: v, c: c, rec: events.NewFakeRecorder(100), now: time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC),
 		key: ownership.VaultKey(info.ClusterID, "")}
-	notices := &shared.LostNotices{}
+	notices := &lostnotice.Notices{}
 	w.col = &Collector{Client: c, APIReader: c, Recorder: w.rec, Notices: notices, ClusterID: testkit.Cluster,
 		Window: time.Hour, Interval: 10 * time.Minute, SeesAllBindings: true,
 		Connections: &connection.Connections{Client: c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return v, nil }},
@@ -172,7 +172,7 @@ func TestLostMinionMarkedKeptCollected(t *testing.T) {
 	w.v.ResetCalls()
 	for range 3 {
 		w.now = w.now.Add(10 * time.Minute)
-		w.col.notice(shared.LostCandidate{Vault: w.key, Connection: "vault", Mount: mount, Role: "web01", Entity: "minion-web01"})
+		w.col.notice(lostnotice.Candidate{Vault: w.key, Connection: "vault", Mount: mount, Role: "web01", Entity: "minion-web01"})
 		w.pass()
 	}
 	if w.v.Writes() != 0 {
@@ -375,7 +375,7 @@ func TestBackUnderItsName(t *testing.T) {
 			w := newWorld(t, back)
 			w.minion(owner("team-a", "web01", "uid-gone"), "web01", "minion-web01", nil)
 			w.v.ResetCalls()
-			w.col.notice(shared.LostCandidate{Vault: w.key, Connection: "vault", Mount: mount, Role: "web01", Entity: "minion-web01"})
+			w.col.notice(lostnotice.Candidate{Vault: w.key, Connection: "vault", Mount: mount, Role: "web01", Entity: "minion-web01"})
 			w.pass()
 			if _, marked := ownership.LostSince(w.entityMeta("minion-web01")); marked != tt.wantMark || w.v.Writes() != map[bool]int{true: 1}[tt.wantMark] {
 				t.Errorf("marked %v with %d writes, want marked %v", marked, w.v.Writes(), tt.wantMark)

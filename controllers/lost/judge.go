@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -38,7 +40,7 @@ type seen struct {
 // Only objects this cluster's operator wrote are ever acted on: an entity
 // whose marker names a binding of this cluster, a role whose role ID this
 // cluster chose.
-func (w *pass) look(cand shared.LostCandidate) error {
+func (w *pass) look(cand lostnotice.Candidate) error {
 	// Never beside the binding controller's own run on this entity: a
 	// binding taking its lost objects back, and this look marking or
 	// deleting them, each read and write alone.
@@ -57,7 +59,7 @@ func (w *pass) look(cand shared.LostCandidate) error {
 // live binding accounts for is that binding's; one linked to another
 // entity is looked at with it (its marker may have been wiped: the role
 // then tells); one whose alias is on none has no entity.
-func (w *pass) lookSwept(cand shared.LostCandidate) error {
+func (w *pass) lookSwept(cand lostnotice.Candidate) error {
 	if cand.Entity != "" || w.st.aliases == nil {
 		return w.look(cand)
 	}
@@ -86,7 +88,7 @@ func (w *pass) lookSwept(cand shared.LostCandidate) error {
 
 // lookAgain reads a lost minion afresh before its collection.
 func (w *pass) lookAgain(m *lostMinion) error {
-	cand := shared.LostCandidate{Vault: w.key, Connection: w.connOf(m).Name, Entity: m.entity}
+	cand := lostnotice.Candidate{Vault: w.key, Connection: w.connOf(m).Name, Entity: m.entity}
 	for _, r := range m.roles {
 		if r.name != "" {
 			cand.Mount, cand.Role = r.mount, r.name
@@ -108,7 +110,7 @@ func (w *pass) lookAgain(m *lostMinion) error {
 }
 
 // read makes a look's reads; nil when nothing there is this cluster's.
-func (w *pass) read(cand shared.LostCandidate) (*seen, error) {
+func (w *pass) read(cand lostnotice.Candidate) (*seen, error) {
 	s := &seen{conn: cand.Connection, mount: strings.Trim(cand.Mount, "/"), role: strings.ToLower(cand.Role)}
 	var err error
 	if cand.Entity != "" {
@@ -228,7 +230,7 @@ func (w *pass) holder(s *seen) (ownership.HolderState, *v1alpha1.MinionBinding, 
 	if !s.named {
 		place := ownership.RolePlace{Mount: s.mount, Role: s.role}
 		list := &v1alpha1.MinionBindingList{}
-		if err := w.c.List(w.ctx, list, client.MatchingFields{shared.MinionIDIndex: s.role}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := w.c.List(w.ctx, list, client.MatchingFields{watch.MinionIDIndex: s.role}, client.UnsafeDisableDeepCopy); err != nil {
 			return 0, nil, err
 		}
 		proof := ownership.ProveRoleID(s.roleID, w.c.ClusterID, place)
@@ -254,7 +256,7 @@ func (w *pass) holder(s *seen) (ownership.HolderState, *v1alpha1.MinionBinding, 
 	if reader == nil {
 		reader = w.c.Client
 	}
-	return shared.HolderOf(w.ctx, reader, s.owner)
+	return lostnotice.HolderOf(w.ctx, reader, s.owner)
 }
 
 // settledElsewhere: the binding created again under the lost one's name
@@ -326,7 +328,7 @@ func (w *pass) mark(key string, m *lostMinion, e *vault.Entity, until time.Time)
 	m.until, m.retained = until, false
 	w.keep(key, m)
 	conn := w.connOf(m)
-	shared.EmitRelated(w.c.Recorder, conn, m.related(), "Warning", "MinionLost", "Sweep",
+	outcome.EmitRelated(w.c.Recorder, conn, m.related(), "Warning", "MinionLost", "Sweep",
 		"%s is gone without its deletion having run: its %s are kept in Vault for it coming back under its name until %s, then deleted; "+
 			"to delete them now: kubectl annotate vaultconnection %s %s=%s",
 		m.whose(), m.describe(), ownership.LostValue(until), conn.Name, v1alpha1.CollectAnnotation, m.owner.UID)

@@ -9,7 +9,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -96,7 +97,7 @@ func (w *pass) sweepReads(urgent bool) error {
 		if err := w.lookSwept(cand); err != nil {
 			// Looked at again at the next sweep.
 			ctrl.LoggerFrom(w.ctx).Info("Reading an object for the sweep of lost minions failed", "object", describe(cand), "error", err.Error())
-			if shared.Classify(err) == vault.ClassTransient {
+			if outcome.Classify(err) == vault.ClassTransient {
 				return err
 			}
 		}
@@ -139,7 +140,7 @@ func (w *pass) unfound() {
 			conn = c
 		}
 		gone := &lostMinion{owner: ownership.Owner{UID: uid}}
-		shared.EmitRelated(w.c.Recorder, conn, gone.related(), "Warning", "CollectNothing", "Collect",
+		outcome.EmitRelated(w.c.Recorder, conn, gone.related(), "Warning", "CollectNothing", "Collect",
 			"%s asks to collect the minion of MinionBinding uid %s: nothing lost or retained of it is in Vault %s (its binding exists, or its objects are gone)",
 			v1alpha1.CollectAnnotation, uid, w.key)
 	}
@@ -156,7 +157,7 @@ func (w *pass) connOf(m *lostMinion) *v1alpha1.VaultConnection {
 }
 
 // describe names a candidate for logs.
-func describe(c shared.LostCandidate) string {
+func describe(c lostnotice.Candidate) string {
 	var parts []string
 	if c.Role != "" {
 		parts = append(parts, "AppRole "+c.Mount+"/"+c.Role)

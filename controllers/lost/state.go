@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
@@ -20,10 +20,10 @@ import (
 type vaultState struct {
 	mu sync.Mutex
 	// pending are candidates noticed, looked at in the next reconcile.
-	pending []shared.LostCandidate
+	pending []lostnotice.Candidate
 	// queue is the sweep's: objects no live binding accounts for, read one
 	// at a time, spacing apart, from nextRead on.
-	queue    []shared.LostCandidate
+	queue    []lostnotice.Candidate
 	spacing  time.Duration
 	nextRead time.Time
 	// nextSweep is when the next sweep lists the Vault (zero: at once).
@@ -56,7 +56,7 @@ func newVaultState() *vaultState {
 }
 
 // add queues a noticed candidate; false when it is queued already.
-func (st *vaultState) add(c shared.LostCandidate) bool {
+func (st *vaultState) add(c lostnotice.Candidate) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if slices.Contains(st.pending, c) {
@@ -67,7 +67,7 @@ func (st *vaultState) add(c shared.LostCandidate) bool {
 }
 
 // takePending empties the noticed candidates.
-func (st *vaultState) takePending() []shared.LostCandidate {
+func (st *vaultState) takePending() []lostnotice.Candidate {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := st.pending

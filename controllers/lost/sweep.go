@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -33,7 +35,7 @@ func (w *pass) startSweep(urgent bool) error {
 	if err != nil {
 		return err
 	}
-	var queue []shared.LostCandidate
+	var queue []lostnotice.Candidate
 	var entities []vault.Entity
 	listed, err := w.list("identity/entity/id", func() error {
 		var err error
@@ -56,7 +58,7 @@ func (w *pass) startSweep(urgent bool) error {
 			}
 		}
 		if !accounted {
-			queue = append(queue, shared.LostCandidate{Vault: w.key, Connection: w.conn.Name, Entity: e.Name})
+			queue = append(queue, lostnotice.Candidate{Vault: w.key, Connection: w.conn.Name, Entity: e.Name})
 		}
 	}
 	roles := map[string][]string{}
@@ -73,7 +75,7 @@ func (w *pass) startSweep(urgent bool) error {
 		for _, n := range names {
 			if !acc.roles[m+"/"+strings.ToLower(n)] {
 				roles[m] = append(roles[m], strings.ToLower(n))
-				queue = append(queue, shared.LostCandidate{Vault: w.key, Connection: w.conn.Name, Mount: m, Role: strings.ToLower(n)})
+				queue = append(queue, lostnotice.Candidate{Vault: w.key, Connection: w.conn.Name, Mount: m, Role: strings.ToLower(n)})
 			}
 		}
 	}
@@ -88,7 +90,7 @@ func (w *pass) startSweep(urgent bool) error {
 		w.st.spacing = 0
 	}
 	w.st.nextRead = w.now
-	w.st.nextSweep = w.now.Add(shared.Jitter(w.c.Interval))
+	w.st.nextSweep = w.now.Add(outcome.Jitter(w.c.Interval))
 	ctrl.LoggerFrom(w.ctx).V(1).Info("Sweeping for lost minions", "entities", len(entities), "mounts", mounts, "toRead", len(queue), "spacing", w.st.spacing.String())
 	return nil
 }
@@ -106,7 +108,7 @@ func (w *pass) list(path string, f func() error) (bool, error) {
 		return true, nil
 	case vault.Denied(err):
 		if !w.st.deniedOnce(path) {
-			shared.Emit(w.c.Recorder, w.conn, "Warning", v1alpha1.AccessDeniedReason, "Sweep",
+			outcome.Emit(w.c.Recorder, w.conn, "Warning", v1alpha1.AccessDeniedReason, "Sweep",
 				"the sweep for lost minions may not LIST %s (%v): give the operator's Vault policy the list capability there (config/vault/operator-policy.hcl)", path, err)
 		}
 		return false, nil
@@ -157,7 +159,7 @@ func (w *pass) accounted() (accounting, []string, error) {
 		if st.AppRole != nil && st.AppRole.Mount != "" {
 			addMount(st.AppRole.Mount)
 			if st.AppRole.RoleID != "" {
-				acc.roles[strings.Trim(st.AppRole.Mount, "/")+"/"+shared.MinionIDKey(b.Spec.MinionID)] = true
+				acc.roles[strings.Trim(st.AppRole.Mount, "/")+"/"+watch.MinionIDKey(b.Spec.MinionID)] = true
 			}
 		}
 	}

@@ -17,7 +17,10 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/binding"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/controllers/lost"
 	"github.com/minionvault/minion-vault-operator/controllers/template"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -54,10 +57,10 @@ const DefaultLostWindow = lost.DefaultWindow
 
 // Setup registers the indexes and the controllers o asks for with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
-	if err := shared.SetupIndexes(ctx, mgr); err != nil {
+	if err := watch.SetupIndexes(ctx, mgr); err != nil {
 		return err
 	}
-	metrics := shared.NewMetrics(nil)
+	metrics := metrics.New(nil)
 	var obs vault.Observer = metrics
 	if o.Observer != nil {
 		obs = teeObserver{metrics, o.Observer}
@@ -83,9 +86,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	recorder := mgr.GetEventRecorder("minion-vault-operator")
 	// A rollout is reported by its template when the template controller
 	// runs here; a bindings-only shard reports each binding's update.
-	var rollouts *shared.Rollouts
+	var rollouts *outcome.Rollouts
 	if o.Bindings && o.Templates {
-		rollouts = &shared.Rollouts{}
+		rollouts = &outcome.Rollouts{}
 	}
 	// The lost-minion collector runs beside the connections controller:
 	// the instance that sees every binding (shards run bindings only).
@@ -93,9 +96,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if window == 0 {
 		window = lost.DefaultWindow
 	}
-	var notices *shared.LostNotices
+	var notices *lostnotice.Notices
 	if o.Connections {
-		notices = &shared.LostNotices{}
+		notices = &lostnotice.Notices{}
 	}
 	if o.Bindings {
 		if err := (&binding.Reconciler{

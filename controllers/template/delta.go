@@ -13,7 +13,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 )
 
@@ -135,7 +135,7 @@ func (r *Reconciler) syncTemplate(ctx context.Context, template string) error {
 	if !tpl.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	if err := r.retryDirty(ctx, tpl); err != nil && !shared.IsWaiting(err) {
+	if err := r.retryDirty(ctx, tpl); err != nil && !outcome.IsWaiting(err) {
 		return err
 	}
 	return nil
@@ -170,7 +170,7 @@ func holdsInVault(b *v1alpha1.MinionBinding) bool {
 	if !admission.Holds(b) {
 		return false
 	}
-	switch c := shared.ReadyOf(b); {
+	switch c := outcome.ReadyOf(b); {
 	case c == nil:
 		return true
 	case c.Reason == v1alpha1.MinionIDConflictReason, c.Reason == v1alpha1.NotOwnedReason,

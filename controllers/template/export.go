@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
@@ -107,7 +106,7 @@ func (p *PolicyPlanner) Plan(ctx context.Context, tpl *v1alpha1.MinionTemplate, 
 }
 
 // headerCluster is the one cluster the headers of a template's policies
-// name (the previous release's, which name none, aside), or shared.PlanCluster,
+// name (the previous release's, which name none, aside), or ownership.PlanCluster,
 // with a warning when they name several: then none is taken as ours.
 func headerCluster(template string, observed map[string]observedPolicy) (cluster, warning string) {
 	seen := map[string]bool{}
@@ -119,11 +118,11 @@ func headerCluster(template string, observed map[string]observedPolicy) (cluster
 	clusters := slices.Sorted(maps.Keys(seen))
 	switch len(clusters) {
 	case 0:
-		return shared.PlanCluster, ""
+		return ownership.PlanCluster, ""
 	case 1:
 		return clusters[0], ""
 	}
-	return shared.PlanCluster, fmt.Sprintf("the ACL policies of MinionTemplate %s name clusters %s in their ownership headers: pass --cluster-id to plan for one",
+	return ownership.PlanCluster, fmt.Sprintf("the ACL policies of MinionTemplate %s name clusters %s in their ownership headers: pass --cluster-id to plan for one",
 		template, strings.Join(clusters, ", "))
 }
 

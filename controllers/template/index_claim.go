@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 )
 
 // policyWork is what one sync claimed: names to bring to a body, and
@@ -86,7 +86,7 @@ func (idx *policyIndex) settle(template string, w policyWork, pass policyPass) {
 	switch {
 	case len(pass.notOwned) > 0:
 		tp.notOwnedSeen = time.Now()
-		tp.notOwnedWait = min(max(2*tp.notOwnedWait, notOwnedFirst), shared.WaitAfter)
+		tp.notOwnedWait = min(max(2*tp.notOwnedWait, notOwnedFirst), outcome.WaitAfter)
 	case len(tp.notOwned) == 0:
 		tp.notOwnedWait = 0
 	}

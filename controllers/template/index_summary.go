@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 )
 
 // templateSummary is what a template's status shows of the index.
@@ -62,22 +62,22 @@ func (s templateSummary) writeTo(tpl *v1alpha1.MinionTemplate) {
 
 // outcome is the template's condition from the index: Ready only when
 // every wanted policy is confirmed in Vault and no stale one is left.
-func (s templateSummary) outcome() shared.Outcome {
+func (s templateSummary) outcome() outcome.Outcome {
 	switch {
 	case len(s.conflicts) > 0:
-		return shared.Outcome{Kind: shared.OutcomeStalled, Reason: v1alpha1.ValidationFailedReason, Message: strings.Join(shared.FirstN(s.conflicts, 10), "; ")}
+		return outcome.Outcome{Kind: outcome.OutcomeStalled, Reason: v1alpha1.ValidationFailedReason, Message: strings.Join(outcome.FirstN(s.conflicts, 10), "; ")}
 	case len(s.notOwned) > 0:
 		// Vault's state, not the template's: the owner may delete them (a
 		// handover between two clusters on one Vault), so they are looked
 		// at again (recheckNotOwned).
-		return shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.PolicyNotOwnedReason,
+		return outcome.Outcome{Kind: outcome.OutcomeWaiting, Reason: v1alpha1.PolicyNotOwnedReason,
 			Message: fmt.Sprintf("%d ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s",
-				len(s.notOwned), strings.Join(shared.FirstN(s.notOwned, 20), ", "))}
+				len(s.notOwned), strings.Join(outcome.FirstN(s.notOwned, 20), ", "))}
 	case s.pending():
-		return shared.Outcome{Kind: shared.OutcomeWaiting, Reason: v1alpha1.ProgressingReason,
+		return outcome.Outcome{Kind: outcome.OutcomeWaiting, Reason: v1alpha1.ProgressingReason,
 			Message: fmt.Sprintf("ACL policies in progress: %d to write, %d to delete, %d to compare with Vault", s.missing, s.stale, s.unchecked)}
 	}
-	return shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: fmt.Sprintf("%d bindings, %d ACL policies", s.members, s.owned)}
+	return outcome.Outcome{Kind: outcome.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: fmt.Sprintf("%d bindings, %d ACL policies", s.members, s.owned)}
 }
 
 // beginCompare records that the full compare of a reconcile request
@@ -100,12 +100,12 @@ func (idx *policyIndex) beginCompare(template, request string) []string {
 // handled too: only a change of the template clears it, and the
 // condition says which. A failure that a retry may clear is not: the
 // request stays open, and its compare goes on at the retry.
-func handledRequest(asked, compared string, pending bool, kind shared.OutcomeKind, err error) string {
+func handledRequest(asked, compared string, pending bool, kind outcome.OutcomeKind, err error) string {
 	switch {
 	case asked == "":
 		return ""
 	case err != nil:
-		if kind == shared.OutcomeStalled {
+		if kind == outcome.OutcomeStalled {
 			return asked
 		}
 		return ""

@@ -12,7 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 )
 
 // A template whose policy Vault holds under no owner is not Ready, with
@@ -30,7 +31,7 @@ func TestTemplateMetricsFollowReconciles(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	m := shared.NewMetrics(reg)
+	m := metrics.New(reg)
 	r := &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, ClusterID: testCluster, Metrics: m}
 	name := tplObj.Name
 	reconcile := func(ns, n string) {
@@ -53,7 +54,7 @@ func TestTemplateMetricsFollowReconciles(t *testing.T) {
 	if err := h.c.Get(ctx, types.NamespacedName{Name: name}, tpl); err != nil {
 		t.Fatal(err)
 	}
-	reason := shared.ReadyOf(tpl).Reason
+	reason := outcome.ReadyOf(tpl).Reason
 	if reason != v1alpha1.PolicyNotOwnedReason {
 		t.Fatalf("template Ready reason %s, want PolicyNotOwned", reason)
 	}
@@ -78,7 +79,7 @@ func TestTemplateMetricsFollowReconciles(t *testing.T) {
 	if err := h.c.Get(ctx, types.NamespacedName{Name: name}, tpl); err != nil {
 		t.Fatal(err)
 	}
-	if c := shared.ReadyOf(tpl); c.Reason != v1alpha1.SucceededReason {
+	if c := outcome.ReadyOf(tpl); c.Reason != v1alpha1.SucceededReason {
 		t.Fatalf("after the foreign policy went: Ready %+v", c)
 	}
 	if got := readyGauge(t, reg); len(got) != 1 || got[v1alpha1.SucceededReason] != "1" {

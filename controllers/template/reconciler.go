@@ -19,7 +19,9 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/patch"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
@@ -51,9 +53,9 @@ type Reconciler struct {
 	ClusterID string
 	// Rollouts are the template's bindings updated by a change on the
 	// template's side, reported as one event (nil: none).
-	Rollouts *shared.Rollouts
+	Rollouts *outcome.Rollouts
 	// Metrics get each reconcile's verdict on the template (nil: none).
-	Metrics *shared.Metrics
+	Metrics *metrics.Metrics
 
 	once   sync.Once
 	index  *policyIndex
@@ -80,7 +82,7 @@ func (r *Reconciler) init() {
 // and requeue are derived from it in finishStatus.
 type templateScope struct {
 	readyBefore *metav1.Condition
-	outcome     shared.Outcome
+	outcome     outcome.Outcome
 	requeue     time.Duration // the next resync when Ready
 	// pending: names still to compare, write or delete, some perhaps
 	// held by another sync (a delta under way); the status is looked at
@@ -108,19 +110,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	statusBefore := tpl.Status.DeepCopy()
-	sc := &templateScope{readyBefore: shared.ReadyOf(tpl)}
+	sc := &templateScope{readyBefore: outcome.ReadyOf(tpl)}
 	defer func() { result, retErr = r.finishStatus(ctx, tpl, statusBefore, sc, retErr) }()
 
 	if !tpl.DeletionTimestamp.IsZero() {
 		r.Templates.Forget(tpl.UID)
 		if err := r.finalize(ctx, tpl, sc); err != nil {
-			sc.outcome = shared.DeletionBlocked("deleting ACL policies", err)
+			sc.outcome = outcome.DeletionBlocked("deleting ACL policies", err)
 			return ctrl.Result{}, err
 		}
-		sc.outcome = shared.Outcome{Kind: shared.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: "deleted"}
+		sc.outcome = outcome.Outcome{Kind: outcome.OutcomeReady, Reason: v1alpha1.SucceededReason, Message: "deleted"}
 		return ctrl.Result{}, nil
 	}
-	if err := shared.AddFinalizer(ctx, r.Client, tpl, func() bool { return false }); err != nil {
+	if err := patch.AddFinalizer(ctx, r.Client, tpl, func() bool { return false }); err != nil {
 		return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 	}
 	compiled, err := r.compile(ctx, tpl)
@@ -167,8 +169,8 @@ func (r *Reconciler) announceProgress(ctx context.Context, tpl *v1alpha1.MinionT
 			return
 		}
 		s.writeTo(announced)
-		shared.SetConditions(announced, s.outcome())
-		if err := shared.PatchStatus(ctx, r.Client, announced, base, templateStatus); err != nil {
+		outcome.SetConditions(announced, s.outcome())
+		if err := patch.Status(ctx, r.Client, announced, base, templateStatus); err != nil {
 			// The final patch follows the sync; it says the same and more.
 			ctrl.LoggerFrom(ctx).V(1).Info("Announcing the sync in status failed", "error", err.Error())
 			return
@@ -193,16 +195,16 @@ func templateStatus(t *v1alpha1.MinionTemplate) *v1alpha1.MinionTemplateStatus {
 // what next (resultFor).
 func (r *Reconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTemplate, statusBefore *v1alpha1.MinionTemplateStatus,
 	sc *templateScope, retErr error) (ctrl.Result, error) {
-	if retErr != nil && sc.outcome.Kind == shared.OutcomeReady {
-		sc.outcome = shared.OutcomeFor(retErr)
+	if retErr != nil && sc.outcome.Kind == outcome.OutcomeReady {
+		sc.outcome = outcome.For(retErr)
 	}
 	tpl.Status.ObservedGeneration = tpl.Generation
 	if v := handledRequest(tpl.GetAnnotations()[v1alpha1.ReconcileRequestAnnotation], sc.compared, sc.pending, sc.outcome.Kind, retErr); v != "" {
 		tpl.Status.LastHandledReconcileAt = v
 	}
-	shared.SetConditions(tpl, sc.outcome)
+	outcome.SetConditions(tpl, sc.outcome)
 	r.countVerdict(tpl.Name, sc.outcome)
-	perr := shared.PatchStatus(ctx, r.Client, tpl, statusBefore, templateStatus)
+	perr := patch.Status(ctx, r.Client, tpl, statusBefore, templateStatus)
 	r.events(tpl, sc)
 	switch {
 	case perr != nil:
@@ -210,31 +212,31 @@ func (r *Reconciler) finishStatus(ctx context.Context, tpl *v1alpha1.MinionTempl
 		return ctrl.Result{}, perr
 	case sc.pending && retErr == nil:
 		return ctrl.Result{RequeueAfter: statusRefreshDelay}, nil
-	case sc.outcome.Kind == shared.OutcomeStalled:
+	case sc.outcome.Kind == outcome.OutcomeStalled:
 		// Not a terminal error, unlike a binding's: every delta of the
 		// template's bindings asks for a status refresh, and each would log
 		// the same error again. The condition says it once.
 		return ctrl.Result{}, nil
 	}
-	return shared.ResultFor(sc.outcome, retErr, sc.requeue)
+	return outcome.ResultFor(sc.outcome, retErr, sc.requeue)
 }
 
 // countVerdict counts the template's verdict. A failure is one the template's
 // own policies met: refused, not owned, or Vault failing them. Policies in
 // progress are no failure yet, and a connection that fails its checks is
 // the connection's alert, not one per template of it.
-func (r *Reconciler) countVerdict(name string, o shared.Outcome) {
+func (r *Reconciler) countVerdict(name string, o outcome.Outcome) {
 	reason := o.Reason
-	if o.Kind == shared.OutcomeSuspended {
+	if o.Kind == outcome.OutcomeSuspended {
 		reason = v1alpha1.SuspendedReason
 	}
-	failed := o.Kind != shared.OutcomeReady && o.Kind != shared.OutcomeSuspended &&
+	failed := o.Kind != outcome.OutcomeReady && o.Kind != outcome.OutcomeSuspended &&
 		reason != v1alpha1.ProgressingReason && reason != v1alpha1.ConnectionNotReadyReason
-	r.Metrics.Template(name, o.Kind == shared.OutcomeReady, reason, failed)
+	r.Metrics.Template(name, o.Kind == outcome.OutcomeReady, reason, failed)
 }
 
 // compile returns the compiled template; a problem of the template is a
-// refusal (admission.Verdict) that OutcomeFor turns into Stalled or
+// refusal (admission.Verdict) that outcome.For turns into Stalled or
 // Waiting, as for its bindings.
 func (r *Reconciler) compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
 	compiled, err := admit.NewClusterFacts(r.Client, r.Templates).Compile(ctx, tpl)
@@ -258,7 +260,7 @@ func (r *Reconciler) finalize(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 			return err
 		}
 	}
-	if err := shared.RemoveFinalizer(ctx, r.Client, tpl); err != nil {
+	if err := patch.RemoveFinalizer(ctx, r.Client, tpl); err != nil {
 		return fmt.Errorf("removing the finalizer: %w", err)
 	}
 	r.index.forget(tpl.Name)
@@ -270,7 +272,7 @@ func (r *Reconciler) finalize(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 func (r *Reconciler) deletePolicies(ctx context.Context, tpl *v1alpha1.MinionTemplate, sc *templateScope) error {
 	vc, _, err := r.Connections.Get(ctx, tpl.Spec.ConnectionRef.Name)
 	switch {
-	case err != nil && shared.IsWaiting(err) && !shared.WaitingOn(err, shared.WaitingForHealth):
+	case err != nil && outcome.IsWaiting(err) && !outcome.WaitingOn(err, outcome.WaitingForHealth):
 		// No connection to delete through: the policies stay. One that
 		// fails its check is waited for, as any Vault failure.
 		sc.left = err.Error()
@@ -337,21 +339,21 @@ func (r *Reconciler) events(tpl *v1alpha1.MinionTemplate, sc *templateScope) {
 		action = "Delete"
 	}
 	if len(sc.written) > 0 {
-		shared.Emit(r.Recorder, tpl, "Normal", "PoliciesWritten", action, "ACL policies written: %s", strings.Join(sc.written, ", "))
+		outcome.Emit(r.Recorder, tpl, "Normal", "PoliciesWritten", action, "ACL policies written: %s", strings.Join(sc.written, ", "))
 	}
 	if len(sc.deleted) > 0 {
-		shared.Emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", action, "ACL policies deleted: %s", strings.Join(sc.deleted, ", "))
+		outcome.Emit(r.Recorder, tpl, "Normal", "PoliciesDeleted", action, "ACL policies deleted: %s", strings.Join(sc.deleted, ", "))
 	}
 	if sc.left != "" {
-		shared.Emit(r.Recorder, tpl, "Warning", v1alpha1.DeletionBlockedReason, action, "ACL policies left in Vault: %s", sc.left)
+		outcome.Emit(r.Recorder, tpl, "Warning", v1alpha1.DeletionBlockedReason, action, "ACL policies left in Vault: %s", sc.left)
 	}
 	if n := r.Rollouts.Take(tpl.Name); n > 0 {
-		shared.Emit(r.Recorder, tpl, "Normal", "BindingsUpdated", action,
+		outcome.Emit(r.Recorder, tpl, "Normal", "BindingsUpdated", action,
 			"%d bindings updated in Vault (role, entity or alias) for what they render now from this template, its parameters or their namespace", n)
 	}
 	before := sc.readyBefore
-	if after := shared.ReadyOf(tpl); after != nil && after.Status != metav1.ConditionTrue && after.Reason != v1alpha1.ProgressingReason &&
+	if after := outcome.ReadyOf(tpl); after != nil && after.Status != metav1.ConditionTrue && after.Reason != v1alpha1.ProgressingReason &&
 		(before == nil || before.Reason != after.Reason || before.Message != after.Message) {
-		shared.Emit(r.Recorder, tpl, "Warning", after.Reason, action, "%s", after.Message)
+		outcome.Emit(r.Recorder, tpl, "Warning", after.Reason, action, "%s", after.Message)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -26,20 +26,20 @@ func TestHandledRequest(t *testing.T) {
 		asked    string
 		compared string
 		pending  bool
-		kind     shared.OutcomeKind
+		kind     outcome.OutcomeKind
 		err      error
 		want     string
 	}{
-		{"nothing asked", "", "", false, shared.OutcomeReady, nil, ""},
-		{"compared, nothing left", "r2", "r2", false, shared.OutcomeReady, nil, "r2"},
-		{"compared, a policy someone else's (reported, not overwritten)", "r2", "r2", false, shared.OutcomeWaiting, nil, "r2"},
-		{"compared, names in a conflict", "r2", "r2", false, shared.OutcomeStalled, nil, "r2"},
-		{"names left to compare, write or delete (another sync holds some)", "r2", "r2", true, shared.OutcomeWaiting, nil, ""},
-		{"its compare not begun (the last one was an earlier request's)", "r2", "r1", false, shared.OutcomeReady, nil, ""},
-		{"its compare not begun, nothing pending from earlier", "r2", "", false, shared.OutcomeReady, nil, ""},
-		{"the pass failed in Vault", "r2", "r2", false, shared.OutcomeFailed, unavailable, ""},
-		{"the pass failed before its compare began", "r2", "", false, shared.OutcomeWaiting, shared.Waiting(shared.WaitingForConnection, "no connection"), ""},
-		{"refused: only a change of the template clears it", "r2", "", false, shared.OutcomeStalled, refused, "r2"},
+		{"nothing asked", "", "", false, outcome.OutcomeReady, nil, ""},
+		{"compared, nothing left", "r2", "r2", false, outcome.OutcomeReady, nil, "r2"},
+		{"compared, a policy someone else's (reported, not overwritten)", "r2", "r2", false, outcome.OutcomeWaiting, nil, "r2"},
+		{"compared, names in a conflict", "r2", "r2", false, outcome.OutcomeStalled, nil, "r2"},
+		{"names left to compare, write or delete (another sync holds some)", "r2", "r2", true, outcome.OutcomeWaiting, nil, ""},
+		{"its compare not begun (the last one was an earlier request's)", "r2", "r1", false, outcome.OutcomeReady, nil, ""},
+		{"its compare not begun, nothing pending from earlier", "r2", "", false, outcome.OutcomeReady, nil, ""},
+		{"the pass failed in Vault", "r2", "r2", false, outcome.OutcomeFailed, unavailable, ""},
+		{"the pass failed before its compare began", "r2", "", false, outcome.OutcomeWaiting, outcome.Waiting(outcome.WaitingForConnection, "no connection"), ""},
+		{"refused: only a change of the template clears it", "r2", "", false, outcome.OutcomeStalled, refused, "r2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

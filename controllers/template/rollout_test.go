@@ -12,7 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
@@ -120,7 +120,7 @@ func TestRolloutIsOneTemplateEvent(t *testing.T) {
 	for _, shard := range []bool{false, true} {
 		h := newHarness(t, fixtures(map[string]any{"roles": []string{"web"}})...)
 		ctx := context.Background()
-		rollouts := &shared.Rollouts{}
+		rollouts := &outcome.Rollouts{}
 		if shard {
 			rollouts = nil
 		} else {

@@ -12,7 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
@@ -30,7 +31,7 @@ func (r *Reconciler) converge(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 	identity, key := r.templateVault(ctx, tpl.Spec.ConnectionRef.Name)
 	pass := r.index.begin(tpl.Name, scanRequest{compiled: compiled, identity: identity, vaultKey: key,
 		asked: tpl.Annotations[v1alpha1.ReconcileRequestAnnotation], handled: handled,
-		interval: shared.TemplateInterval(tpl, r.DefaultInterval)}, time.Now())
+		interval: outcome.TemplateInterval(tpl, r.DefaultInterval)}, time.Now())
 	if pass.forget != "" {
 		r.owners.forget(pass.forget)
 	}
@@ -49,7 +50,7 @@ func (sc *templateScope) ended(tpl *v1alpha1.MinionTemplate, e passEnd, err erro
 	}
 	e.summary.writeTo(tpl)
 	sc.outcome, sc.pending, sc.compared = e.summary.outcome(), e.summary.pending(), e.summary.compared
-	sc.requeue = e.times.requeue(shared.Jitter)
+	sc.requeue = e.times.requeue(outcome.Jitter)
 }
 
 // work is the pass's work, under its hold: the full scan begin found
@@ -78,7 +79,7 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 	// would make a scan's garbage as large as the cache. Nothing here
 	// changes them (policiesOfBinding and the admission gate only read).
 	list := &v1alpha1.MinionBindingList{}
-	if err := r.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: tpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.List(ctx, list, client.MatchingFields{watch.TemplateRefIndex: tpl.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the bindings of template %q: %w", tpl.Name, err)
 	}
 	rendered, head := r.renderFirstAndSync(ctx, tpl, compiled, list.Items)
@@ -105,7 +106,7 @@ func (r *Reconciler) fullScan(ctx context.Context, tpl *v1alpha1.MinionTemplate,
 		if err != nil {
 			return err
 		}
-		if p, ok := presumptionOf(tpl); request == "" && ok && r.index.presume(tpl.Name, p, listed, time.Now(), shared.TemplateInterval(tpl, r.DefaultInterval)) {
+		if p, ok := presumptionOf(tpl); request == "" && ok && r.index.presume(tpl.Name, p, listed, time.Now(), outcome.TemplateInterval(tpl, r.DefaultInterval)) {
 			ctrl.LoggerFrom(ctx).V(1).Info("ACL policies taken as status says, to be compared with Vault over the interval", "template", tpl.Name, "policies", p.count)
 		}
 		self := r.policyOwner(tpl)

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 )
 
 // scanFleet is a template with a policy per minion and n bindings that
@@ -38,7 +38,7 @@ func scanFleet(tb testing.TB, n int) (*Reconciler, []v1alpha1.MinionBinding) {
 		testkit.Reconcile(tb, h.c, h.r, "salt", fmt.Sprintf("m%05d", i))
 	}
 	list := &v1alpha1.MinionBindingList{}
-	if err := h.c.List(ctx, list, client.MatchingFields{shared.TemplateRefIndex: "t"}); err != nil {
+	if err := h.c.List(ctx, list, client.MatchingFields{watch.TemplateRefIndex: "t"}); err != nil {
 		tb.Fatal(err)
 	}
 	return &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, ClusterID: testCluster}, list.Items

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 )
 
 // statusRefreshDelay bounds how often binding deltas refresh a template's
@@ -58,12 +58,12 @@ func (r *Reconciler) setupScan(mgr ctrl.Manager, opts controller.Options, refres
 		},
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.MinionTemplate{}, builder.WithPredicates(shared.SpecOrRequest)).
+		For(&v1alpha1.MinionTemplate{}, builder.WithPredicates(watch.SpecOrRequest)).
 		// Metadata only: ConfigMap data is read by name when its version
 		// changes (Templates.Compile), never cached.
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConfigMap)).
 		Watches(&v1alpha1.VaultConnection{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfConnection),
-			builder.WithPredicates(predicate.Or(shared.IdentityChanged, shared.BecameReady))).
+			builder.WithPredicates(predicate.Or(watch.IdentityChanged, watch.BecameReady))).
 		WatchesRawSource(r.Connections.Opened(r.templatesOfConnection)).
 		WatchesRawSource(source.TypedChannel(refreshes, delayed)).
 		WithOptions(opts).
@@ -78,8 +78,8 @@ func (r *Reconciler) setupDelta(mgr ctrl.Manager, opts controller.Options) error
 	return builder.TypedControllerManagedBy[bindingKey](mgr).
 		Watches(&v1alpha1.MinionBinding{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []bindingKey {
 			return []bindingKey{{Namespace: o.GetNamespace(), Name: o.GetName()}}
-		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, shared.DeletionStarted, holdingChanged))).
-		Watches(&v1alpha1.MinionBinding{}, handler.TypedEnqueueRequestsFromMapFunc(r.otherClaimants), builder.WithPredicates(shared.ClaimReleased)).
+		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, watch.DeletionStarted, holdingChanged))).
+		Watches(&v1alpha1.MinionBinding{}, handler.TypedEnqueueRequestsFromMapFunc(r.otherClaimants), builder.WithPredicates(watch.ClaimReleased)).
 		Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.TypedOptions[bindingKey]{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
@@ -97,13 +97,13 @@ func (r *Reconciler) setupDelta(mgr ctrl.Manager, opts controller.Options) error
 // otherClaimants names the other bindings of a minion ID when one starts
 // being deleted or is gone: the next in line renders its policies now.
 func (r *Reconciler) otherClaimants(ctx context.Context, o client.Object) []bindingKey {
-	return bindingKeys(shared.OtherClaimants(ctx, r.Client, o))
+	return bindingKeys(watch.OtherClaimants(ctx, r.Client, o))
 }
 
 // bindingsInNamespace names the bindings of a namespace whose labels
 // changed: a template's namespaceSelector may select them now, or not.
 func (r *Reconciler) bindingsInNamespace(ctx context.Context, o client.Object) []bindingKey {
-	return bindingKeys(shared.BindingsOfNamespace(ctx, r.Client, o.GetName()))
+	return bindingKeys(watch.BindingsOfNamespace(ctx, r.Client, o.GetName()))
 }
 
 func bindingKeys(reqs []reconcile.Request) []bindingKey {
@@ -115,15 +115,15 @@ func bindingKeys(reqs []reconcile.Request) []bindingKey {
 }
 
 func (r *Reconciler) templatesOfConnection(ctx context.Context, o client.Object) []reconcile.Request {
-	names, err := shared.TemplatesBy(ctx, r.Client, shared.TemplateConnectionIndex, o.GetName())
-	return shared.Mapped(ctx, templateRequests(names), err)
+	names, err := watch.TemplatesBy(ctx, r.Client, watch.TemplateConnectionIndex, o.GetName())
+	return watch.Mapped(ctx, templateRequests(names), err)
 }
 
 // templatesOfConfigMap wakes the templates whose parameter stack reads
 // the ConfigMap.
 func (r *Reconciler) templatesOfConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
-	names, err := shared.TemplatesBy(ctx, r.Client, shared.TemplateConfigMapIndex, shared.ObjectKey(o.GetNamespace(), o.GetName()))
-	return shared.Mapped(ctx, templateRequests(names), err)
+	names, err := watch.TemplatesBy(ctx, r.Client, watch.TemplateConfigMapIndex, watch.ObjectKey(o.GetNamespace(), o.GetName()))
+	return watch.Mapped(ctx, templateRequests(names), err)
 }
 
 func templateRequests(names []string) []reconcile.Request {

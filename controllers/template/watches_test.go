@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 )
 
 // Every watch of the template controller maps a changed Secret, ConfigMap, connection or
@@ -39,7 +39,7 @@ func TestTemplateWatchMappings(t *testing.T) {
 // nothing for a record that cannot be read.
 func TestFieldIndexKeys(t *testing.T) {
 	keys := map[string]func(client.Object) []string{}
-	for _, f := range shared.FieldIndexes {
+	for _, f := range watch.FieldIndexes {
 		keys[f.Field] = f.Extract
 	}
 	objs := map[string]client.Object{}
@@ -50,21 +50,21 @@ func TestFieldIndexKeys(t *testing.T) {
 		index, object string
 		want          []string
 	}{
-		{shared.TemplateConfigMapIndex, "also", []string{"salt/params"}},
-		{shared.TemplateConfigMapIndex, "with", []string{"salt/more", "salt/params"}},
-		{shared.TemplateConfigMapIndex, "without", nil},
-		{shared.TemplateConnectionIndex, "with", []string{"vault"}},
-		{shared.ConnectionSecretIndex, "vault", []string{"ops/ca", "ops/token"}},
-		{shared.ConnectionSecretIndex, "other", []string{"ops/approle", "ops/ca"}},
-		{shared.BindingConnectionIndex, "b1", nil},
-		{shared.BindingConnectionIndex, "switching", []string{"vault"}},
-		{shared.BindingConnectionIndex, "orphan-other", []string{"other"}},
-		{shared.BindingConnectionIndex, "bad-record", nil},
-		{shared.TemplateRefIndex, "orphan", []string{"gone"}},
-		{shared.MinionIDIndex, "b1", []string{"b1"}},
+		{watch.TemplateConfigMapIndex, "also", []string{"salt/params"}},
+		{watch.TemplateConfigMapIndex, "with", []string{"salt/more", "salt/params"}},
+		{watch.TemplateConfigMapIndex, "without", nil},
+		{watch.TemplateConnectionIndex, "with", []string{"vault"}},
+		{watch.ConnectionSecretIndex, "vault", []string{"ops/ca", "ops/token"}},
+		{watch.ConnectionSecretIndex, "other", []string{"ops/approle", "ops/ca"}},
+		{watch.BindingConnectionIndex, "b1", nil},
+		{watch.BindingConnectionIndex, "switching", []string{"vault"}},
+		{watch.BindingConnectionIndex, "orphan-other", []string{"other"}},
+		{watch.BindingConnectionIndex, "bad-record", nil},
+		{watch.TemplateRefIndex, "orphan", []string{"gone"}},
+		{watch.MinionIDIndex, "b1", []string{"b1"}},
 		// The wrong kind is no key, not a panic.
-		{shared.MinionIDIndex, "vault", nil},
-		{shared.ConnectionSecretIndex, "b1", nil},
+		{watch.MinionIDIndex, "vault", nil},
+		{watch.ConnectionSecretIndex, "b1", nil},
 	}
 	for _, tc := range tests {
 		if got := keys[tc.index](objs[tc.object]); !slices.Equal(got, tc.want) {

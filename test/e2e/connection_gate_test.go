@@ -179,7 +179,7 @@ func TestRevokedTokenWaitsAtTheConnection(t *testing.T) {
 // check, sent at once, passes. The connection's Ready condition never
 // changes, so no watch of it wakes the binding: the gate opening must (in
 // CI, a dropped connection in the fault suite left two bindings waiting
-// shared.WaitAfter, two minutes).
+// outcome.WaitAfter, two minutes).
 func TestAGateReopenedByACheckWakesItsBindings(t *testing.T) {
 	s := start(t)
 	ctx := context.Background()
@@ -242,7 +242,7 @@ func TestAGateReopenedByACheckWakesItsBindings(t *testing.T) {
 	patch := client.MergeFrom(b.DeepCopy())
 	b.Spec.Pillar = doc(map[string]any{"roles": []string{"db"}})
 	s.must(s.c.Patch(ctx, b, patch))
-	// Far below shared.WaitAfter; the binding's own backoff does not
+	// Far below outcome.WaitAfter; the binding's own backoff does not
 	// apply: it waits on the gate, without a retry of its own.
 	eventually(t, 20*time.Second, "the binding Ready at its new generation", func() error {
 		got := s.binding(ns, minion)

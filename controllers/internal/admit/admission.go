@@ -11,7 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
@@ -51,7 +52,7 @@ func (f ClusterFacts) NamespaceLabels(ctx context.Context, namespace string) (ma
 
 func (f ClusterFacts) Claimants(ctx context.Context, minionID string) ([]*v1alpha1.MinionBinding, error) {
 	list := &v1alpha1.MinionBindingList{}
-	if err := f.reader.List(ctx, list, client.MatchingFields{shared.MinionIDIndex: shared.MinionIDKey(minionID)}); err != nil {
+	if err := f.reader.List(ctx, list, client.MatchingFields{watch.MinionIDIndex: watch.MinionIDKey(minionID)}); err != nil {
 		return nil, err
 	}
 	out := make([]*v1alpha1.MinionBinding, len(list.Items))
@@ -72,7 +73,7 @@ func (f ClusterFacts) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate)
 		return c, nil
 	case errors.As(err, &missing):
 		return nil, &admission.Verdict{Kind: admission.Waiting, Reason: v1alpha1.RenderFailedReason, Message: err.Error()}
-	case shared.IsAPIError(err):
+	case outcome.IsAPIError(err):
 		return nil, err
 	}
 	return nil, &admission.Verdict{Kind: admission.Stalled, Reason: v1alpha1.RenderFailedReason, Message: fmt.Sprintf("template %q: %v", tpl.Name, err)}

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 )
@@ -34,7 +34,7 @@ func TestMissingConfigMapWaitsThroughTheGate(t *testing.T) {
 			if !errors.As(err, &v) || v.Kind != admission.Waiting || v.Reason != v1alpha1.RenderFailedReason || v.Message != msg {
 				t.Fatalf("got %#v, want a Waiting verdict, RenderFailed, %q", err, msg)
 			}
-			if o := shared.OutcomeFor(err); o.Kind != shared.OutcomeWaiting || o.Reason != v1alpha1.RenderFailedReason || o.OfConnection {
+			if o := outcome.For(err); o.Kind != outcome.OutcomeWaiting || o.Reason != v1alpha1.RenderFailedReason || o.OfConnection {
 				t.Errorf("outcome %+v, want waiting for RenderFailed, not on the connection", o)
 			}
 		})

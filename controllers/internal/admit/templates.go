@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/internal/convert"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
@@ -73,7 +73,7 @@ func (t *Templates) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (
 			}
 			return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
-		data[shared.ObjectKey(ref.Namespace, ref.Name)] = cm.Data
+		data[watch.ObjectKey(ref.Namespace, ref.Name)] = cm.Data
 		versions = append(versions, cm.ResourceVersion)
 	}
 	key := compileKey(tpl, versions)
@@ -82,7 +82,7 @@ func (t *Templates) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (
 	}
 
 	configMaps := func(ns, name string) (map[string]string, error) {
-		d, ok := data[shared.ObjectKey(ns, name)]
+		d, ok := data[watch.ObjectKey(ns, name)]
 		if !ok {
 			return nil, fmt.Errorf("not loaded")
 		}

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/shared"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 )
 
 // The cluster and Vault of the unit tests.
@@ -43,7 +43,7 @@ func Scheme() *runtime.Scheme {
 // WithFieldIndexes registers every field index of the operator (the
 // same functions SetupIndexes registers) with a fake client.
 func WithFieldIndexes(b *fake.ClientBuilder) *fake.ClientBuilder {
-	for _, f := range shared.FieldIndexes {
+	for _, f := range watch.FieldIndexes {
 		b = b.WithIndex(f.Obj, f.Field, f.Extract)
 	}
 	return b

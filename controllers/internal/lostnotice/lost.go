@@ -1,4 +1,4 @@
-package shared
+package lostnotice
 
 import (
 	"context"
@@ -14,29 +14,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
-// LostCandidate is where a minion's objects may be lost (their binding
+// Candidate is where a minion's objects may be lost (their binding
 // gone without its deletion having run): the Vault they are in, a
 // connection that reaches it, the role's mount and name, and the entity.
-type LostCandidate struct {
+type Candidate struct {
 	Vault, Connection string
 	Mount, Role       string
 	Entity            string
 }
 
-// LostNotices is what the binding controller and the lost-minion
+// Notices is what the binding controller and the lost-minion
 // collector tell each other within one process: a claimant that found a
 // lost holder asks the collector to look now (instead of at its next
 // sweep); the collector wakes a minion ID's claimants when it marked or
 // collected a lost minion of that ID; the binding controller says whose
 // deletion it ran, so that a binding deleted the normal way costs the
 // collector no Vault read. Each side may be absent (another process, a
-// shard): the zero value and a nil *LostNotices do nothing.
-type LostNotices struct {
+// shard): the zero value and a nil *Notices do nothing.
+type Notices struct {
 	mu        sync.Mutex
-	notice    func(LostCandidate)
+	notice    func(Candidate)
 	wakes     []func(minionIDKey string)
 	finalized map[types.UID]struct{}
 	locks     map[string]*entityLock
@@ -51,7 +52,7 @@ type entityLock struct {
 // collector's work on one entity (its Vault and name, case-insensitive):
 // a binding taking its lost objects back and the collector marking or
 // deleting them never interleave their reads and writes.
-func (n *LostNotices) Lock(vault, entity string) (unlock func()) {
+func (n *Notices) Lock(vault, entity string) (unlock func()) {
 	if n == nil || entity == "" {
 		return func() {}
 	}
@@ -79,7 +80,7 @@ func (n *LostNotices) Lock(vault, entity string) (unlock func()) {
 }
 
 // Notice asks the collector to look at c now.
-func (n *LostNotices) Notice(c LostCandidate) {
+func (n *Notices) Notice(c Candidate) {
 	if n == nil {
 		return
 	}
@@ -92,14 +93,14 @@ func (n *LostNotices) Notice(c LostCandidate) {
 }
 
 // OnNotice sets what Notice calls (the collector).
-func (n *LostNotices) OnNotice(f func(LostCandidate)) {
+func (n *Notices) OnNotice(f func(Candidate)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.notice = f
 }
 
 // Wake enqueues the claimants of a minion ID (MinionIDKey).
-func (n *LostNotices) Wake(minionIDKey string) {
+func (n *Notices) Wake(minionIDKey string) {
 	if n == nil {
 		return
 	}
@@ -113,16 +114,16 @@ func (n *LostNotices) Wake(minionIDKey string) {
 
 // Claimants is a source for the binding controller: the bindings of a
 // minion ID that Wake names.
-func (n *LostNotices) Claimants(c client.Reader) source.Source {
+func (n *Notices) Claimants(c client.Reader) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		n.wakes = append(n.wakes, func(key string) {
 			list := &v1alpha1.MinionBindingList{}
-			if err := c.List(ctx, list, client.MatchingFields{MinionIDIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+			if err := c.List(ctx, list, client.MatchingFields{watch.MinionIDIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
 				return // the claimants' own retry (WaitAfter) still comes
 			}
-			for _, req := range Requests(list) {
+			for _, req := range watch.Requests(list) {
 				q.Add(req)
 			}
 		})
@@ -132,7 +133,7 @@ func (n *LostNotices) Claimants(c client.Reader) source.Source {
 
 // Finalized records that this process ran the deletion of the binding
 // with uid (its objects deleted or retained): its disappearance is no loss.
-func (n *LostNotices) Finalized(uid types.UID) {
+func (n *Notices) Finalized(uid types.UID) {
 	if n == nil {
 		return
 	}
@@ -149,7 +150,7 @@ func (n *LostNotices) Finalized(uid types.UID) {
 
 // TakeFinalized reports whether this process ran the deletion of the
 // binding with uid, and forgets it (the binding is gone: asked once).
-func (n *LostNotices) TakeFinalized(uid types.UID) bool {
+func (n *Notices) TakeFinalized(uid types.UID) bool {
 	if n == nil {
 		return false
 	}

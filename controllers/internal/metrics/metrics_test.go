@@ -1,4 +1,4 @@
-package shared
+package metrics
 
 import (
 	"maps"
@@ -13,9 +13,9 @@ import (
 
 // Two managers in one process (the e2e suites) must both be counted on the
 // one endpoint, not only the first.
-func TestNewMetricsTwiceSharesTheRegisteredCollectors(t *testing.T) {
+func TestNewTwiceSharesTheRegisteredCollectors(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	a, b := NewMetrics(reg), NewMetrics(reg)
+	a, b := New(reg), New(reg)
 	a.Request("write", "p", 204, time.Millisecond)
 	b.Request("write", "p", 204, time.Millisecond)
 	b.Login("token", nil)
@@ -57,7 +57,7 @@ func bindingSeries(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 // reconcile left it in; a state no binding is in has no series.
 func TestBindingsGaugeMovesEachBindingBetweenStates(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := New(reg)
 	ready := BindingState{Namespace: "a", Template: "salt", Ready: true, Reason: "Succeeded"}
 	refused := BindingState{Namespace: "a", Template: "salt", Reason: "ValidationFailed"}
 	web, db, b1 := types.NamespacedName{Namespace: "a", Name: "web"}, types.NamespacedName{Namespace: "a", Name: "db"},
@@ -88,7 +88,7 @@ func TestBindingsGaugeMovesEachBindingBetweenStates(t *testing.T) {
 // distinct states, never a series per binding.
 func TestBindingsGaugeCardinalityIsTheStatesNotTheFleet(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := New(reg)
 	reasons := []string{"Succeeded", "VaultUnavailable", "ValidationFailed"}
 	for i := range 10000 {
 		m.Binding(types.NamespacedName{Namespace: "ns" + strconv.Itoa(i%5), Name: "m" + strconv.Itoa(i)},
@@ -114,7 +114,7 @@ func TestBindingsGaugeCardinalityIsTheStatesNotTheFleet(t *testing.T) {
 // must not leave the other's count wrong.
 func TestBindingsGaugeSharedByTwoManagers(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	a, b := NewMetrics(reg), NewMetrics(reg)
+	a, b := New(reg), New(reg)
 	s := BindingState{Namespace: "a", Template: "salt", Ready: true, Reason: "Succeeded"}
 	a.Binding(types.NamespacedName{Namespace: "a", Name: "web"}, s)
 	b.Binding(types.NamespacedName{Namespace: "a", Name: "db"}, s)
@@ -126,7 +126,7 @@ func TestBindingsGaugeSharedByTwoManagers(t *testing.T) {
 
 func TestConnectionMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := New(reg)
 	exp := time.Unix(1_900_000_000, 0)
 	m.Connection("vault", true, exp, time.Hour)
 	if got := testutil.ToFloat64(m.connReady.WithLabelValues("vault")); got != 1 {
@@ -159,7 +159,7 @@ func TestConnectionMetrics(t *testing.T) {
 
 func TestTemplateMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := New(reg)
 	m.Template("salt", false, "Progressing", false)
 	m.Template("salt", false, "PolicyNotOwned", true)
 	m.Template("salt", false, "PolicyNotOwned", true)
@@ -182,7 +182,7 @@ func TestTemplateMetrics(t *testing.T) {
 
 // A binding's reconcile costs the gauge O(1), whatever the fleet's size.
 func BenchmarkBindingState(b *testing.B) {
-	m := NewMetrics(prometheus.NewRegistry())
+	m := New(prometheus.NewRegistry())
 	keys := make([]types.NamespacedName, 50000)
 	for i := range keys {
 		keys[i] = types.NamespacedName{Namespace: "ns", Name: "m" + strconv.Itoa(i)}

@@ -1,4 +1,4 @@
-package shared
+package patch
 
 import (
 	"context"
@@ -133,7 +133,7 @@ func TestPatchesSendOnlyWhatChanged(t *testing.T) {
 	before := obj.Status.DeepCopy()
 	obj.Status.ObservedGeneration = 1
 	obj.Status.Policies = []string{"salt_role_web"}
-	if err := PatchStatus(ctx, c, obj, before, func(b *v1alpha1.MinionBinding) *v1alpha1.MinionBindingStatus { return &b.Status }); err != nil {
+	if err := Status(ctx, c, obj, before, func(b *v1alpha1.MinionBinding) *v1alpha1.MinionBindingStatus { return &b.Status }); err != nil {
 		t.Fatal(err)
 	}
 	want = `status {"status":{"observedGeneration":1,"policies":["salt_role_web"]}}`
@@ -149,10 +149,10 @@ func TestPatchesSendOnlyWhatChanged(t *testing.T) {
 
 	// Nothing changed: nothing sent.
 	sent = nil
-	if err := PatchStatus(ctx, c, obj, obj.Status.DeepCopy(), func(b *v1alpha1.MinionBinding) *v1alpha1.MinionBindingStatus { return &b.Status }); err != nil {
+	if err := Status(ctx, c, obj, obj.Status.DeepCopy(), func(b *v1alpha1.MinionBinding) *v1alpha1.MinionBindingStatus { return &b.Status }); err != nil {
 		t.Fatal(err)
 	}
-	if err := PatchMetadata(ctx, c, obj, func() bool { return false }); err != nil {
+	if err := Metadata(ctx, c, obj, func() bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	if len(sent) != 0 {

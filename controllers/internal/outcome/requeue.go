@@ -1,9 +1,8 @@
-package shared
+package outcome
 
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
@@ -23,8 +22,6 @@ func TemplateInterval(tpl *v1alpha1.MinionTemplate, def time.Duration) time.Dura
 	}
 	return time.Hour
 }
-
-func MinionIDKey(id string) string { return strings.ToLower(id) }
 
 func FirstN(ss []string, n int) []string {
 	if len(ss) <= n {

@@ -1,4 +1,4 @@
-package shared
+package metrics
 
 import (
 	"errors"
@@ -43,9 +43,9 @@ type Metrics struct {
 	lostCollected *prometheus.CounterVec
 }
 
-// NewMetrics creates the metrics and registers them with reg (nil: the
+// New creates the metrics and registers them with reg (nil: the
 // controller-runtime registry served on the metrics endpoint).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+func New(reg prometheus.Registerer) *Metrics {
 	if reg == nil {
 		reg = metrics.Registry
 	}

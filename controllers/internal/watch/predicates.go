@@ -1,4 +1,4 @@
-package shared
+package watch
 
 import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"

@@ -1,4 +1,4 @@
-package shared
+package outcome
 
 import (
 	"context"
@@ -19,9 +19,9 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// TestOutcomeFor is the error → outcome table: which failures stall (no
+// TestFor is the error → outcome table: which failures stall (no
 // retry until the input changes), which wait, which back off.
-func TestOutcomeFor(t *testing.T) {
+func TestFor(t *testing.T) {
 	wrapped := func(err error) error { return fmt.Errorf("writing role: %w", err) }
 	tests := []struct {
 		name   string
@@ -55,9 +55,9 @@ func TestOutcomeFor(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o := OutcomeFor(tc.err)
+			o := For(tc.err)
 			if o.Kind != tc.kind || o.Reason != tc.reason {
-				t.Errorf("OutcomeFor(%v) = %d %s, want %d %s", tc.err, o.Kind, o.Reason, tc.kind, tc.reason)
+				t.Errorf("For(%v) = %d %s, want %d %s", tc.err, o.Kind, o.Reason, tc.kind, tc.reason)
 			}
 			if tc.err != nil && o.Message == "" {
 				t.Error("no message")

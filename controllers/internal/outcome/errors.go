@@ -1,4 +1,4 @@
-package shared
+package outcome
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
-// The operator's errors, and the one table (OutcomeFor) that turns any
+// The operator's errors, and the one table (For) that turns any
 // error into what a reconcile reports and whether it is retried. Every
-// reconciler, the cleanup paths and the CLI's plan go through OutcomeFor,
+// reconciler, the cleanup paths and the CLI's plan go through For,
 // so a given failure means the same thing wherever it happens.
 //
 // Three classes, as in Flux: input that can never succeed stalls (no
@@ -123,11 +123,11 @@ type ErrRefused struct {
 
 func (e *ErrRefused) Error() string { return e.Msg }
 
-// OutcomeFor is the one mapping from an error to an outcome. nil is Ready
+// For is the one mapping from an error to an outcome. nil is Ready
 // (the caller fills in what was done). The outcome's kind decides what
 // Reconcile returns (resultFor): Stalled a terminal error, Waiting a
 // requeue, Failed the error itself for backoff.
-func OutcomeFor(err error) Outcome {
+func For(err error) Outcome {
 	if err == nil {
 		return Outcome{Kind: OutcomeReady, Reason: v1alpha1.SucceededReason}
 	}

@@ -1,0 +1,3 @@
+// Package metrics holds the operator's Prometheus metrics, registered once
+// per process and shared by every manager in it.
+package metrics
