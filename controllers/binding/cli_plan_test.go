@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/clusterfacts"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
@@ -75,7 +75,7 @@ func (h *harness) planned(ctx context.Context) (writes []string, refusal string)
 	var a *admission.Admitted
 	if obj.DeletionTimestamp.IsZero() {
 		var err error
-		if a, err = admit.Admit(ctx, h.c, h.r.Templates, obj); err != nil {
+		if a, err = clusterfacts.Admit(ctx, h.c, h.r.Templates, obj); err != nil {
 			h.t.Fatalf("admission: %v", err)
 		}
 	} else {

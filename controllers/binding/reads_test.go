@@ -15,7 +15,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/clusterfacts"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -76,7 +76,7 @@ func TestSecretAndConfigMapReadsPerVersion(t *testing.T) {
 			logins = append(logins, cfg.Auth.Token)
 			return h.v, nil
 		}}}
-	h.r.Templates = &admit.Templates{Client: h.c, APIReader: api, Metadata: h.c}
+	h.r.Templates = &clusterfacts.Templates{Client: h.c, APIReader: api, Metadata: h.c}
 	ctx := context.Background()
 
 	reconcileFleet := func() {
@@ -155,7 +155,7 @@ func TestConcurrentCompilesShareOne(t *testing.T) {
 	tpl.UID = "uid-t"
 	h := newHarness(t, objs...)
 	for round := range 20 {
-		templates := &admit.Templates{Client: h.c}
+		templates := &clusterfacts.Templates{Client: h.c}
 		const callers = 8
 		got := make([]any, callers)
 		var wg sync.WaitGroup

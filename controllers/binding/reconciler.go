@@ -13,7 +13,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/clusterfacts"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
@@ -27,7 +27,7 @@ type Reconciler struct {
 	client.Client
 	Recorder    events.EventRecorder
 	Connections *connection.Connections
-	Templates   *admit.Templates
+	Templates   *clusterfacts.Templates
 	Metrics     *metrics.Metrics
 	// Rollouts, when the template controller runs beside this one, takes
 	// the updates that a binding's own spec did not cause, for its
@@ -187,7 +187,7 @@ func bindingStatus(b *v1alpha1.MinionBinding) *v1alpha1.MinionBindingStatus { re
 // reconcile admits the binding, then brings Vault to what it renders to.
 // Every refusal and failure is returned as an error; outcome.For sorts them.
 func (r *Reconciler) reconcile(ctx context.Context, obj *v1alpha1.MinionBinding, sc *bindingScope) error {
-	a, err := admit.Admit(ctx, r.Client, r.Templates, obj)
+	a, err := clusterfacts.Admit(ctx, r.Client, r.Templates, obj)
 	sc.tpl, sc.result = a.Template, a.Result
 	if err != nil {
 		return err

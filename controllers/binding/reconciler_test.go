@@ -15,7 +15,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/clusterfacts"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/testkit"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
@@ -39,7 +39,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	rec := events.NewFakeRecorder(100)
 	conns := &connection.Connections{Client: c, NewClient: func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error) { return v, nil }}
 	return &harness{t: t, c: c, v: v, rec: rec, r: &Reconciler{
-		Client: c, Recorder: rec, Connections: conns, Templates: &admit.Templates{Client: c}, DefaultInterval: time.Hour,
+		Client: c, Recorder: rec, Connections: conns, Templates: &clusterfacts.Templates{Client: c}, DefaultInterval: time.Hour,
 		ClusterID: testCluster, SeesAllBindings: true,
 	}}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/binding"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/clusterfacts"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/lostnotice"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
@@ -81,8 +81,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			renderers++
 		}
 	}
-	templates := &admit.Templates{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: mgr.GetCache(),
-		Renders: &admit.Renders{Consumers: renderers}}
+	templates := &clusterfacts.Templates{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: mgr.GetCache(),
+		Renders: &clusterfacts.Renders{Consumers: renderers}}
 	recorder := mgr.GetEventRecorder("minion-vault-operator")
 	// A rollout is reported by its template when the template controller
 	// runs here; a bindings-only shard reports each binding's update.

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/clusterfacts"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 )
@@ -151,7 +151,7 @@ func (r *Reconciler) policiesOfBinding(ctx context.Context, b *v1alpha1.MinionBi
 	if !b.DeletionTimestamp.IsZero() || !holdsInVault(b) {
 		return nil, nil
 	}
-	a, err := admit.Admit(ctx, r.Client, r.Templates, b)
+	a, err := clusterfacts.Admit(ctx, r.Client, r.Templates, b)
 	if _, refused := admission.AsVerdict(err); refused || a.Ahead != nil {
 		return nil, nil
 	} else if err != nil {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/clusterfacts"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/metrics"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/patch"
@@ -46,7 +46,7 @@ type Reconciler struct {
 	client.Client
 	Recorder        events.EventRecorder
 	Connections     *connection.Connections
-	Templates       *admit.Templates
+	Templates       *clusterfacts.Templates
 	DefaultInterval time.Duration
 	// ClusterID identifies this Kubernetes cluster in the ownership header
 	// of the ACL policies the operator writes (ownership.PolicyOwner).
@@ -239,7 +239,7 @@ func (r *Reconciler) countVerdict(name string, o outcome.Outcome) {
 // refusal (admission.Verdict) that outcome.For turns into Stalled or
 // Waiting, as for its bindings.
 func (r *Reconciler) compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
-	compiled, err := admit.NewClusterFacts(r.Client, r.Templates).Compile(ctx, tpl)
+	compiled, err := clusterfacts.New(r.Client, r.Templates).Compile(ctx, tpl)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/internal/admit"
+	"github.com/minionvault/minion-vault-operator/controllers/internal/clusterfacts"
 )
 
 // The binding controller and the template controllers of one process
@@ -29,7 +29,7 @@ func TestEachBindingRenderedOnce(t *testing.T) {
 			objs[2].(*v1alpha1.MinionTemplate).Spec.PolicyDocuments = []v1alpha1.PolicyDocument{
 				{Name: "minion_{minion}", Rules: []v1alpha1.PolicyRule{{Path: "salt/data/minions/{minion}", Capabilities: []v1alpha1.PolicyCapability{"read"}}}}}
 			h := newHarness(t, objs...)
-			renders := &admit.Renders{Consumers: tc.consumers}
+			renders := &clusterfacts.Renders{Consumers: tc.consumers}
 			h.r.Templates.Renders = renders
 			ctx := context.Background()
 			r := &Reconciler{Client: h.c, Recorder: h.rec, Connections: h.r.Connections, Templates: h.r.Templates, ClusterID: testCluster}

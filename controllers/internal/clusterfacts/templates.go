@@ -1,4 +1,4 @@
-package admit
+package clusterfacts
 
 import (
 	"context"
@@ -159,7 +159,7 @@ func configMapRefs(tpl *v1alpha1.MinionTemplate) []v1alpha1.ParameterConfigMapRe
 
 // errMissingConfigMap is a ConfigMap of the parameter stack that does not
 // exist (yet): unlike the template's other problems, its watch ends the
-// wait, so ClusterFacts.Compile tells it apart.
+// wait, so Facts.Compile tells it apart.
 type errMissingConfigMap struct {
 	ref v1alpha1.ParameterConfigMapReference
 }

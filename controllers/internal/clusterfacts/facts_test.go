@@ -1,4 +1,4 @@
-package admit
+package clusterfacts
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestMissingConfigMapWaitsThroughTheGate(t *testing.T) {
 		"metadata": {Client: c, Metadata: c},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := NewClusterFacts(c, templates).Compile(context.Background(), tpl)
+			_, err := New(c, templates).Compile(context.Background(), tpl)
 			var v *admission.Verdict
 			if !errors.As(err, &v) || v.Kind != admission.Waiting || v.Reason != v1alpha1.RenderFailedReason || v.Message != msg {
 				t.Fatalf("got %#v, want a Waiting verdict, RenderFailed, %q", err, msg)

@@ -1,4 +1,9 @@
-package admit
+// Package clusterfacts is the admission gate's source of facts in the
+// operator: templates, namespaces and claimants from the informer cache
+// (Facts, facts.go), and the caches of compiled templates and rendered
+// bindings that the binding and template controllers read through it
+// (templates.go, render_cache.go). Admit runs the gate with it.
+package clusterfacts
 
 import (
 	"context"
@@ -17,21 +22,21 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/render"
 )
 
-// ClusterFacts is the admission gate's source in the operator: the
+// Facts is the admission gate's source in the operator: the
 // informer cache, and the shared cache of compiled templates.
-type ClusterFacts struct {
+type Facts struct {
 	reader    client.Reader
 	templates *Templates
 }
 
-// NewClusterFacts is the gate's source of facts against the cluster.
-func NewClusterFacts(reader client.Reader, templates *Templates) ClusterFacts {
-	return ClusterFacts{reader: reader, templates: templates}
+// New is the gate's source of facts against the cluster.
+func New(reader client.Reader, templates *Templates) Facts {
+	return Facts{reader: reader, templates: templates}
 }
 
-var _ admission.Source = ClusterFacts{}
+var _ admission.Source = Facts{}
 
-func (f ClusterFacts) Template(ctx context.Context, name string) (*v1alpha1.MinionTemplate, error) {
+func (f Facts) Template(ctx context.Context, name string) (*v1alpha1.MinionTemplate, error) {
 	tpl := &v1alpha1.MinionTemplate{}
 	if err := f.reader.Get(ctx, types.NamespacedName{Name: name}, tpl); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -42,7 +47,7 @@ func (f ClusterFacts) Template(ctx context.Context, name string) (*v1alpha1.Mini
 	return tpl, nil
 }
 
-func (f ClusterFacts) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
+func (f Facts) NamespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
 	n := &corev1.Namespace{}
 	if err := f.reader.Get(ctx, types.NamespacedName{Name: namespace}, n); err != nil {
 		return nil, err
@@ -50,7 +55,7 @@ func (f ClusterFacts) NamespaceLabels(ctx context.Context, namespace string) (ma
 	return n.Labels, nil
 }
 
-func (f ClusterFacts) Claimants(ctx context.Context, minionID string) ([]*v1alpha1.MinionBinding, error) {
+func (f Facts) Claimants(ctx context.Context, minionID string) ([]*v1alpha1.MinionBinding, error) {
 	list := &v1alpha1.MinionBindingList{}
 	if err := f.reader.List(ctx, list, client.MatchingFields{watch.MinionIDIndex: watch.MinionIDKey(minionID)}); err != nil {
 		return nil, err
@@ -65,7 +70,7 @@ func (f ClusterFacts) Claimants(ctx context.Context, minionID string) ([]*v1alph
 // Compile sorts Templates.Compile's errors for the gate: a missing
 // ConfigMap is waited for, an API error retried, anything else is the
 // template's own problem.
-func (f ClusterFacts) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
+func (f Facts) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate) (*render.Compiled, error) {
 	c, err := f.templates.Compile(ctx, tpl)
 	var missing *errMissingConfigMap
 	switch {
@@ -80,7 +85,7 @@ func (f ClusterFacts) Compile(ctx context.Context, tpl *v1alpha1.MinionTemplate)
 }
 
 // Render renders through the process's shared renders (admission.Renderer).
-func (f ClusterFacts) Render(compiled *render.Compiled, b *v1alpha1.MinionBinding) (*render.Result, []render.Violation, error) {
+func (f Facts) Render(compiled *render.Compiled, b *v1alpha1.MinionBinding) (*render.Result, []render.Violation, error) {
 	var renders *Renders
 	if f.templates != nil {
 		renders = f.templates.Renders
@@ -90,5 +95,5 @@ func (f ClusterFacts) Render(compiled *render.Compiled, b *v1alpha1.MinionBindin
 
 // Admit runs the admission gate for a binding against the cluster.
 func Admit(ctx context.Context, reader client.Reader, templates *Templates, b *v1alpha1.MinionBinding) (*admission.Admitted, error) {
-	return admission.Admit(ctx, ClusterFacts{reader: reader, templates: templates}, b)
+	return admission.Admit(ctx, Facts{reader: reader, templates: templates}, b)
 }

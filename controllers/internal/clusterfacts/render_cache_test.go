@@ -1,4 +1,4 @@
-package admit
+package clusterfacts
 
 import (
 	"fmt"
