@@ -19,7 +19,7 @@ import (
 // against a Vault it only reads, and prints the actions: what the
 // reconciler would execute, decided by the same code. ACL policies go
 // through the template reconciler's own stages the same way
-// (PolicyPlanner): observe, then planPolicies.
+// (policy.Planner): observe, then planPolicies.
 
 // BindingPlan is what the binding reconciler would do in Vault for one
 // binding.

@@ -2,7 +2,7 @@
 // indexes they share, the metrics, the Vault connections, the compile and
 // render caches, and each kind's reconciler. It is the controllers'
 // surface for the operator command; `minionvault plan` uses the kinds'
-// own exports (binding.PlanBinding, template.PolicyPlanner).
+// own exports (binding.PlanBinding, policy.Planner).
 package operator
 
 import (
@@ -22,7 +22,7 @@ import (
 	"github.com/minionvault/minion-vault-operator/controllers/internal/outcome"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/watch"
 	"github.com/minionvault/minion-vault-operator/controllers/lost"
-	"github.com/minionvault/minion-vault-operator/controllers/template"
+	"github.com/minionvault/minion-vault-operator/controllers/policy"
 	"github.com/minionvault/minion-vault-operator/pkg/vault"
 )
 
@@ -111,7 +111,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 	}
 	if o.Templates {
-		if err := (&template.Reconciler{
+		if err := (&policy.Reconciler{
 			Client: mgr.GetClient(), Recorder: recorder,
 			Connections: conns, Templates: templates, DefaultInterval: o.Interval, ClusterID: o.ClusterID, Rollouts: rollouts,
 			Metrics: metrics,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/binding"
-	"github.com/minionvault/minion-vault-operator/controllers/template"
+	"github.com/minionvault/minion-vault-operator/controllers/policy"
 	"github.com/minionvault/minion-vault-operator/internal/admission"
 	"github.com/minionvault/minion-vault-operator/internal/manifest"
 	"github.com/minionvault/minion-vault-operator/pkg/render"
@@ -128,7 +128,7 @@ type TemplatePlan struct {
 	Refused *Refusal       `json:"refused,omitempty"`
 	// plan is the template reconciler's, which tests execute to converge
 	// a fake Vault.
-	plan template.PolicyPlan
+	plan policy.Plan
 }
 
 type BindingPlan struct {
@@ -239,7 +239,7 @@ func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult
 		byTemplate[b.Spec.TemplateRef.Name] = append(byTemplate[b.Spec.TemplateRef.Name], b)
 	}
 
-	policies := &template.PolicyPlanner{Vault: vc}
+	policies := &policy.Planner{Vault: vc}
 	for _, t := range in.Templates {
 		tpl := t.Obj
 		rendered := map[types.NamespacedName]*render.Result{}
@@ -291,8 +291,8 @@ func buildPlan(ctx context.Context, vc vault.Client, in *planInput) (*PlanResult
 }
 
 // planPolicies plans the policies the template's admitted bindings
-// render with the template reconciler's own stages (PolicyPlanner).
-func planPolicies(ctx context.Context, policies *template.PolicyPlanner, tpl *v1alpha1.MinionTemplate, cluster string, rendered map[types.NamespacedName]*render.Result) (TemplatePlan, []string, error) {
+// render with the template reconciler's own stages (policy.Planner).
+func planPolicies(ctx context.Context, policies *policy.Planner, tpl *v1alpha1.MinionTemplate, cluster string, rendered map[types.NamespacedName]*render.Result) (TemplatePlan, []string, error) {
 	tp := TemplatePlan{Name: tpl.Name, Changes: []vault.Change{}}
 	pp, err := policies.Plan(ctx, tpl, cluster, rendered)
 	if v, ok := admission.AsVerdict(err); ok {

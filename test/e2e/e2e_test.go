@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -18,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
-	"github.com/minionvault/minion-vault-operator/controllers/template"
 	"github.com/minionvault/minion-vault-operator/pkg/ownership"
 )
 
@@ -62,10 +63,27 @@ func strs(v any) []string {
 	return out
 }
 
+// nameSetDigest is status.policies.digest as the API documents it, worked
+// out here rather than taken from the operator: the XOR of the first 16
+// bytes of each name's SHA-256, in hex ("" for none).
+func nameSetDigest(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	var d [16]byte
+	for _, n := range names {
+		sum := sha256.Sum256([]byte(n))
+		for i := range d {
+			d[i] ^= sum[i]
+		}
+	}
+	return hex.EncodeToString(d[:])
+}
+
 // managesExactly: the template's status counts exactly these policies.
 func managesExactly(mt *v1alpha1.MinionTemplate, names ...string) bool {
 	p := mt.Status.Policies
-	return p != nil && p.Count == int64(len(names)) && p.Digest == template.PolicySetDigest(names)
+	return p != nil && p.Count == int64(len(names)) && p.Digest == nameSetDigest(names)
 }
 
 // metadataOf is an entity's rendered metadata: without the operator's
