@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 )
@@ -139,11 +140,16 @@ func (s *suite) createNamespace(name string) {
 	s.must(s.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 }
 
-// setAddress points the VaultConnection name at addr.
+// setAddress points the VaultConnection name at addr, again on a conflict
+// (the operator writes the connection's status meanwhile).
 func (s *suite) setAddress(name, addr string) {
 	s.t.Helper()
-	vc := &v1alpha1.VaultConnection{}
-	s.must(s.c.Get(context.Background(), types.NamespacedName{Name: name}, vc))
-	vc.Spec.Address = addr
-	s.must(s.c.Update(context.Background(), vc))
+	s.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vc := &v1alpha1.VaultConnection{}
+		if err := s.c.Get(context.Background(), types.NamespacedName{Name: name}, vc); err != nil {
+			return err
+		}
+		vc.Spec.Address = addr
+		return s.c.Update(context.Background(), vc)
+	}))
 }
