@@ -1,6 +1,6 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"fmt"
@@ -13,8 +13,8 @@ import (
 // ratio, not by its luckiest or unluckiest round, and the report lists
 // every round beside the median.
 func TestRounds(t *testing.T) {
-	round := func(shape string, r int, floorRecord, converge float64) *shapeResult {
-		s := &shapeResult{N: 10000, Shape: shape + " #x", Base: shape, Round: r, Phases: []*phaseResult{
+	round := func(shape string, r int, floorRecord, converge float64) *ShapeResult {
+		s := &ShapeResult{N: 10000, Shape: shape + " #x", Base: shape, Round: r, Phases: []*phaseResult{
 			{Phase: phaseFloorRecord, Actor: "floor", Wall: time.Duration(floorRecord * float64(time.Second))},
 			{Phase: phaseConverge, Actor: "operator", Wall: time.Duration(converge * float64(time.Second))},
 		}}
@@ -22,16 +22,16 @@ func TestRounds(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		rounds []*shapeResult
+		rounds []*ShapeResult
 		median string
 		ok     bool
 	}{
-		{"one slow round of three", []*shapeResult{round(shapeShared, 1, 100, 115), round(shapeShared, 2, 100, 158), round(shapeShared, 3, 100, 118)}, "1.18×", true},
-		{"one fast round of three", []*shapeResult{round(shapeShared, 1, 100, 114), round(shapeShared, 2, 100, 130), round(shapeShared, 3, 100, 133)}, "1.30×", false},
-		{"two rounds: the mean of both", []*shapeResult{round(shapeShared, 1, 100, 110), round(shapeShared, 2, 100, 128)}, "1.19×", true},
+		{"one slow round of three", []*ShapeResult{round(shapeShared, 1, 100, 115), round(shapeShared, 2, 100, 158), round(shapeShared, 3, 100, 118)}, "1.18×", true},
+		{"one fast round of three", []*ShapeResult{round(shapeShared, 1, 100, 114), round(shapeShared, 2, 100, 130), round(shapeShared, 3, 100, 133)}, "1.30×", false},
+		{"two rounds: the mean of both", []*ShapeResult{round(shapeShared, 1, 100, 110), round(shapeShared, 2, 100, 128)}, "1.19×", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			checks := roundGoals(tc.rounds)
+			checks := RoundGoals(tc.rounds)
 			if len(checks) != 1 {
 				t.Fatalf("%d checks, want the converge's median alone: %+v", len(checks), checks)
 			}
@@ -42,18 +42,18 @@ func TestRounds(t *testing.T) {
 		})
 	}
 	// Shapes are grouped apart, and a run of one round has no medians.
-	mixed := []*shapeResult{round(shapeShared, 1, 100, 110), round(shapePerMinion, 1, 100, 150), round(shapeShared, 2, 100, 112), round(shapePerMinion, 2, 100, 152)}
-	if got := len(roundGoals(mixed)); got != 2 {
+	mixed := []*ShapeResult{round(shapeShared, 1, 100, 110), round(shapePerMinion, 1, 100, 150), round(shapeShared, 2, 100, 112), round(shapePerMinion, 2, 100, 152)}
+	if got := len(RoundGoals(mixed)); got != 2 {
 		t.Errorf("%d median checks for two shapes, want 2", got)
 	}
-	section := roundsSection(mixed)
+	section := RoundsSection(mixed)
 	for _, want := range []string{"| 10000 | shared | converge × floor + record | 1.10, 1.12 | 1.11 | 1.2× |", "| 10000 | perminion | converge × floor + record | 1.50, 1.52 | 1.51 | 1.2× |"} {
 		if !strings.Contains(section, want) {
 			t.Errorf("the section lacks %q:\n%s", want, section)
 		}
 	}
 	single := round(shapeShared, 0, 100, 110)
-	if roundGoals([]*shapeResult{single}) != nil || roundsSection([]*shapeResult{single}) != "" {
+	if RoundGoals([]*ShapeResult{single}) != nil || RoundsSection([]*ShapeResult{single}) != "" {
 		t.Error("a run of one round reports medians")
 	}
 }
@@ -69,20 +69,20 @@ func TestRoundBudgetsByShape(t *testing.T) {
 		vault.add("policy R", false, false)
 	}
 	converge := &phaseResult{Phase: phaseConverge, Actor: "operator", N: n, Per: n, Wall: time.Second, Vault: vault, Kube: newTally()}
-	for _, s := range []*shapeResult{
+	for _, s := range []*ShapeResult{
 		{N: n, Shape: shapePerMinion + " #2", Base: shapePerMinion, Round: 2, Phases: []*phaseResult{converge}},
 		{N: n, Shape: shapePerMinion, Phases: []*phaseResult{converge}}, // a report without Base
 	} {
-		for _, c := range budgetChecks(s) {
+		for _, c := range BudgetChecks(s) {
 			if strings.Contains(c.Goal, "policy") && !c.OK {
 				t.Errorf("%s: %s NOT MET: %s", s.Shape, c.Goal, c.Measured)
 			}
 		}
 	}
 	// And the shared shape's budget still refuses a policy per minion.
-	shared := &shapeResult{N: n, Shape: shapeShared + " #1", Base: shapeShared, Round: 1, Phases: []*phaseResult{converge}}
+	shared := &ShapeResult{N: n, Shape: shapeShared + " #1", Base: shapeShared, Round: 1, Phases: []*phaseResult{converge}}
 	refused := false
-	for _, c := range budgetChecks(shared) {
+	for _, c := range BudgetChecks(shared) {
 		refused = refused || (strings.Contains(c.Goal, "policy writes") && !c.OK)
 	}
 	if !refused {
@@ -93,7 +93,7 @@ func TestRoundBudgetsByShape(t *testing.T) {
 // One round runs without a round in its rows; several are numbered from 1.
 func TestRoundNumbers(t *testing.T) {
 	for rounds, want := range map[int]string{0: "[0]", 1: "[0]", 3: "[1 2 3]"} {
-		if got := fmt.Sprint(config{rounds: rounds}.roundNumbers()); got != want {
+		if got := fmt.Sprint(Config{rounds: rounds}.roundNumbers()); got != want {
 			t.Errorf("rounds %d: %s, want %s", rounds, got, want)
 		}
 	}

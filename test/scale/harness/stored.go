@@ -1,13 +1,12 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"testing"
 )
 
 // storedSize is what one binding weighs as the API server stores it after
@@ -57,7 +56,7 @@ func measureStored(raw []byte) (*storedSize, error) {
 }
 
 // writeStored renders the stored bindings' sizes, by phase.
-func writeStored(b *strings.Builder, all []*shapeResult) {
+func writeStored(b *strings.Builder, all []*ShapeResult) {
 	var rows strings.Builder
 	for _, s := range all {
 		for _, p := range s.Phases {
@@ -75,20 +74,4 @@ func writeStored(b *strings.Builder, all []*shapeResult) {
 		"grows with it (the patch applied to the object, the managed fields recomputed, the etcd watch event decoded).\n\n" +
 		"| N | shape | phase | whole | managedFields | managers | annotations | status |\n|---:|---|---|---:|---:|---:|---:|---:|\n")
 	b.WriteString(rows.String())
-}
-
-func TestMeasureStored(t *testing.T) {
-	raw := []byte(`{"metadata":{"name":"m00000","annotations":{"a":"b"},"managedFields":[{"manager":"x"},{"manager":"yy"}]},"status":{"connection":"v"}}`)
-	got, err := measureStored(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := storedSize{Bytes: len(raw), ManagedFields: len(`{"manager":"x"}`) + len(`{"manager":"yy"}`), Managers: 2,
-		Annotations: len(`{"a":"b"}`), Status: len(`{"connection":"v"}`)}
-	if *got != want {
-		t.Errorf("%+v, want %+v", *got, want)
-	}
-	if _, err := measureStored([]byte(`[]`)); err == nil {
-		t.Error("a list measured as a binding")
-	}
 }

@@ -1,6 +1,6 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"fmt"
@@ -15,9 +15,9 @@ var processes = []string{"apiserver", "etcd", "vault", "operator", "harness"}
 // serverColumns are the servers' memory columns, in order.
 var serverColumns = []string{"apiserver", "etcd", "vault"}
 
-// header says how the numbers were made: the command, the machine, the
+// Header says how the numbers were made: the command, the machine, the
 // settings.
-func header(cfg config, command string, started time.Time, machine string) string {
+func Header(cfg Config, command string, started time.Time, machine string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Scale benchmark: the operator against the floor\n\n")
 	fmt.Fprintf(&b, "- command: `%s`\n", command)
@@ -52,9 +52,9 @@ func memoryLimits(ns []int) string {
 	return strings.Join(parts, "; ")
 }
 
-// table renders every phase of every run as one markdown table, then the
+// Table renders every phase of every run as one markdown table, then the
 // breakdowns, the latencies, what deletion left, the goals and the profiles.
-func table(all []*shapeResult, goals []check) string {
+func Table(all []*ShapeResult, goals []Check) string {
 	var b strings.Builder
 	b.WriteString("\n| N | shape | phase | wall s | ×floor | Vault R/b | Vault W/b | metric R/W per b | K8s W/b | CPU s apiserver | etcd | vault | operator | harness | op RSS MiB (peak) |\n")
 	b.WriteString("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -190,7 +190,7 @@ func table(all []*shapeResult, goals []check) string {
 
 // writeServerMemory renders the servers' peak RSS in each phase, beside
 // the operator's in the main table.
-func writeServerMemory(b *strings.Builder, all []*shapeResult) {
+func writeServerMemory(b *strings.Builder, all []*ShapeResult) {
 	var rows strings.Builder
 	for _, s := range all {
 		for _, p := range s.Phases {
@@ -223,7 +223,7 @@ func writeServerMemory(b *strings.Builder, all []*shapeResult) {
 }
 
 // writeRollouts renders when Vault showed each template change.
-func writeRollouts(b *strings.Builder, all []*shapeResult) {
+func writeRollouts(b *strings.Builder, all []*ShapeResult) {
 	var rows strings.Builder
 	for _, s := range all {
 		for _, p := range s.Phases {
@@ -244,7 +244,7 @@ func writeRollouts(b *strings.Builder, all []*shapeResult) {
 }
 
 // writeFailovers renders what the failover phases measured besides the row.
-func writeFailovers(b *strings.Builder, all []*shapeResult) {
+func writeFailovers(b *strings.Builder, all []*ShapeResult) {
 	var rows, calls strings.Builder
 	var watch, interval time.Duration
 	for _, s := range all {
@@ -302,7 +302,7 @@ type profileBlock struct {
 
 // writeProfiles writes a section with the blocks of every phase, or
 // nothing when there are none.
-func writeProfiles(b *strings.Builder, heading string, all []*shapeResult, blocks func(*phaseResult) []profileBlock) {
+func writeProfiles(b *strings.Builder, heading string, all []*ShapeResult, blocks func(*phaseResult) []profileBlock) {
 	var sec strings.Builder
 	for _, s := range all {
 		for _, p := range s.Phases {
@@ -328,7 +328,7 @@ func fmtWall(p *phaseResult) string {
 	return fmt.Sprintf("%.2f", p.Wall.Seconds())
 }
 
-func fmtRatio(s *shapeResult, p *phaseResult) string {
+func fmtRatio(s *ShapeResult, p *phaseResult) string {
 	f := floorOf(p.Phase)
 	if f == "" {
 		return ""

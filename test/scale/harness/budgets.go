@@ -1,6 +1,6 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ const (
 	// template's policies (nor entities and roles) in Vault.
 	budgetLeft = 0
 	// The operator's RSS is at most its memory limit at N in every phase:
-	// operatorMemory (cgroup_test.go), 256 MiB up to 10,000 bindings and
+	// operatorMemory (cgroup.go), 256 MiB up to 10,000 bindings and
 	// 512 MiB above.
 	//
 	// Converging N new bindings takes at most this times the floor (issue
@@ -178,8 +178,8 @@ func kindsWhere(t *tally, per int, keep func(kind string) bool) string {
 	return strings.Join(parts, ", ")
 }
 
-// check is one budget or goal, as measured.
-type check struct {
+// Check is one budget or goal, as measured.
+type Check struct {
 	Goal     string
 	OK       bool
 	Measured string
@@ -193,8 +193,8 @@ var (
 	kubeWriteKinds  = func(k string) bool { v, _, _ := strings.Cut(k, " "); return kubeWriteVerbs[v] }
 )
 
-func limit(name string, got, budget int, n int, how string, t *tally, keep func(string) bool) check {
-	return check{
+func limit(name string, got, budget int, n int, how string, t *tally, keep func(string) bool) Check {
+	return Check{
 		Goal: name,
 		OK:   got <= budget,
 		Measured: fmt.Sprintf("%d (%.2f per binding), budget %d = %s; by kind per binding: %s",
@@ -202,17 +202,17 @@ func limit(name string, got, budget int, n int, how string, t *tally, keep func(
 	}
 }
 
-// budgetChecks are the per-binding budgets of one shape at one N, and the
+// BudgetChecks are the per-binding budgets of one shape at one N, and the
 // correctness of its phases: what TestScaleBudgets asserts.
-func budgetChecks(s *shapeResult) []check {
-	var out []check
+func BudgetChecks(s *ShapeResult) []Check {
+	var out []Check
 	where := fmt.Sprintf("N=%d %s", s.N, s.Shape)
 	if s.Err != "" {
-		out = append(out, check{Goal: where + ": the run", Measured: s.Err})
+		out = append(out, Check{Goal: where + ": the run", Measured: s.Err})
 	}
 	for _, p := range s.Phases {
 		if p.Err != "" {
-			out = append(out, check{Goal: where + ": phase " + p.Phase, Measured: p.Err})
+			out = append(out, Check{Goal: where + ": phase " + p.Phase, Measured: p.Err})
 		}
 	}
 	n := s.N
@@ -263,13 +263,13 @@ func budgetChecks(s *shapeResult) []check {
 	}
 	if p := s.phase(phaseLatency); p != nil && p.Err == "" {
 		mx := slices.Max(append([]time.Duration{0}, p.Latency...))
-		out = append(out, check{
+		out = append(out, Check{
 			Goal: where + ": single binding change reaches Vault", OK: mx <= budgetLatency && len(p.Latency) > 0,
 			Measured: fmt.Sprintf("max %s of %v, budget %s", mx.Round(time.Millisecond), roundAll(p.Latency), budgetLatency),
 		})
 	}
 	if p := s.phase(phaseDelete); p != nil && p.Err == "" {
-		out = append(out, check{
+		out = append(out, Check{
 			Goal: where + ": deleting the bindings and the template empties Vault", OK: p.Left["policies"] <= budgetLeft && p.Left["entities"] <= budgetLeft && p.Left["roles"] <= budgetLeft,
 			Measured: fmt.Sprintf("left: %d policies %s_*, %d entities, %d roles%s", p.Left["policies"], policyPrefix, p.Left["entities"], p.Left["roles"], noteOf(p)),
 		})
@@ -283,7 +283,7 @@ func budgetChecks(s *shapeResult) []check {
 	}
 	if peak > 0 {
 		limitMiB := operatorMemory(n) >> 20
-		out = append(out, check{
+		out = append(out, Check{
 			Goal: where + ": operator RSS in every phase", OK: peak <= limitMiB*1024,
 			Measured: fmt.Sprintf("peak %.0f MiB (%s), budget %d MiB (its memory limit at N=%d)", float64(peak)/1024, peakPhase, limitMiB, n),
 		})
@@ -294,12 +294,12 @@ func budgetChecks(s *shapeResult) []check {
 // policyChangeBudgets: a change of every per-minion policy body (n
 // policies) reads and writes each once, and writes nothing of the
 // bindings, in Vault or in their status.
-func policyChangeBudgets(where string, p *phaseResult, n int, names []string) []check {
+func policyChangeBudgets(where string, p *phaseResult, n int, names []string) []Check {
 	_, w, pr, pw, _ := split(p.Vault)
 	isPolicy := func(k string) bool { return strings.HasPrefix(k, "policy ") }
 	how := func(per int) string { return fmt.Sprintf("%d per changed policy (%d per-minion)", per, n) }
 	slots, slotsHow := slotReads(p, names)
-	return []check{
+	return []Check{
 		limit(where+": policy change: operator's Vault policy writes", pw, budgetPolicyWrites*n, n, how(budgetPolicyWrites), p.Vault, func(k string) bool { return k == "policy W" }),
 		limit(where+": policy change: operator's Vault policy reads", pr, budgetPolicyReads*n+slots, n, how(budgetPolicyReads)+" "+slotsHow, p.Vault, func(k string) bool { return k == "policy R" }),
 		limit(where+": policy change: operator's Vault writes for the bindings' objects", w, 0, n,
@@ -311,8 +311,8 @@ func policyChangeBudgets(where string, p *phaseResult, n int, names []string) []
 
 // failoverBudgets: a failover writes nothing to Vault, every binding stays
 // Ready, and a change made at the takeover reaches Vault as any other.
-func failoverBudgets(where string, f *failoverResult, n int) []check {
-	return []check{
+func failoverBudgets(where string, f *failoverResult, n int) []Check {
+	return []Check{
 		{
 			Goal: where + ": failover: operator's Vault writes (the binding changed at the takeover aside)", OK: f.Writes == 0,
 			Measured: fmt.Sprintf("%d %v, budget 0 (the token's upkeep: %d)", f.Writes, f.WriteKinds, f.UpkeepWrites),
@@ -334,7 +334,7 @@ func failoverBudgets(where string, f *failoverResult, n int) []check {
 // failover's interval (10 minutes), and setting the interval back leaves
 // the checks where they are: those that fall due in p read their three
 // objects, at most twice the steady rate over the time p was counted.
-func checksDueAfterFailover(s *shapeResult, p *phaseResult) (int, string) {
+func checksDueAfterFailover(s *ShapeResult, p *phaseResult) (int, string) {
 	const none = "none of the bindings' objects (a drift check that falls due in the phase would)"
 	fi, pi := slices.IndexFunc(s.Phases, func(q *phaseResult) bool { return q.Phase == phaseFailover }), slices.Index(s.Phases, p)
 	if fi < 0 || fi > pi || s.Phases[fi].Failover == nil || s.Phases[fi].Failover.Steady == 0 {
@@ -396,7 +396,7 @@ func largestSlot(names []string, slots uint32) int {
 // the new leader's first checks are spread over failoverInterval, and a
 // binding in sync keeps its check when the interval is set back, until
 // it is next reconciled.
-func checksDue(s *shapeResult, p *phaseResult) (int, string) {
+func checksDue(s *ShapeResult, p *phaseResult) (int, string) {
 	interval := benchInterval
 	for _, q := range s.Phases {
 		if q == p {
@@ -438,7 +438,7 @@ func roundAll(ds []time.Duration) []time.Duration {
 }
 
 // phaseRatio is the wall time of phase over that of floorPhase.
-func phaseRatio(s *shapeResult, phase, floorPhase string) (float64, bool) {
+func phaseRatio(s *ShapeResult, phase, floorPhase string) (float64, bool) {
 	f, c := s.phase(floorPhase), s.phase(phase)
 	if f == nil || c == nil || f.Err != "" || c.Err != "" || f.Wall == 0 {
 		return 0, false
@@ -446,10 +446,10 @@ func phaseRatio(s *shapeResult, phase, floorPhase string) (float64, bool) {
 	return c.Wall.Seconds() / f.Wall.Seconds(), true
 }
 
-// goalChecks are the goals across shapes and sizes: the floor ratio, and
+// GoalChecks are the goals across shapes and sizes: the floor ratio, and
 // flat cost per binding from flatFromN to the largest N measured.
-func goalChecks(all []*shapeResult) []check {
-	var out []check
+func GoalChecks(all []*ShapeResult) []Check {
+	var out []Check
 	for _, s := range all {
 		goal, at := floorRatioGoal(s.N)
 		// The issue's floor (34) writes the finalizer and the ownership
@@ -461,16 +461,16 @@ func goalChecks(all []*shapeResult) []check {
 			if s.N != at {
 				g += fmt.Sprintf(" (the goal is at N=%d)", at)
 			}
-			out = append(out, check{Goal: g, OK: r <= goal, Measured: fmt.Sprintf("%.2f×", r)})
+			out = append(out, Check{Goal: g, OK: r <= goal, Measured: fmt.Sprintf("%.2f×", r)})
 		}
 		if r, ok := phaseRatio(s, phaseConverge, phaseFloor); ok {
-			out = append(out, check{
+			out = append(out, Check{
 				Goal: fmt.Sprintf("N=%d %s: for reference, converge within %.1f× the plain floor (no record)", s.N, s.Shape, goal),
 				OK:   r <= goal, Measured: fmt.Sprintf("%.2f×", r),
 			})
 		}
 		if r, ok := phaseRatio(s, phaseConverge, phaseFloorProof); ok {
-			out = append(out, check{
+			out = append(out, Check{
 				Goal: fmt.Sprintf("N=%d %s: for reference, converge within %.1f× the floor that also reads each object before creating it (floor + record + proof)", s.N, s.Shape, goal),
 				OK:   r <= goal, Measured: fmt.Sprintf("%.2f×", r),
 			})
@@ -482,14 +482,14 @@ func goalChecks(all []*shapeResult) []check {
 		if p := s.phase(phasePolicy); p != nil && p.Err == "" {
 			r, _, _, _, _ := split(p.Vault)
 			allowed, goal := checksDueAfterFailover(s, p)
-			out = append(out, check{
+			out = append(out, Check{
 				Goal: fmt.Sprintf("N=%d %s: policy change reads %s", s.N, s.Shape, goal), OK: r <= allowed,
 				Measured: fmt.Sprintf("%d: %s", r, kindsWhere(p.Vault, p.Per, func(k string) bool { return vaultReadKinds(k) && !strings.HasPrefix(k, "policy ") })),
 			})
 		}
 	}
 	for _, shape := range allShapes {
-		var small, large *shapeResult
+		var small, large *ShapeResult
 		for _, s := range all {
 			if s.baseShape() != shape || s.N < flatFromN {
 				continue
@@ -511,7 +511,7 @@ func goalChecks(all []*shapeResult) []check {
 			}
 			wa, wb := perBinding(a, a.Wall.Seconds()), perBinding(b, b.Wall.Seconds())
 			ca, cb := perBinding(a, a.CPU["operator"]), perBinding(b, b.CPU["operator"])
-			out = append(out, check{
+			out = append(out, Check{
 				Goal: fmt.Sprintf("%s: %s cost per binding flat from N=%d to N=%d (within %.0f %%)", shape, name, small.N, large.N, budgetFlatCost*100),
 				OK:   wb <= wa*(1+budgetFlatCost) && cb <= ca*(1+budgetFlatCost),
 				Measured: fmt.Sprintf("wall %s per binding, operator CPU %s, the servers' CPU %s",
@@ -522,7 +522,7 @@ func goalChecks(all []*shapeResult) []check {
 				continue
 			}
 			fwa, fwb := perBinding(fa, fa.Wall.Seconds()), perBinding(fb, fb.Wall.Seconds())
-			out = append(out, check{
+			out = append(out, Check{
 				Goal: fmt.Sprintf("%s: for reference, %s (no operator) cost per binding flat from N=%d to N=%d (within %.0f %%)", shape, fa.Phase, small.N, large.N, budgetFlatCost*100),
 				OK:   fwb <= fwa*(1+budgetFlatCost),
 				Measured: fmt.Sprintf("wall %s per binding, the servers' CPU %s",
@@ -538,8 +538,8 @@ func goalChecks(all []*shapeResult) []check {
 // writes by a plain loop, and the status patches), the first minion's
 // change in Vault within budgetFirstWrite; and, for reference, the ratio
 // over the floor that reads each object before changing it.
-func rolloutGoals(s *shapeResult) []check {
-	var out []check
+func rolloutGoals(s *ShapeResult) []Check {
+	var out []Check
 	where := fmt.Sprintf("N=%d %s", s.N, s.Shape)
 	for _, phase := range []string{phaseTemplate, phasePolicy} {
 		p := s.phase(phase)
@@ -547,15 +547,15 @@ func rolloutGoals(s *shapeResult) []check {
 			continue
 		}
 		if r, ok := phaseRatio(s, phase, floorOf(phase)); ok {
-			out = append(out, check{Goal: fmt.Sprintf("%s: %s within %.1f× its floor", where, phase, budgetRolloutRatio),
+			out = append(out, Check{Goal: fmt.Sprintf("%s: %s within %.1f× its floor", where, phase, budgetRolloutRatio),
 				OK: r <= budgetRolloutRatio, Measured: fmt.Sprintf("%.2f×", r)})
 		}
 		if r, ok := phaseRatio(s, phase, proofFloorOf(phase)); ok {
-			out = append(out, check{Goal: fmt.Sprintf("%s: for reference, %s within %.1f× the floor that also reads each object before changing it (%s)", where, phase, budgetRolloutRatio, proofFloorOf(phase)),
+			out = append(out, Check{Goal: fmt.Sprintf("%s: for reference, %s within %.1f× the floor that also reads each object before changing it (%s)", where, phase, budgetRolloutRatio, proofFloorOf(phase)),
 				OK: r <= budgetRolloutRatio, Measured: fmt.Sprintf("%.2f×", r)})
 		}
 		if ro := p.Rollout; ro != nil && ro.Writes > 0 {
-			out = append(out, check{Goal: fmt.Sprintf("%s: %s: the first minion's change in Vault within %s of the template update", where, phase, budgetFirstWrite),
+			out = append(out, Check{Goal: fmt.Sprintf("%s: %s: the first minion's change in Vault within %s of the template update", where, phase, budgetFirstWrite),
 				OK: ro.First <= budgetFirstWrite, Measured: ro.First.Round(time.Millisecond).String()})
 		}
 	}
@@ -564,7 +564,7 @@ func rolloutGoals(s *shapeResult) []check {
 
 // failoverGoals: the new leader reconciles within the lease duration and
 // budgetTakeoverSlack of the kill, and spreads its drift checks.
-func failoverGoals(s *shapeResult) []check {
+func failoverGoals(s *ShapeResult) []Check {
 	p := s.phase(phaseFailover)
 	if p == nil || p.Err != "" || p.Failover == nil {
 		return nil
@@ -575,7 +575,7 @@ func failoverGoals(s *shapeResult) []check {
 	for _, m := range f.Minutes {
 		bindings, policies = append(bindings, m.Bindings), append(policies, m.Policies)
 	}
-	return []check{
+	return []Check{
 		{
 			Goal: fmt.Sprintf("%s: failover: the new leader reconciles within the lease duration + %s of the kill", where, budgetTakeoverSlack),
 			OK:   f.FirstReconcile > 0 && f.FirstReconcile <= f.LeaseDuration+budgetTakeoverSlack,
@@ -619,10 +619,10 @@ func noteOf(p *phaseResult) string {
 
 // vaultBudgets checks a phase's Vault calls: those for the bindings' own
 // objects per binding, the policy calls per policy document, the upkeep.
-func vaultBudgets(what string, p *phaseResult, n, pols, writes, reads, extraReads int, extraHow string, policyWrites, policyReads int, policyReadsHow string) []check {
+func vaultBudgets(what string, p *phaseResult, n, pols, writes, reads, extraReads int, extraHow string, policyWrites, policyReads int, policyReadsHow string) []Check {
 	r, w, pr, pw, up := split(p.Vault)
 	isPolicy := func(k string) bool { return strings.HasPrefix(k, "policy ") }
-	return []check{
+	return []Check{
 		limit(what+": operator's Vault writes for the bindings' objects", w, writes*n, n,
 			fmt.Sprintf("%d per binding", writes), p.Vault, func(k string) bool { return vaultWriteKinds(k) && !isPolicy(k) }),
 		limit(what+": operator's Vault reads for the bindings' objects", r, reads*n+extraReads, n,

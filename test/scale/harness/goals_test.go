@@ -1,6 +1,6 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"strings"
@@ -12,16 +12,16 @@ import (
 // the smallest and the largest N, and the floor's own growth is reported
 // beside it, for the phases that have a floor.
 func TestGoalChecksFlat(t *testing.T) {
-	at := func(n int, opWall, opCPU, floorWall float64) *shapeResult {
+	at := func(n int, opWall, opCPU, floorWall float64) *ShapeResult {
 		sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-		return &shapeResult{N: n, Shape: shapeShared, Phases: []*phaseResult{
+		return &ShapeResult{N: n, Shape: shapeShared, Phases: []*phaseResult{
 			{Phase: phaseFloorTemplate, Per: n, Wall: sec(floorWall), CPU: map[string]float64{"apiserver": floorWall}},
 			{Phase: phaseTemplate, Per: n, Wall: sec(opWall), CPU: map[string]float64{"operator": opCPU, "apiserver": opWall}},
 		}}
 	}
 	tests := []struct {
 		name              string
-		small, large      *shapeResult
+		small, large      *ShapeResult
 		wantOp, wantFloor bool
 	}{
 		{"both flat", at(1000, 10, 2, 5), at(10000, 110, 21, 55), true, true},
@@ -31,8 +31,8 @@ func TestGoalChecksFlat(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var op, floor *check
-			checks := goalChecks([]*shapeResult{tc.small, tc.large})
+			var op, floor *Check
+			checks := GoalChecks([]*ShapeResult{tc.small, tc.large})
 			for i, c := range checks {
 				switch {
 				case strings.Contains(c.Goal, "for reference, "+phaseFloorTemplate):
@@ -58,8 +58,8 @@ func TestGoalChecksFlat(t *testing.T) {
 // and the RSS goal 256 MiB; above, 512 MiB and 1.3× (issue 34); a
 // run of some phases reports the goals of those only.
 func TestGoalsByN(t *testing.T) {
-	at := func(n int, converge float64, peakMiB int64) *shapeResult {
-		s := &shapeResult{N: n, Shape: shapeShared, Phases: []*phaseResult{
+	at := func(n int, converge float64, peakMiB int64) *ShapeResult {
+		s := &ShapeResult{N: n, Shape: shapeShared, Phases: []*phaseResult{
 			{Phase: phaseFloor, Actor: "floor", Wall: time.Second, ServerPeakKiB: map[string]int64{"apiserver": 900 << 10, "etcd": 300 << 10}},
 			{Phase: phaseFloorRecord, Actor: "floor", Wall: time.Second},
 			{Phase: phaseConverge, Actor: "operator", Wall: time.Duration(converge * float64(time.Second)), PeakKiB: peakMiB << 10},
@@ -69,7 +69,7 @@ func TestGoalsByN(t *testing.T) {
 		}
 		return s
 	}
-	find := func(checks []check, goal string) *check {
+	find := func(checks []Check, goal string) *Check {
 		for i, c := range checks {
 			if strings.Contains(c.Goal, goal) {
 				return &checks[i]
@@ -79,7 +79,7 @@ func TestGoalsByN(t *testing.T) {
 		return nil
 	}
 	for _, tc := range []struct {
-		s              *shapeResult
+		s              *ShapeResult
 		ratioOK, rssOK bool
 	}{
 		{at(10000, 1.15, 300), true, false},
@@ -88,8 +88,8 @@ func TestGoalsByN(t *testing.T) {
 		{at(50000, 1.25, 500), true, true},
 		{at(50000, 1.25, 600), true, false},
 	} {
-		ratio := find(goalChecks([]*shapeResult{tc.s}), "converge within")
-		rss := find(budgetChecks(tc.s), "operator RSS")
+		ratio := find(GoalChecks([]*ShapeResult{tc.s}), "converge within")
+		rss := find(BudgetChecks(tc.s), "operator RSS")
 		if ratio.OK != tc.ratioOK || rss.OK != tc.rssOK {
 			t.Errorf("N=%d: ratio OK %v (want %v): %s %s; RSS OK %v (want %v): %s", tc.s.N, ratio.OK, tc.ratioOK, ratio.Goal, ratio.Measured, rss.OK, tc.rssOK, rss.Measured)
 		}
@@ -98,9 +98,9 @@ func TestGoalsByN(t *testing.T) {
 		t.Errorf("operatorSoftLimit(50000) = %d", got)
 	}
 	s := at(50000, 1.25, 500)
-	checks := append(budgetChecks(s), goalChecks([]*shapeResult{s})...)
-	report := header(config{ns: []int{10000, 50000}, shapes: []string{shapeShared}, phases: []string{phaseConverge, phaseRestart}}, "make bench-scale", time.Now(), "test") +
-		table([]*shapeResult{s}, checks)
+	checks := append(BudgetChecks(s), GoalChecks([]*ShapeResult{s})...)
+	report := Header(Config{ns: []int{10000, 50000}, shapes: []string{shapeShared}, phases: []string{phaseConverge, phaseRestart}}, "make bench-scale", time.Now(), "test") +
+		Table([]*ShapeResult{s}, checks)
 	for _, want := range []string{"256 MiB at N=10000; 512 MiB at N=50000", "not run: forced resync", "## Servers' memory per phase (MiB, peak)", "| 50000 | shared | floor | 900 | 300 | | |"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
@@ -127,8 +127,8 @@ func TestAllowances(t *testing.T) {
 		t.Errorf("a 3 s phase: %d slot reads, want %d", got, 2*largest)
 	}
 	forced := &phaseResult{Phase: phaseForced, Wall: 6 * time.Second}
-	before := &shapeResult{N: 10000, Phases: []*phaseResult{{Phase: phaseConverge}, forced}}
-	after := &shapeResult{N: 10000, Phases: []*phaseResult{{Phase: phaseConverge}, {Phase: phaseFailover}, forced}}
+	before := &ShapeResult{N: 10000, Phases: []*phaseResult{{Phase: phaseConverge}, forced}}
+	after := &ShapeResult{N: 10000, Phases: []*phaseResult{{Phase: phaseConverge}, {Phase: phaseFailover}, forced}}
 	if got, _ := checksDue(before, forced); got != (10000*6/3600+1)*budgetResyncVaultReads {
 		t.Errorf("checks due without a failover before: %d", got)
 	}
@@ -142,8 +142,8 @@ func TestAllowances(t *testing.T) {
 // proof floor is reported beside it, and each is judged apart.
 func TestRolloutGoals(t *testing.T) {
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-	shape := func(op, floor, proof float64, first time.Duration) *shapeResult {
-		return &shapeResult{N: 10000, Shape: shapePerMinion, Phases: []*phaseResult{
+	shape := func(op, floor, proof float64, first time.Duration) *ShapeResult {
+		return &ShapeResult{N: 10000, Shape: shapePerMinion, Phases: []*phaseResult{
 			{Phase: phaseFloorPolicy, Wall: sec(floor)},
 			{Phase: phaseFloorPolicyProof, Wall: sec(proof)},
 			{Phase: phasePolicy, Wall: sec(op), Rollout: &rollout{Class: "policy", Writes: 10, First: first}},
@@ -151,7 +151,7 @@ func TestRolloutGoals(t *testing.T) {
 	}
 	tests := []struct {
 		name                        string
-		s                           *shapeResult
+		s                           *ShapeResult
 		wantRatio, wantProof, want1 bool
 	}{
 		{"all met", shape(9, 6, 8, 500*time.Millisecond), true, true, true},
@@ -190,14 +190,14 @@ func TestPolicyChangeAfterFailover(t *testing.T) {
 		return &phaseResult{Phase: phasePolicy, Wall: 11 * time.Second, Quiet: 60 * time.Second, Vault: v, Per: 10000}
 	}
 	failover := &phaseResult{Phase: phaseFailover, Failover: &failoverResult{Interval: 10 * time.Minute, Steady: 3000}}
-	find := func(s *shapeResult) check {
-		for _, c := range goalChecks([]*shapeResult{s}) {
+	find := func(s *ShapeResult) Check {
+		for _, c := range GoalChecks([]*ShapeResult{s}) {
 			if strings.Contains(c.Goal, "policy change reads") {
 				return c
 			}
 		}
 		t.Fatal("no check of the policy change's reads")
-		return check{}
+		return Check{}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -212,7 +212,7 @@ func TestPolicyChangeAfterFailover(t *testing.T) {
 		{"a failover after the policy change allows nothing", []*phaseResult{policy(1), failover}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := find(&shapeResult{N: 10000, Shape: shapePerMinion, Phases: tc.phases})
+			c := find(&ShapeResult{N: 10000, Shape: shapePerMinion, Phases: tc.phases})
 			if c.OK != tc.ok {
 				t.Errorf("%s: OK %v, want %v (%s)", c.Goal, c.OK, tc.ok, c.Measured)
 			}

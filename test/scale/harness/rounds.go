@@ -1,6 +1,6 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"fmt"
@@ -32,12 +32,12 @@ var roundRatios = []roundRatio{
 type roundGroup struct {
 	n      int
 	shape  string
-	rounds []*shapeResult
+	rounds []*ShapeResult
 }
 
 // groupRounds gathers the results of runs with several rounds; nil when
 // every size and shape ran once.
-func groupRounds(all []*shapeResult) []roundGroup {
+func groupRounds(all []*ShapeResult) []roundGroup {
 	var out []roundGroup
 	for _, s := range all {
 		if s.Round == 0 {
@@ -74,9 +74,9 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// roundsSection is the report's table of ratios by round, with their
+// RoundsSection is the report's table of ratios by round, with their
 // median: the figure to quote from a run of several rounds.
-func roundsSection(all []*shapeResult) string {
+func RoundsSection(all []*ShapeResult) string {
 	groups := groupRounds(all)
 	if len(groups) == 0 {
 		return ""
@@ -104,10 +104,10 @@ func roundsSection(all []*shapeResult) string {
 	return b.String()
 }
 
-// roundGoals hold the medians to the goals, beside each round's own
+// RoundGoals hold the medians to the goals, beside each round's own
 // checks.
-func roundGoals(all []*shapeResult) []check {
-	var out []check
+func RoundGoals(all []*ShapeResult) []Check {
+	var out []Check
 	for _, g := range groupRounds(all) {
 		for _, r := range roundRatios {
 			xs := g.ratios(r)
@@ -115,7 +115,7 @@ func roundGoals(all []*shapeResult) []check {
 				continue
 			}
 			m, goal := median(xs), r.goal(g.n)
-			out = append(out, check{
+			out = append(out, Check{
 				Goal:     fmt.Sprintf("N=%d %s: %s within %.1f× %s, median of %d rounds", g.n, g.shape, r.phase, goal, r.floor, len(xs)),
 				OK:       m <= goal,
 				Measured: fmt.Sprintf("%.2f× (rounds %s)", m, strings.Trim(fmt.Sprintf("%.2f", xs), "[]")),

@@ -1,6 +1,6 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"context"
@@ -21,8 +21,8 @@ const (
 	envBaselineName = "SCALE_BASELINE_NAME" // its label in the report (default "parent")
 )
 
-// baseline returns the other binary and its label, if one is asked for.
-func baseline() (bin, name string, err error) {
+// Baseline returns the other binary and its label, if one is asked for.
+func Baseline() (bin, name string, err error) {
 	bin = os.Getenv(envBaseline)
 	if bin == "" {
 		return "", "", nil
@@ -37,8 +37,8 @@ func baseline() (bin, name string, err error) {
 	return bin, name, nil
 }
 
-// runCompared runs every N and shape with both binaries.
-func runCompared(ctx context.Context, cfg config, baseBin, baseName string) (this, base []*shapeResult) {
+// RunCompared runs every N and shape with both binaries.
+func RunCompared(ctx context.Context, cfg Config, baseBin, baseName string) (this, base []*ShapeResult) {
 	i := 0
 	for _, n := range cfg.ns {
 		for _, shape := range cfg.shapes {
@@ -49,10 +49,10 @@ func runCompared(ctx context.Context, cfg config, baseBin, baseName string) (thi
 			}
 			runBase := func() {
 				c := cfg
-				c.bin, c.skipFloors = baseBin, true
-				if cfg.profileDir != "" {
-					c.profileDir = filepath.Join(cfg.profileDir, baseName)
-					_ = os.MkdirAll(c.profileDir, 0o755)
+				c.Bin, c.skipFloors = baseBin, true
+				if cfg.ProfileDir != "" {
+					c.ProfileDir = filepath.Join(cfg.ProfileDir, baseName)
+					_ = os.MkdirAll(c.ProfileDir, 0o755)
 				}
 				r := runShape(ctx, c, n, shape)
 				r.Binary = baseName
@@ -71,16 +71,16 @@ func runCompared(ctx context.Context, cfg config, baseBin, baseName string) (thi
 	return this, base
 }
 
-// comparison renders the operator's phases of both binaries side by side:
+// Comparison renders the operator's phases of both binaries side by side:
 // wall time, the operator's CPU, its peak RSS, and its Vault and
 // Kubernetes calls per binding, with this change over the baseline.
-func comparison(this, base []*shapeResult, baseName string) string {
+func Comparison(this, base []*ShapeResult, baseName string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## This change beside %s (same session, fresh servers per run, order alternating)\n\n", baseName)
 	fmt.Fprintf(&b, "| N | shape | phase | wall s %s | wall s this | ×  | op CPU s %s | op CPU s this | × | op peak RSS MiB %s | this | Vault R+W/b %s | this | K8s W/b %s | this |\n", baseName, baseName, baseName, baseName, baseName)
 	b.WriteString("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range this {
-		var o *shapeResult
+		var o *ShapeResult
 		for _, c := range base {
 			if c.N == t.N && c.Shape == t.Shape {
 				o = c

@@ -1,6 +1,6 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"context"
@@ -24,18 +24,18 @@ import (
 // runShape measures one shape at n bindings: the floors first (no
 // operator running), then the operator's phases, each converge on fresh
 // servers (see all).
-func runShape(ctx context.Context, cfg config, n int, shape string) *shapeResult {
+func runShape(ctx context.Context, cfg Config, n int, shape string) *ShapeResult {
 	return runRound(ctx, cfg, n, shape, 0)
 }
 
 // runRound is runShape as one round of several (0: the only one). Even rounds
 // run the operator's phases first.
-func runRound(ctx context.Context, cfg config, n int, shape string, round int) *shapeResult {
+func runRound(ctx context.Context, cfg Config, n int, shape string, round int) *ShapeResult {
 	label := shape
 	if round > 0 {
 		label = fmt.Sprintf("%s #%d", shape, round)
 	}
-	res := &shapeResult{N: n, Shape: label, Base: shape, Round: round}
+	res := &ShapeResult{N: n, Shape: label, Base: shape, Round: round}
 	h := &harness{cfg: cfg, n: n, shape: shape, label: label, res: res, operatorFirst: round > 0 && round%2 == 0}
 	if err := h.all(ctx); err != nil {
 		res.Err = err.Error()
@@ -97,7 +97,7 @@ func (h *harness) onFreshServers(ctx context.Context, body func() error) (err er
 		}
 	}()
 	h.w, h.profilers = w, nil
-	if h.cfg.profileDir != "" {
+	if h.cfg.ProfileDir != "" {
 		h.profilers = w.serverProfilers()
 	}
 	return body()
@@ -230,7 +230,7 @@ func (h *harness) operatorPhases(ctx context.Context) error {
 // cgroup of its own when one can be made: two instances (the failover's
 // standby beside the leader) must not share one limit.
 func (h *harness) newOperator(label string) *operatorProc {
-	o := &operatorProc{label: label, bin: h.cfg.bin, kubeconfig: h.w.kubeconfig, dir: h.w.env.Dir, concurrency: h.cfg.concurrency, env: h.w.env,
+	o := &operatorProc{label: label, bin: h.cfg.Bin, kubeconfig: h.w.kubeconfig, dir: h.w.env.Dir, concurrency: h.cfg.concurrency, env: h.w.env,
 		softLimit: operatorSoftLimit(h.n)}
 	cg, err := newMemCgroup(operatorMemory(h.n), label)
 	if err != nil {

@@ -1,6 +1,6 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"bytes"
@@ -16,26 +16,26 @@ import (
 	"time"
 )
 
-// config is what a run measures.
-type config struct {
+// Config is what a run measures.
+type Config struct {
 	ns     []int
 	shapes []string
-	// bin is the minionvault binary the operator runs from.
-	bin string
-	// profileDir, when set, receives a CPU profile of the operator for each
+	// Bin is the minionvault binary the operator runs from.
+	Bin string
+	// ProfileDir, when set, receives a CPU profile of the operator for each
 	// of its phases (and the -top of it goes into the report).
-	profileDir string
+	ProfileDir string
 	// creators create bindings in parallel; floorWorkers do the floor's
 	// work in parallel; concurrency is the operator's --concurrency.
 	creators, floorWorkers, concurrency int
 	// changes is the number of single binding changes whose latency is measured.
 	changes int
-	// failoverWatch is how long the failover phase counts the new
+	// FailoverWatch is how long the failover phase counts the new
 	// leader's Vault reads after the takeover, minute by minute.
-	failoverWatch time.Duration
+	FailoverWatch time.Duration
 	// phaseTimeout bounds each phase for n bindings.
 	phaseTimeout func(n int) time.Duration
-	logf         func(format string, args ...any)
+	Logf         func(format string, args ...any)
 	// skipFloors: the run of a baseline binary beside this change's,
 	// whose floors are measured once, in this change's run.
 	skipFloors bool
@@ -53,7 +53,7 @@ type config struct {
 
 // roundNumbers are the rounds runRound is called with: 0 alone (rows
 // without a round) for a single round, else 1 to rounds.
-func (c config) roundNumbers() []int {
+func (c Config) roundNumbers() []int {
 	if c.rounds <= 1 {
 		return []int{0}
 	}
@@ -121,8 +121,8 @@ type phaseResult struct {
 	Stored *storedSize `json:",omitempty"`
 }
 
-// shapeResult is one shape at one N: the floor and the operator's phases.
-type shapeResult struct {
+// ShapeResult is one shape at one N: the floor and the operator's phases.
+type ShapeResult struct {
 	N int
 	// Shape labels the rows: the shape, and its round when there are
 	// several ("shared #2"); Base is the shape alone.
@@ -139,14 +139,14 @@ type shapeResult struct {
 
 // baseShape is the shape alone, whether or not the rows carry a round
 // (a result read from an older report has no Base).
-func (s *shapeResult) baseShape() string {
+func (s *ShapeResult) baseShape() string {
 	if s.Base != "" {
 		return s.Base
 	}
 	return s.Shape
 }
 
-func (s *shapeResult) phase(name string) *phaseResult {
+func (s *ShapeResult) phase(name string) *phaseResult {
 	for _, p := range s.Phases {
 		if p.Phase == name {
 			return p
@@ -190,7 +190,7 @@ const (
 
 // harness runs the phases of one shape at one N.
 type harness struct {
-	cfg   config
+	cfg   Config
 	n     int
 	shape string
 	// label is the shape in the rows, logs and profile names: with its
@@ -211,7 +211,7 @@ type harness struct {
 	// end.
 	cgroups []*memCgroup
 	track   *tracker
-	res     *shapeResult
+	res     *ShapeResult
 	// lastFloor is the floor phase that ran last, whose bindings the
 	// rollouts' floors change.
 	lastFloor *floor
@@ -353,7 +353,7 @@ type phaseBody func(ctx context.Context, r *phaseResult) (wall time.Duration, er
 func (h *harness) run(ctx context.Context, name, actor string, per int, body phaseBody) bool {
 	r := &phaseResult{N: h.n, Shape: h.label, Phase: name, Actor: actor, Per: per}
 	h.res.Phases = append(h.res.Phases, r)
-	h.cfg.logf("N=%d %s: %s ...", h.n, h.label, name)
+	h.cfg.Logf("N=%d %s: %s ...", h.n, h.label, name)
 	if h.op != nil {
 		h.op.resetPeak()
 	}
@@ -392,7 +392,7 @@ func (h *harness) run(ctx context.Context, name, actor string, per int, body pha
 		r.Stored, _ = h.stored(ctx, actor)
 	}
 	finishProfiles(r)
-	h.cfg.logf("N=%d %s: %s: %s%s", h.n, h.label, name, r.Wall.Round(time.Millisecond), errSuffix(r.Err))
+	h.cfg.Logf("N=%d %s: %s: %s%s", h.n, h.label, name, r.Wall.Round(time.Millisecond), errSuffix(r.Err))
 	return r.Err == ""
 }
 
@@ -401,7 +401,7 @@ func (h *harness) run(ctx context.Context, name, actor string, per int, body pha
 func (h *harness) timeout(name string) time.Duration {
 	d := h.cfg.phaseTimeout(h.n)
 	if name == phaseFailover {
-		d += h.cfg.failoverWatch + 4*leaseDuration + time.Minute
+		d += h.cfg.FailoverWatch + 4*leaseDuration + time.Minute
 	}
 	return d
 }
@@ -425,10 +425,10 @@ func (h *harness) setOperator(o *operatorProc) {
 // The func returned stops them, merges each into one file with its -top in
 // r, and takes the operator's heap at the end of its phases.
 func (h *harness) startProfiles(name, actor string) (finish func(r *phaseResult)) {
-	if h.cfg.profileDir == "" {
+	if h.cfg.ProfileDir == "" {
 		return func(*phaseResult) {}
 	}
-	prefix := filepath.Join(h.cfg.profileDir, fmt.Sprintf("N%d-%s-%s", h.n, strings.ReplaceAll(h.label, " #", "-round"), strings.ReplaceAll(name, " ", "-")))
+	prefix := filepath.Join(h.cfg.ProfileDir, fmt.Sprintf("N%d-%s-%s", h.n, strings.ReplaceAll(h.label, " #", "-round"), strings.ReplaceAll(name, " ", "-")))
 	var stopOperator func() []string
 	if actor == "operator" {
 		// Whichever instance is under measurement: the failover swaps it.

@@ -1,12 +1,11 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"fmt"
 	"slices"
 	"strings"
-	"testing"
 )
 
 // operatorPhaseNames are the operator's phases, in the order
@@ -60,7 +59,7 @@ func validPhases() string {
 
 // runs says whether the run includes the operator phase: every one when
 // no phases were selected, the converge always.
-func (c config) runs(phase string) bool {
+func (c Config) runs(phase string) bool {
 	if phase == phaseSweep {
 		// Only when asked for: it restarts the operator with a sweep
 		// interval of its own, which a baseline's operator may not know.
@@ -73,7 +72,7 @@ func (c config) runs(phase string) bool {
 // the floor with the ownership record always (the converge's ratios are
 // over them), each other floor when the operator phase it is the floor of
 // runs.
-func (c config) runsFloor(floor string) bool {
+func (c Config) runsFloor(floor string) bool {
 	if floor == phaseFloor || floor == phaseFloorRecord || floor == phaseFloorProof {
 		return true
 	}
@@ -87,7 +86,7 @@ func (c config) runsFloor(floor string) bool {
 
 // phasesRun says which phases a run with cfg makes, for the report's
 // header; "" when it makes all of them.
-func phasesRun(c config) string {
+func phasesRun(c Config) string {
 	if c.phases == nil {
 		return ""
 	}
@@ -104,46 +103,4 @@ func phasesRun(c config) string {
 	}
 	return fmt.Sprintf("operator phases %s, floors %s (%s; not run: %s)", strings.Join(c.phases, ", "), strings.Join(floors, ", "),
 		envPhases, strings.Join(skipped, ", "))
-}
-
-// TestParsePhases: names by their constant, hyphenated or first word,
-// separated by commas or spaces; the converge always; an unknown name an
-// error that lists the valid ones.
-func TestParsePhases(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-	}{
-		{"converge,restart", []string{phaseConverge, phaseRestart}},
-		{"restart", []string{phaseConverge, phaseRestart}},
-		{"delete restart-resync", []string{phaseConverge, phaseRestart, phaseDelete}},
-		{"restart resync, template change,policy", []string{phaseConverge, phaseRestart, phaseTemplate, phasePolicy}},
-		{"Failover single", []string{phaseConverge, phaseFailover, phaseLatency}},
-		{"forced-resync forced", []string{phaseConverge, phaseForced}},
-	}
-	for _, tc := range tests {
-		got, err := parsePhases(tc.in)
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("parsePhases(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
-		}
-	}
-	for _, in := range []string{"converge,resync", "restart,warmup"} {
-		if _, err := parsePhases(in); err == nil || !strings.Contains(err.Error(), "template (or \"template change\", template-change)") {
-			t.Errorf("parsePhases(%q): error %v, want one that lists the phases", in, err)
-		}
-	}
-
-	c := config{phases: []string{phaseConverge, phaseRestart}}
-	for floor, want := range map[string]bool{phaseFloor: true, phaseFloorRecord: true, phaseFloorForced: false, phaseFloorTemplate: false, phaseFloorPolicy: false} {
-		if c.runsFloor(floor) != want {
-			t.Errorf("phases %q: runsFloor(%q) = %v, want %v", c.phases, floor, !want, want)
-		}
-	}
-	c.phases = []string{phaseConverge, phaseForced, phasePolicy}
-	if !c.runsFloor(phaseFloorForced) || !c.runsFloor(phaseFloorPolicy) || c.runsFloor(phaseFloorTemplate) {
-		t.Errorf("phases %q: the floors of the forced resync and the policy change only", c.phases)
-	}
-	if all := (config{}); !all.runs(phaseDelete) || !all.runsFloor(phaseFloorTemplate) || phasesRun(all) != "" {
-		t.Error("no selection: every phase runs")
-	}
 }

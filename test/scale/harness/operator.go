@@ -1,6 +1,6 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"context"

@@ -1,17 +1,14 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -24,8 +21,8 @@ const (
 	envHAKeep   = "SCALE_HA_KEEP"   // a folder to keep the operator's and the Vault nodes' logs in
 )
 
-// haCIN is the fleet TestVaultHA runs.
-const haCIN = 50
+// HACIN is the fleet TestVaultHA runs.
+const HACIN = 50
 
 // The HA goals, checked by TestVaultHA and reported by BenchmarkHA.
 const (
@@ -49,28 +46,28 @@ const (
 	haExtraCalls = 0.5
 )
 
-// haChecks are the goals over every mode's run.
-func haChecks(all []*haModeResult) []check {
-	var out []check
+// HAChecks are the goals over every mode's run.
+func HAChecks(all []*haModeResult) []Check {
+	var out []Check
 	for _, m := range all {
 		if m.Err != "" {
-			out = append(out, check{Goal: m.Mode + ": the run completes", Measured: m.Err})
+			out = append(out, Check{Goal: m.Mode + ": the run completes", Measured: m.Err})
 		}
 		for _, p := range m.Phases {
 			name := fmt.Sprintf("%s %s %s", m.Mode, p.Fleet, p.Op)
 			out = append(out,
-				check{Goal: name + ": completes", OK: p.Err == "", Measured: firstLine(p.Err)},
-				check{Goal: name + ": no binding Stalled", OK: len(p.Stalled) == 0, Measured: strings.Join(p.Stalled, "; ")},
-				check{Goal: name + ": no panic in the operator", OK: len(p.Panics) == 0, Measured: strings.Join(p.Panics, "; ")},
-				check{Goal: name + ": the connection's Vault identity unchanged (a change has every binding checked)", OK: p.IdentityChanges == 0,
+				Check{Goal: name + ": completes", OK: p.Err == "", Measured: firstLine(p.Err)},
+				Check{Goal: name + ": no binding Stalled", OK: len(p.Stalled) == 0, Measured: strings.Join(p.Stalled, "; ")},
+				Check{Goal: name + ": no panic in the operator", OK: len(p.Panics) == 0, Measured: strings.Join(p.Panics, "; ")},
+				Check{Goal: name + ": the connection's Vault identity unchanged (a change has every binding checked)", OK: p.IdentityChanges == 0,
 					Measured: strings.Join(p.Connection, "; ")},
-				check{Goal: name + ": Vault as rendered, nothing duplicated, every object proven the binding's", OK: len(p.Problems) == 0, Measured: p.Check})
+				Check{Goal: name + ": Vault as rendered, nothing duplicated, every object proven the binding's", OK: len(p.Problems) == 0, Measured: p.Check})
 			base := m.phase("base", p.Op)
 			if p.Fleet == "base" || base == nil || p.Err != "" || base.Err != "" {
 				continue
 			}
 			delay, bound := p.Wall-base.Wall, p.outage()+haRetryBound+haSlack
-			out = append(out, check{
+			out = append(out, Check{
 				Goal: fmt.Sprintf("%s: all Ready within the outage + %s + %s after the undisturbed operation's time", name, haRetryBound, haSlack),
 				OK:   delay <= bound,
 				Measured: fmt.Sprintf("%s against %s undisturbed: %s later; outage %s (Vault back at the operator's address; election %s, sealed %s), the operator's first call after it %s",
@@ -80,7 +77,7 @@ func haChecks(all []*haModeResult) []check {
 				n := float64(p.N)
 				r, w := float64(p.Vault.Reads)/n, float64(p.Vault.Writes)/n
 				br, bw := float64(base.Vault.Reads)/n, float64(base.Vault.Writes)/n
-				out = append(out, check{
+				out = append(out, Check{
 					Goal:     fmt.Sprintf("%s: at most %.1f more Vault reads and writes per binding than undisturbed", name, haExtraCalls),
 					OK:       r <= br+haExtraCalls && w <= bw+haExtraCalls,
 					Measured: fmt.Sprintf("R/b %.2f (undisturbed %.2f), W/b %.2f (undisturbed %.2f)", r, br, w, bw),
@@ -98,30 +95,30 @@ func firstLine(s string) string {
 
 func sec(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
 
-// haHeader describes the run.
-func haHeader(cfg haConfig, command string, started time.Time, host string) string {
+// HAHeader describes the run.
+func HAHeader(cfg HAConfig, command string, started time.Time, host string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Vault HA: the operator through failovers\n\n")
 	fmt.Fprintf(&b, "- command: `%s`\n", command)
 	fmt.Fprintf(&b, "- started %s; %s\n", started.Format(time.RFC3339), host)
 	perf := "Vault's default (5)"
-	if cfg.perfMultiplier > 0 {
-		perf = strconv.Itoa(cfg.perfMultiplier)
+	if cfg.PerfMultiplier > 0 {
+		perf = strconv.Itoa(cfg.PerfMultiplier)
 	}
 	fmt.Fprintf(&b, "- Vault: three nodes of the tools' vault on integrated storage (raft), performance_multiplier %s, every node a voter before each operation; modes %v\n", perf, cfg.modes)
 	fmt.Fprintf(&b, "- N=%d bindings per fleet; %d parallel creators; operator `--concurrency=%d` (its own process, leader election on); the disturbance when %.0f %% of the fleet is Ready with the operation; a restarted node stays sealed %s from its kill\n",
-		cfg.n, cfg.creators, cfg.concurrency, cfg.disturbAt*100, cfg.sealedFor)
+		cfg.N, cfg.creators, cfg.concurrency, cfg.disturbAt*100, cfg.SealedFor)
 	if os.Getenv("SCALE_HA_DEBUG") != "" {
 		fmt.Fprintf(&b, "- the operator logged at debug level (SCALE_HA_DEBUG): why each binding was compared with Vault\n")
 	}
-	if cfg.parallel {
+	if cfg.Parallel {
 		fmt.Fprintf(&b, "- the modes ran at once, each on its own servers\n")
 	}
 	return b.String()
 }
 
-// haTable is the report's body.
-func haTable(all []*haModeResult, checks []check) string {
+// HATable is the report's body.
+func HATable(all []*haModeResult, checks []Check) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n| mode | operation | disturbance | wall s | ×undisturbed | disturbed at s | node | election s | proxy s | sealed s | back s | resumed s | recovery s | Vault R/b | Vault W/b | failed calls | Ready low | Ready=False seen | Stalled | Vault afterwards |\n")
 	fmt.Fprintf(&b, "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
@@ -285,14 +282,14 @@ func byKindPer(by map[string]int, n int) string {
 	return strings.Join(parts, ", ")
 }
 
-// haFromEnv applies the SCALE_HA_* variables.
-func haFromEnv(cfg haConfig) (haConfig, error) {
+// HAFromEnv applies the SCALE_HA_* variables.
+func HAFromEnv(cfg HAConfig) (HAConfig, error) {
 	if v := strings.TrimSpace(os.Getenv(envHAN)); v != "" {
 		n, err := strconv.Atoi(strings.ReplaceAll(v, "_", ""))
 		if err != nil || n < 10 {
 			return cfg, fmt.Errorf("%s: %q is not a size of at least 10", envHAN, v)
 		}
-		cfg.n = n
+		cfg.N = n
 	}
 	if v := strings.TrimSpace(os.Getenv(envHAModes)); v != "" && v != "both" {
 		cfg.modes = nil
@@ -313,110 +310,22 @@ func haFromEnv(cfg haConfig) (haConfig, error) {
 		if err != nil || d < time.Second {
 			return cfg, fmt.Errorf("%s: %q is not a duration of at least 1s", envHASealed, v)
 		}
-		cfg.sealedFor = d
+		cfg.SealedFor = d
 	}
 	if v := os.Getenv(envHAPerf); v != "" {
 		p, err := strconv.Atoi(v)
 		if err != nil || p < 1 || p > 10 {
 			return cfg, fmt.Errorf("%s: %q is not a performance multiplier from 1 to 10", envHAPerf, v)
 		}
-		cfg.perfMultiplier = p
+		cfg.PerfMultiplier = p
 	}
 	if v := os.Getenv(envTimeout); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			return cfg, fmt.Errorf("%s: %w", envTimeout, err)
 		}
-		cfg.phaseTimeout = d
+		cfg.PhaseTimeout = d
 	}
 	cfg.keep = os.Getenv(envHAKeep)
 	return cfg, nil
-}
-
-// TestVaultHA (part of `make integration`): both modes at N=50, every
-// operation undisturbed and disturbed, asserting the goals: no binding
-// Stalled, Vault as rendered with nothing duplicated and everything
-// proven, every binding Ready within the outage and a bound, and the
-// Vault calls per binding near the undisturbed ones. The report goes to
-// bin/scale/ha-ci.md.
-func TestVaultHA(t *testing.T) {
-	cfg := defaultHAConfig()
-	// Both modes at once; elections at raft's fastest timing, which Vault
-	// recommends for production (the benchmark keeps Vault's default, 5).
-	cfg.n, cfg.sealedFor, cfg.phaseTimeout, cfg.parallel, cfg.perfMultiplier = haCIN, 5*time.Second, 3*time.Minute, true, 1
-	// SCALE_HA_* change it, to look into one mode or a larger fleet.
-	cfg, err := haFromEnv(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.logf = t.Logf
-	cfg.bin = operatorBinary(t)
-	started := time.Now()
-	all := runHA(t.Context(), cfg)
-	checks := haChecks(all)
-	report := haHeader(cfg, command("go test -tags integration -run TestVaultHA ./test/scale"), started, machine()) +
-		fmt.Sprintf("- total time %s\n", time.Since(started).Round(time.Second)) + haTable(all, checks)
-	path := writeReport(t, outDir(t), "ha-ci.md", report)
-	t.Logf("report (also in %s):\n%s", path, report)
-	for _, c := range checks {
-		if !c.OK {
-			t.Errorf("%s: %s", c.Goal, c.Measured)
-		}
-	}
-}
-
-// BenchmarkHA is `make bench-ha`: both modes at SCALE_HA_N (1,000)
-// bindings per fleet, the report on stdout and in $SCALE_OUT (bin/scale)
-// as ha-<time>.md and ha.md, the raw results as JSON. It fails when a goal
-// is not met.
-func BenchmarkHA(b *testing.B) {
-	cfg, err := haFromEnv(defaultHAConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.bin = operatorBinary(b)
-	cfg.logf = func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-	}
-	dir := outDir(b)
-	started := time.Now()
-	host := machine()
-	all := runHA(b.Context(), cfg)
-	checks := haChecks(all)
-	stamp := started.Format("20060102-150405")
-	report := haHeader(cfg, command("go test -tags integration -run '^$' -bench BenchmarkHA -benchtime 1x ./test/scale"), started, host) +
-		fmt.Sprintf("- total time %s\n", time.Since(started).Round(time.Second)) + haTable(all, checks)
-	path := writeReport(b, dir, "ha-"+stamp+".md", report)
-	writeReport(b, dir, "ha.md", report)
-	if data, err := json.MarshalIndent(all, "", "  "); err == nil {
-		writeReport(b, dir, "ha-"+stamp+".json", string(data))
-	}
-	fmt.Println(report)
-	fmt.Printf("\nreport: %s\n", filepath.Clean(path))
-	for _, c := range checks {
-		if !c.OK {
-			b.Errorf("%s: %s", c.Goal, c.Measured)
-		}
-	}
-}
-
-// TestPanicsIn: a panic controller-runtime recovered, as the operator logs
-// it, is found with the operator's frame nearest to it, and counted.
-func TestPanicsIn(t *testing.T) {
-	line := `{"level":"error","msg":"Observed a panic","controller":"vaultconnection","panic":"runtime error: invalid memory address or nil pointer dereference",` +
-		`"stacktrace":"goroutine 395 [running]:\nk8s.io/apimachinery/pkg/util/runtime.logPanic(...)\n\tk8s.io/apimachinery@v0.37.2/pkg/util/runtime/runtime.go:134 +0xbc\n` +
-		`github.com/minionvault/minion-vault-operator/pkg/vault.(*session).expiredAt(0x43c765?)\n\tgithub.com/minionvault/minion-vault-operator/pkg/vault/auth.go:52 +0x22\n"}`
-	path := filepath.Join(t.TempDir(), "operator.log")
-	data := "{\"msg\":\"before\"}\n" + line + "\n" + line + "\n{\"msg\":\"Writing to Vault\"}\n"
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got := panicsIn(path, 0)
-	want := "vaultconnection: runtime error: invalid memory address or nil pointer dereference in github.com/minionvault/minion-vault-operator/pkg/vault.(*session).expiredAt(0x43c765?) (2 times)"
-	if len(got) != 1 || got[0] != want {
-		t.Errorf("panicsIn = %q, want [%q]", got, want)
-	}
-	if got := panicsIn(path, int64(len(data))); len(got) != 0 {
-		t.Errorf("from the end: %q", got)
-	}
 }

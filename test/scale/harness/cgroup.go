@@ -1,6 +1,6 @@
 //go:build integration
 
-package scale
+package harness
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 // operatorMemory is the memory limit the operator runs under at n
 // bindings, as its Pod would with `resources.limits.memory`: the RSS goal
 // at that size, 256 MiB up to 10,000 bindings (goalN) and 512 MiB above
-// (issue 34's, at 50,000). The RSS goal (budgetChecks) is the same.
+// (issue 34's, at 50,000). The RSS goal (BudgetChecks) is the same.
 func operatorMemory(n int) int64 {
 	if n <= goalN {
 		return 256 << 20
