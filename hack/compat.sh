@@ -9,9 +9,11 @@
 #   test/e2e   TestCompatibilityRestart  the version read and judged; a
 #                                         restart writes nothing, every object
 #                                         still provably the operator's
-#              TestOperator              creation, drift correction, pillar
-#                                         change, bad input, deletion, Vault
+#              the basic behaviours      creation, resync, pillar change,
+#                                         drift correction, bad input,
+#                                         deletion and retention, Vault
 #                                         unreachable, foreign policies
+#                                         (basic, below: once TestOperator)
 #              TestOwnership (1 to 5)    switches, hand-deleted roles, half-
 #                                         failed applies, no needless writes
 #              TestSwitchBetweenTwoConnectionsToOneVault
@@ -39,7 +41,9 @@ mapfile -t all < <(grep -v '^[[:space:]]*#' pkg/vault/tested-versions.txt | grep
 default="${all[-1]}"
 read -r -a lines <<<"${COMPAT_LINES:-${all[*]}}"
 
-run='^(TestCompatibilityRestart|TestOperator|TestOwnership|TestSwitchBetweenTwoConnectionsToOneVault|TestConnections|TestSaltMasterBesideTheOperator|TestTenantForgeries|TestIntegrationAgreesWithVault|TestIntegrationWriteParity|TestIntegrationSpecRows|TestDevOnce)$'
+# The basic behaviours, a test each (test/e2e, docs/development.md).
+basic='TestApplyWritesWhatTheBindingsRender|TestResyncInSyncWritesNothing|TestPillarChangeIsFollowed|TestDriftIsCorrectedOrOnlyReported|TestBadInputIsRefused|TestDeletionRemovesVaultObjects|TestDeletionRetainsVaultObjects|TestRetainedObjectsAreNotHandedToTheDuplicate|TestUnreachableVaultIsSaidAndConverges|TestDeletionWaitsForAnUnreachableVault|TestAForeignPolicyIsNotOverwritten|TestDeletionDoesNotHangWithoutAConnection'
+run='^(TestCompatibilityRestart|'"$basic"'|TestOwnership|TestSwitchBetweenTwoConnectionsToOneVault|TestConnections|TestSaltMasterBesideTheOperator|TestTenantForgeries|TestIntegrationAgreesWithVault|TestIntegrationWriteParity|TestIntegrationSpecRows|TestDevOnce)$'
 # Subtests that say nothing of the server's line: the 100-handover loop and
 # TestConnections' other subtests (Secrets, backoff, metrics, logs).
 skip='^TestOwnership$/^handover|^TestConnections$/^(a_rotated|Vault_down|metrics|no_credential)'
