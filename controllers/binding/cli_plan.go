@@ -180,13 +180,6 @@ func (bp *BindingPlan) change(a vaultAction) vault.Change {
 	return c
 }
 
-// Execute makes the plan's writes against vc, as the reconciler would
-// (tests converge a fake Vault with it).
-func (bp BindingPlan) Execute(ctx context.Context, vc vault.Client) error {
-	_, err := execute(ctx, vc, bp.actions)
-	return err
-}
-
 // Refusal says why the operator would write nothing for a binding: Vault's
 // objects are not the binding's, or the error would stall it (the one
 // error → outcome table, outcome.For). ok is false for any other error.

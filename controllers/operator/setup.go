@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 	"github.com/minionvault/minion-vault-operator/controllers/binding"
 	"github.com/minionvault/minion-vault-operator/controllers/connection"
 	"github.com/minionvault/minion-vault-operator/controllers/internal/clusterfacts"
@@ -36,8 +35,6 @@ type Options struct {
 	Interval time.Duration
 	// Observer also sees every Vault request (tests count writes with it).
 	Observer vault.Observer
-	// NewClient replaces the Vault client cache (unit tests).
-	NewClient func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error)
 	// ClusterID names this cluster in the owner markers written to Vault.
 	ClusterID string
 	// Shard: the bindings controller sees some namespaces or labels only.
@@ -69,7 +66,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	// only when the metadata cache shows a new version.
 	conns := &connection.Connections{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metadata: mgr.GetCache(),
-		Cache: &vault.Cache{}, Observer: obs, ServiceAccount: o.ServiceAccount, NewClient: o.NewClient,
+		Cache: &vault.Cache{}, Observer: obs, ServiceAccount: o.ServiceAccount,
 		SecretNamespace: o.SecretNamespace,
 	}
 	opts := controller.Options{MaxConcurrentReconciles: max(o.Concurrency, 1)}

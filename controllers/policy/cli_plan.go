@@ -126,12 +126,5 @@ func headerCluster(template string, observed map[string]observedPolicy) (cluster
 		template, strings.Join(clusters, ", "))
 }
 
-// Execute makes the plan's writes against vc, as the template reconciler
-// would (tests converge a fake Vault with it).
-func (pp Plan) Execute(ctx context.Context, vc vault.Client) error {
-	_, err := executePolicies(ctx, vc, pp.actions, nil)
-	return err
-}
-
 // changeOrder is the order of a template's changes in a plan.
 var changeOrder = map[string]int{vault.ChangeCreate: 0, vault.ChangeUpdate: 1, vault.ChangeDelete: 2}

@@ -272,7 +272,7 @@ func TestPlannerPlansWhatTheSyncDoes(t *testing.T) {
 	if n := v.Calls("ReadPolicy"); n != 7 {
 		t.Errorf("%d policy reads, want 7", n)
 	}
-	if err := pp.Execute(ctx, v); err != nil {
+	if err := executePlan(ctx, v, pp); err != nil {
 		t.Fatal(err)
 	}
 	if pp, err = (&Planner{Vault: v}).Plan(ctx, tpl, testCluster, bindings); err != nil || len(pp.Changes) != 0 {
@@ -394,4 +394,11 @@ func TestAFailedWriteLetsTheWritesInFlightFinish(t *testing.T) {
 	if v.started != policyWorkers {
 		t.Errorf("%d writes sent, want the %d in flight when the first failed, none after", v.started, policyWorkers)
 	}
+}
+
+// executePlan makes a plan's writes against vc, as the template
+// reconciler would.
+func executePlan(ctx context.Context, vc vault.Client, pp Plan) error {
+	_, err := executePolicies(ctx, vc, pp.actions, nil)
+	return err
 }

@@ -294,8 +294,6 @@ type SetupOptions struct {
 	Interval       time.Duration
 	// Observer also sees every Vault request (tests count writes with it).
 	Observer vault.Observer
-	// NewClient replaces the Vault client cache (unit tests).
-	NewClient func(context.Context, *v1alpha1.VaultConnection) (vault.Client, error)
 	// Controllers to run (default: all).
 	Controllers []string
 	// ClusterID names this cluster in the owner markers written to Vault
@@ -335,7 +333,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, so SetupOptions) error {
 	return operator.Setup(ctx, mgr, operator.Options{
 		Bindings: run(controllerBindings), Templates: run(controllerTemplates), Connections: run(controllerConnections),
 		ServiceAccount: so.ServiceAccount, Concurrency: so.Concurrency, Interval: so.Interval,
-		Observer: so.Observer, NewClient: so.NewClient, ClusterID: clusterID, Shard: so.Shard,
+		Observer: so.Observer, ClusterID: clusterID, Shard: so.Shard,
 		SecretNamespace: so.SecretNamespace, LostWindow: so.LostWindow, LostSweep: so.LostSweep,
 	})
 }

@@ -126,9 +126,6 @@ type TemplatePlan struct {
 	Name    string         `json:"name"`
 	Changes []vault.Change `json:"changes"`
 	Refused *Refusal       `json:"refused,omitempty"`
-	// plan is the template reconciler's, which tests execute to converge
-	// a fake Vault.
-	plan policy.Plan
 }
 
 type BindingPlan struct {
@@ -138,7 +135,8 @@ type BindingPlan struct {
 	Template  string         `json:"template"`
 	Changes   []vault.Change `json:"changes"`
 	Refused   *Refusal       `json:"refused,omitempty"`
-	// plan is the planner's, which tests execute to converge a fake Vault.
+	// plan is the planner's: what it would leave and could not look at
+	// become the plan's warnings.
 	plan binding.BindingPlan
 }
 
@@ -302,7 +300,7 @@ func planPolicies(ctx context.Context, policies *policy.Planner, tpl *v1alpha1.M
 	if err != nil {
 		return tp, nil, fmt.Errorf("MinionTemplate %s: %w", tpl.Name, err)
 	}
-	tp.Changes, tp.plan = pp.Changes, pp
+	tp.Changes = pp.Changes
 	if len(pp.NotOwned) > 0 {
 		tp.Refused = &Refusal{Reason: v1alpha1.PolicyNotOwnedReason, Message: fmt.Sprintf(
 			"ACL policies exist in Vault and were not written by this template (set adoptPolicies to take them over): %s", strings.Join(pp.NotOwned, ", "))}
@@ -379,8 +377,7 @@ func planVault(ctx context.Context, vc vault.Client, in *planInput, b *v1alpha1.
 		return BindingPlan{}, fmt.Errorf("MinionBinding %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	bp := bindingPlan(b)
-	bp.Changes = plan.Changes
-	bp.plan = plan
+	bp.Changes, bp.plan = plan.Changes, plan
 	return bp, nil
 }
 

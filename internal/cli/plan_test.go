@@ -12,8 +12,8 @@ import (
 	"github.com/minionvault/minion-vault-operator/pkg/vault/vaulttest"
 )
 
-// applyManifests converges a Vault: it plans, then executes the
-// templates' and the bindings' plans, as the reconcilers would.
+// applyManifests converges a Vault: it plans, then makes the writes the
+// plan prints, the templates' then the bindings', as the reconcilers would.
 func applyManifests(t *testing.T, c vault.Client, in *planInput) *PlanResult {
 	t.Helper()
 	ctx := context.Background()
@@ -22,13 +22,13 @@ func applyManifests(t *testing.T, c vault.Client, in *planInput) *PlanResult {
 		t.Fatal(err)
 	}
 	for _, tp := range p.Templates {
-		if err := tp.plan.Execute(ctx, c); err != nil {
-			t.Fatal(err)
+		if err := replay(ctx, c, tp.Changes); err != nil {
+			t.Fatalf("template %s: %v", tp.Name, err)
 		}
 	}
 	for _, b := range p.Bindings {
-		if err := b.plan.Execute(ctx, c); err != nil {
-			t.Fatal(err)
+		if err := replay(ctx, c, b.Changes); err != nil {
+			t.Fatalf("binding %s/%s: %v", b.Namespace, b.Name, err)
 		}
 	}
 	return p
