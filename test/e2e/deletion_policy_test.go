@@ -61,9 +61,9 @@ func TestDeletionRetainsVaultObjects(t *testing.T) {
 func retainAndDelete(t *testing.T, f *saltMinions, name string) {
 	t.Helper()
 	s, ctx := f.s, context.Background()
-	mt := f.template()
-	mt.Spec.DeletionPolicy = v1alpha1.DeletionPolicyRetain
-	s.must(s.c.Update(ctx, mt))
+	// The operator patches the template's status meanwhile: retry on a
+	// conflict rather than fail on it.
+	s.must(s.patchTemplate(f.tpl, func(mt *v1alpha1.MinionTemplate) { mt.Spec.DeletionPolicy = v1alpha1.DeletionPolicyRetain }))
 	time.Sleep(200 * time.Millisecond)
 	s.must(s.c.Delete(ctx, s.binding(f.ns, f.id(name))))
 	eventually(t, 20*time.Second, name+" gone", func() error {

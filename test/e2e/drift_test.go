@@ -3,13 +3,11 @@
 package e2e
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 )
@@ -19,7 +17,6 @@ import (
 // mode, and corrected again once the template leaves it.
 func TestDriftIsCorrectedOrOnlyReported(t *testing.T) {
 	s := start(t)
-	ctx := context.Background()
 	f := newSaltMinions(s, "drift")
 	f.bind("web01", "web")
 	web := f.id("web01")
@@ -39,9 +36,9 @@ func TestDriftIsCorrectedOrOnlyReported(t *testing.T) {
 	}
 	s.event(web, "DriftCorrected")
 
-	mt := f.template()
-	mt.Spec.DriftDetection = v1alpha1.DriftDetectionDetectOnly
-	s.must(s.c.Update(ctx, mt))
+	// The operator patches the template's status meanwhile: retry on a
+	// conflict rather than fail on it.
+	s.must(s.patchTemplate(f.tpl, func(mt *v1alpha1.MinionTemplate) { mt.Spec.DriftDetection = v1alpha1.DriftDetectionDetectOnly }))
 	time.Sleep(300 * time.Millisecond)
 	_, err = s.root.Logical().Write("identity/entity/name/salt_minion_"+web, map[string]any{"metadata": map[string]any{"roles": "hacked"}})
 	s.must(err)
@@ -54,9 +51,7 @@ func TestDriftIsCorrectedOrOnlyReported(t *testing.T) {
 		t.Errorf("conditions %+v", b.Status.Conditions)
 	}
 	s.event(web, "DriftDetected")
-	s.must(s.c.Get(ctx, types.NamespacedName{Name: f.tpl}, mt))
-	mt.Spec.DriftDetection = v1alpha1.DriftDetectionCorrect
-	s.must(s.c.Update(ctx, mt))
+	s.must(s.patchTemplate(f.tpl, func(mt *v1alpha1.MinionTemplate) { mt.Spec.DriftDetection = v1alpha1.DriftDetectionCorrect }))
 	s.requestReconcile(f.ns, web)
 	if got := metadataOf(s.vaultRead("identity/entity/name/salt_minion_" + web)); got["roles"] != "web" {
 		t.Errorf("not corrected after leaving detect-only: %v", got)

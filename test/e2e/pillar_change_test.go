@@ -3,11 +3,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/minionvault/minion-vault-operator/api/v1alpha1"
 )
 
 // TestPillarChangeIsFollowed: when a binding's pillar changes, Vault
@@ -15,7 +16,6 @@ import (
 // binding renders any more is deleted.
 func TestPillarChangeIsFollowed(t *testing.T) {
 	s := start(t)
-	ctx := context.Background()
 	f := newSaltMinions(s, "pillar")
 	f.bind("web01", "web", "db")
 	f.bind("db01", "db")
@@ -24,9 +24,8 @@ func TestPillarChangeIsFollowed(t *testing.T) {
 	f.waitPolicies(t, 2, "db", "web")
 	web, db := f.id("web01"), f.id("db01")
 
-	b := s.binding(f.ns, web)
-	b.Spec.Pillar = doc(map[string]any{"roles": []string{"web"}})
-	s.must(s.c.Update(ctx, b))
+	// A merge patch: the operator may write the binding's status meanwhile.
+	s.must(s.patchBinding(f.ns, web, func(b *v1alpha1.MinionBinding) { b.Spec.Pillar = doc(map[string]any{"roles": []string{"web"}}) }))
 	eventually(t, 20*time.Second, "metadata follows", func() error {
 		got := metadataOf(s.vaultRead("identity/entity/name/salt_minion_" + web))
 		if fmt.Sprint(got) != fmt.Sprint(map[string]string{"minion-id": web, "roles": "web", "roles__0": "web"}) {
@@ -39,9 +38,7 @@ func TestPillarChangeIsFollowed(t *testing.T) {
 	}
 	s.event(web, "Updated")
 	// db01 still renders the db role's policy; moving it to cache frees it.
-	d := s.binding(f.ns, db)
-	d.Spec.Pillar = doc(map[string]any{"roles": []string{"cache"}})
-	s.must(s.c.Update(ctx, d))
+	s.must(s.patchBinding(f.ns, db, func(d *v1alpha1.MinionBinding) { d.Spec.Pillar = doc(map[string]any{"roles": []string{"cache"}}) }))
 	eventually(t, 20*time.Second, "unused policy deleted", func() error {
 		if s.vaultRead("sys/policies/acl/"+f.role+"db") != nil {
 			return fmt.Errorf("%sdb still exists", f.role)
