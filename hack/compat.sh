@@ -13,7 +13,8 @@
 #                                         drift correction, bad input,
 #                                         deletion and retention, Vault
 #                                         unreachable, foreign policies
-#                                         (basic, below: once TestOperator)
+#                                         (basic, below: the twelve tests of
+#                                         the former TestOperator story)
 #              TestOwnership (1 to 5)    switches, hand-deleted roles, half-
 #                                         failed applies, no needless writes
 #              TestSwitchBetweenTwoConnectionsToOneVault
