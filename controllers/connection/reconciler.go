@@ -202,7 +202,9 @@ func (r *Reconciler) finishStatus(ctx context.Context, conn *v1alpha1.VaultConne
 	r.versionReported(conn)
 	r.events(conn, sc.readyBefore)
 	if err := patch.Status(ctx, r.Client, conn, sc.statusBefore, connectionStatus); err != nil {
-		return ctrl.Result{RequeueAfter: sc.requeue}, err
+		// Backoff: controller-runtime ignores a requeue returned with an
+		// error.
+		return ctrl.Result{}, err
 	}
 	if sc.requeue == 0 {
 		return ctrl.Result{RequeueAfter: outcome.Jitter(conn.EffectiveCheckInterval())}, nil

@@ -56,12 +56,14 @@ func (sc *templateScope) ended(tpl *v1alpha1.MinionTemplate, e passEnd, err erro
 // work is the pass's work, under its hold: the full scan begin found
 // due, or a retry of what earlier syncs left dirty.
 func (r *Reconciler) work(ctx context.Context, tpl *v1alpha1.MinionTemplate, compiled *render.Compiled, pass templatePass) error {
+	if pass.scan != noScan {
+		// Said before the hold, which may wait for a delta's sync.
+		ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", append(pass.why, "verify", pass.scan == verifyScan)...)
+	}
+	defer pass.hold()()
 	if pass.scan == noScan {
-		defer pass.hold()()
 		return r.syncDirty(ctx, tpl)
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Full scan of the template's bindings and policies", append(pass.why, "verify", pass.scan == verifyScan)...)
-	defer pass.hold()()
 	return r.fullScan(ctx, tpl, compiled, pass.scan == verifyScan, pass.request)
 }
 

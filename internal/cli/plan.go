@@ -382,10 +382,8 @@ func planVault(ctx context.Context, vc vault.Client, in *planInput, b *v1alpha1.
 }
 
 func templateNamed(in *planInput, name string) *v1alpha1.MinionTemplate {
-	for _, t := range in.Templates {
-		if t.Obj.Name == name {
-			return t.Obj
-		}
+	if t := in.Set.Template(name); t != nil {
+		return t.Obj
 	}
 	return nil
 }

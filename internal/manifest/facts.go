@@ -89,14 +89,7 @@ func (f *Facts) Template(_ context.Context, name string) (*v1alpha1.MinionTempla
 		Message: fmt.Sprintf("MinionTemplate %q is not among the manifests", name)}
 }
 
-func (f *Facts) template(name string) *Template {
-	for i := range f.m.Templates {
-		if f.m.Templates[i].Obj.Name == name {
-			return &f.m.Templates[i]
-		}
-	}
-	return nil
-}
+func (f *Facts) template(name string) *Template { return f.m.Template(name) }
 
 // NamespaceLabels are those of the namespace's manifest among the files,
 // otherwise the one label every namespace has.

@@ -30,6 +30,17 @@ type Set struct {
 	ConfigMaps  convert.ConfigMapData
 }
 
+// Template is the MinionTemplate of that name among the manifests (nil:
+// none).
+func (s *Set) Template(name string) *Template {
+	for i := range s.Templates {
+		if s.Templates[i].Obj.Name == name {
+			return &s.Templates[i]
+		}
+	}
+	return nil
+}
+
 // Template is a MinionTemplate with its document, whose key order the
 // metadata keeps (convert.Template).
 type Template struct {
